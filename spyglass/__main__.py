@@ -1,0 +1,3 @@
+from spyglass.cli.main import main
+
+main()

@@ -1,0 +1,104 @@
+"""The capture-backend interface: the only thing the rest of spyglass knows of capture.
+
+A backend turns kernel facts into :class:`~spyglass.events.Event` objects.  It
+knows nothing of rules, stores or reports.  The contract is small on purpose so
+that strace, eBPF and replay backends fit the same mould:
+
+* ``status()`` says whether the backend works on this machine, and if not, why
+  and how to fix it (``spyglass doctor`` prints it).
+* ``start(spec)`` launches the command under capture and returns a session.
+* ``session.events()`` yields events *while the command runs*; it ends when
+  capture ends (root process exited and the grace period for descendants is
+  over, or ``stop()`` was called).  Events come without ``seq``: the pipeline
+  numbers them.
+* ``session.result()`` after the stream ends: exit status, lost/unparsed
+  counts, processes still alive when capture stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from spyglass.events import Event
+
+
+@dataclass(slots=True)
+class BackendStatus:
+    name: str
+    available: bool
+    detail: str = ""  # what was found (version, mode)
+    problem: str = ""  # why it does not work
+    fix: str = ""  # how to make it work
+
+
+@dataclass(slots=True)
+class LaunchSpec:
+    """What to run and how."""
+
+    argv: Sequence[str]
+    cwd: str
+    env: dict[str, str] | None = None  # None: inherit
+    wait_descendants: float = 0.0  # seconds to keep following after the root exits
+    wrapper: Sequence[str] = ()  # argv prefix (a sandbox launcher) placed between tracer and command
+    options: dict[str, object] = field(default_factory=dict)  # backend-specific knobs
+
+
+@dataclass(slots=True)
+class StillRunning:
+    pid: int
+    argv: list[str] | None = None
+
+
+@dataclass(slots=True)
+class CaptureResult:
+    exit_code: int | None = None  # the root process's exit code
+    signal: str | None = None  # or the signal that killed it ("SIGKILL")
+    root_pid: int | None = None
+    lines: int = 0  # raw records read from the kernel side
+    unparsed: int = 0  # records that could not be understood
+    lost: int = 0  # records known to be dropped
+    still_running: list[StillRunning] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def shell_exit_code(self) -> int:
+        """The code a shell would report: the exit code, or 128+N for signal N."""
+        if self.exit_code is not None:
+            return self.exit_code
+        if self.signal:
+            import signal as _signal
+
+            try:
+                return 128 + int(_signal.Signals[self.signal])
+            except KeyError:
+                return 128
+        return 1
+
+
+class CaptureSession(Protocol):
+    def events(self) -> Iterator[Event]:
+        """Events as they happen; ends when capture ends."""
+        ...
+
+    def stop(self) -> None:
+        """Stop capturing: detach from the tree (it keeps running) and end the stream."""
+        ...
+
+    def kill_tree(self) -> None:
+        """Kill every process of the traced tree now (enforcement)."""
+        ...
+
+    def result(self) -> CaptureResult:
+        ...
+
+
+class CaptureBackend(Protocol):
+    name: str
+
+    def status(self) -> BackendStatus:
+        ...
+
+    def start(self, spec: LaunchSpec) -> CaptureSession:
+        ...

@@ -1,0 +1,147 @@
+"""Looking at stored runs: ``ls``, ``show``, ``events``; and ``doctor``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from spyglass.cli.common import echo_json, format_option, open_reader, open_store, store_option
+
+
+@click.command("ls")
+@store_option
+@format_option("json")
+@click.option("--task", help="Only runs of this task.")
+def ls_cmd(store_path: Path | None, fmt: str, task: str | None) -> None:
+    """List recorded runs, newest last."""
+    from spyglass.report.summary import _fmt_ts
+
+    from spyglass.errors import StoreError
+
+    try:
+        store = open_store(store_path)
+    except StoreError:
+        if fmt == "json":
+            echo_json([])
+        else:
+            click.echo("no runs yet: record one with `spyglass run -- CMD`", err=True)
+        return
+    rows = store.index.rows("WHERE task = ?", (task,)) if task else store.index.rows()
+    if fmt == "json":
+        echo_json([
+            {
+                "id": r["id"], "task": r["task"], "agent_id": r["agent_id"], "status": r["status"],
+                "exit_code": r["exit_code"], "signal": r["signal"], "start": r["started"], "end": r["ended"],
+                "counts": {"events": r["events"], "alerts": r["alerts"]}, "max_level": r["max_level"],
+                "command": r["command"],
+            }
+            for r in rows
+        ])
+        return
+    if not rows:
+        click.echo("no runs yet: record one with `spyglass run -- CMD`", err=True)
+        return
+    for r in rows:
+        ex = r["exit_code"] if r["exit_code"] is not None else (r["signal"] or "-")
+        alerts = f"{r['alerts']} alerts" + (f" (max {r['max_level']})" if r["max_level"] else "")
+        click.echo(
+            f"{r['id']}  {r['status']:<11} exit {ex!s:<4} {_fmt_ts(r['started'])}  "
+            f"{r['events']:>7} events  {alerts:<20}  {r['task'] or '-'}  {r['command']}"
+        )
+
+
+@click.command("show")
+@store_option
+@format_option("json")
+@click.argument("run", default="latest")
+def show_cmd(store_path: Path | None, fmt: str, run: str) -> None:
+    """Summarise a run: header, alerts, process tree, files changed, hosts.
+
+    RUN is a run id, a unique prefix of one, or `latest` (the default).
+    """
+    from spyglass.report.digest import digest_run
+    from spyglass.report.summary import print_summary
+
+    reader = open_reader(store_path, run)
+    d = digest_run(reader)
+    if fmt == "json":
+        echo_json(d.to_json())
+        return
+    for n, why in d.bad_lines:
+        click.echo(f"spyglass: warning: {reader.events_path}:{n}: unreadable record skipped ({why})", err=True)
+    print_summary(d, sys.stdout)
+
+
+@click.command("events")
+@store_option
+@format_option("json")
+@click.option("--type", "types", multiple=True, help="Only these event types (repeatable; prefix like `file.` works).")
+@click.option("--pid", "pids", multiple=True, type=int, help="Only these process ids (repeatable).")
+@click.option("--path", "path_sub", help="Only events whose file.path contains this text.")
+@click.argument("run", default="latest")
+def events_cmd(
+    store_path: Path | None, fmt: str, types: tuple[str, ...], pids: tuple[int, ...], path_sub: str | None, run: str
+) -> None:
+    """Print a run's events (JSON lines with --format json)."""
+    import shlex
+
+    from spyglass.events.codec import encode
+
+    reader = open_reader(store_path, run)
+
+    def bad(p: Path, n: int, why: str) -> None:
+        click.echo(f"spyglass: warning: {p}:{n}: unreadable record skipped ({why})", err=True)
+
+    out = sys.stdout.buffer if fmt == "json" else None
+    for ev in reader.events(on_bad_line=bad):
+        if types and not any(ev.type == t or (t.endswith(".") and ev.type.startswith(t)) for t in types):
+            continue
+        if pids and ev.pid not in pids:
+            continue
+        if path_sub and (ev.path is None or path_sub not in ev.path):
+            continue
+        if out is not None:
+            out.write(encode(ev) + b"\n")
+            continue
+        what = ""
+        if ev.type.startswith("process."):
+            if ev.argv:
+                what = shlex.join(ev.argv)
+            elif ev.ppid is not None:
+                what = f"parent {ev.ppid}"
+            elif ev.exit_code is not None or ev.signal:
+                what = f"exit {ev.exit_code}" if ev.exit_code is not None else str(ev.signal)
+        elif ev.path:
+            what = ev.path + (f" -> {ev.target}" if ev.target else "")
+        elif ev.address:
+            what = f"{ev.domain + ' ' if ev.domain else ''}{ev.address}:{ev.port}"
+        elif ev.dns_name:
+            what = f"{ev.dns_name} = {', '.join(ev.dns_answers or [])}"
+        elif ev.detail:
+            what = ev.detail
+        fail = f"  [{ev.errno}]" if not ev.ok else ""
+        click.echo(f"{ev.seq:>7} {ev.pid:>7} {ev.type:<15} {what}{fail}")
+
+
+@click.command("doctor")
+@format_option("json")
+def doctor_cmd(fmt: str) -> None:
+    """Say which capture backends (and the sandbox) work on this machine, and how to fix what does not."""
+    from spyglass.doctor import run_checks
+
+    checks = run_checks()
+    if fmt == "json":
+        echo_json([vars(c) for c in checks])
+    else:
+        for c in checks:
+            mark = "ok " if c.available else "NO "
+            click.echo(f"{mark} {c.name:<10} {c.detail or c.problem}")
+            if not c.available and c.fix:
+                click.echo(f"    fix: {c.fix}")
+    if not any(c.available for c in checks if c.name in ("strace", "ebpf")):
+        sys.exit(5)
+
+
+COMMANDS = [ls_cmd, show_cmd, events_cmd, doctor_cmd]

@@ -1,0 +1,25 @@
+"""What works on this machine: every backend's and the sandbox's own checks."""
+
+from __future__ import annotations
+
+import importlib
+
+from spyglass.capture.base import BackendStatus
+
+#: modules with a ``status() -> BackendStatus`` or ``checks() -> list[BackendStatus]``
+_PROVIDERS = ("spyglass.sandbox.doctor",)
+
+
+def run_checks() -> list[BackendStatus]:
+    from spyglass.capture import all_backends
+
+    out: list[BackendStatus] = [b.status() for b in all_backends()]
+    for name in _PROVIDERS:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        fn = getattr(mod, "checks", None)
+        if fn is not None:
+            out.extend(fn())
+    return out

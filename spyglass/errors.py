@@ -1,0 +1,100 @@
+"""Errors: one root, each carrying what the user needs to act on it.
+
+Exit codes that spyglass itself uses (the agent's own code passes through
+``run`` unchanged; 128+N means the agent died of signal N):
+
+====  =====================================================================
+code  meaning
+====  =====================================================================
+0     success
+1     the command ran but found something (``gate`` failed, ``verify``
+      found tampering is 3, see below)
+2     usage error (bad flag, missing argument) or bad input (rule, policy)
+3     evidence tampered (``verify``)
+4     run incomplete: no final checkpoint (``verify``)
+5     spyglass could not run the agent (backend or sandbox unavailable)
+6     ``--fail-on``: an alert at or above the given level fired
+7     enforcement: a ``kill`` rule stopped the agent
+====  =====================================================================
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_TAMPERED = 3
+EXIT_INCOMPLETE = 4
+EXIT_CANNOT_RUN = 5
+EXIT_ALERT = 6
+EXIT_KILLED = 7
+
+
+class SpyglassError(Exception):
+    """Root of every error spyglass raises on purpose; the CLI prints it in one line."""
+
+    exit_code: int = EXIT_USAGE
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class UsageError(SpyglassError):
+    exit_code = EXIT_USAGE
+
+
+class MissingToolError(SpyglassError):
+    """A program spyglass needs is not installed; the hint names the package."""
+
+    exit_code = EXIT_CANNOT_RUN
+
+    def __init__(self, tool: str, package: str, why: str = "") -> None:
+        msg = f"{tool} is not installed{': ' + why if why else ''}"
+        super().__init__(msg, hint=f"install it: sudo apt-get install {package}")
+        self.tool = tool
+        self.package = package
+
+
+class CaptureError(SpyglassError):
+    exit_code = EXIT_CANNOT_RUN
+
+
+class SandboxError(SpyglassError):
+    """Confinement was asked for and cannot be built: spyglass refuses to run."""
+
+    exit_code = EXIT_CANNOT_RUN
+
+
+class StoreError(SpyglassError):
+    exit_code = EXIT_USAGE
+
+
+class RunNotFound(StoreError):
+    pass
+
+
+class SourceError(SpyglassError):
+    """An error in a user file (rule, policy, events) with its location."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, path: str, line: int | None = None, col: int | None = None) -> None:
+        self.path, self.line, self.col = path, line, col
+        super().__init__(message)
+
+    @property
+    def where(self) -> str:
+        loc = self.path
+        if self.line is not None:
+            loc += f":{self.line}"
+            if self.col is not None:
+                loc += f":{self.col}"
+        return loc
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"

@@ -1,0 +1,71 @@
+"""Fast JSON codec for events and alerts (msgspec), plus the byte-escaping rule."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+import msgspec
+
+from spyglass.events.alert import Alert
+from spyglass.events.schema import Event
+
+T = TypeVar("T")
+
+_encoder = msgspec.json.Encoder()
+_sorted_encoder = msgspec.json.Encoder(order="sorted")
+_event_decoder = msgspec.json.Decoder(Event)
+_alert_decoder = msgspec.json.Decoder(Alert)
+
+
+def encode(obj: object) -> bytes:
+    """Compact JSON of an event, alert or any msgspec-encodable object."""
+    return _encoder.encode(obj)
+
+
+def encode_canonical(obj: object) -> bytes:
+    """Canonical JSON (sorted keys, no white space): the form the hash chain hashes."""
+    return _sorted_encoder.encode(obj)
+
+
+def decode_event(data: bytes | str) -> Event:
+    return _event_decoder.decode(data)
+
+
+def decode_alert(data: bytes | str) -> Alert:
+    return _alert_decoder.decode(data)
+
+
+def to_builtins(obj: object) -> object:
+    """Plain dict/list form with wire names (for JSON output and schema checks)."""
+    return msgspec.to_builtins(obj)
+
+
+def iter_events(lines: Iterable[bytes]) -> Iterator[Event]:
+    for line in lines:
+        line = line.strip()
+        if line:
+            yield decode_event(line)
+
+
+def text_from_bytes(raw: bytes) -> tuple[str, str | None]:
+    """Text form of raw bytes and, if they were not valid UTF-8, their base64.
+
+    Valid UTF-8 comes back unchanged with ``None``.  Otherwise every byte that
+    does not decode is written ``\\xHH`` and the exact bytes travel beside it.
+    """
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "backslashreplace"), base64.b64encode(raw).decode("ascii")
+
+
+def field_bytes(event: Event, wire_name: str) -> bytes | None:
+    """The exact bytes of a text field (``"file.path"``), honouring ``raw_bytes``."""
+    from spyglass.events.schema import get_field
+
+    if event.raw_bytes and wire_name in event.raw_bytes:
+        return base64.b64decode(event.raw_bytes[wire_name])
+    value = get_field(event, wire_name)
+    return value.encode("utf-8") if isinstance(value, str) else None

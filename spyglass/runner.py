@@ -1,0 +1,171 @@
+"""Running an agent under capture: the one place that wires backend, pipeline and store.
+
+``record()`` is what ``spyglass run`` and the Python API's ``spyglass.run()``
+call.  Components that want to take part in a run (rule engine, enforcer,
+workspace manifests, live printer) are pipeline sinks handed in by the
+caller; a sandbox contributes an argv ``wrapper`` and environment.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from spyglass import __version__
+from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
+from spyglass.pipeline import Pipeline, RunContext
+from spyglass.store import RunMeta, RunWriter, Store, new_run_id
+from spyglass.store.writer import Signer
+
+
+@dataclass
+class RunRequest:
+    argv: Sequence[str]
+    cwd: str = field(default_factory=os.getcwd)
+    env: dict[str, str] | None = None
+    task: str | None = None
+    agent_id: str | None = None
+    workspace: list[str] = field(default_factory=list)
+    skills: list[str] = field(default_factory=list)
+    wait_descendants: float = 0.0
+    mode: str = "observe"
+    sandbox: bool = False
+    policy_digest: str | None = None
+    backend_options: dict[str, object] = field(default_factory=dict)
+    wrapper: Sequence[str] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunOutcome:
+    meta: RunMeta
+    capture: CaptureResult
+    sink_errors: dict[str, int]
+
+    @property
+    def exit_code(self) -> int:
+        return self.capture.shell_exit_code
+
+
+class _Signals:
+    """SIGINT: the agent (same process group) gets it too; we keep recording until it
+    exits, and a second SIGINT detaches.  SIGTERM/SIGHUP: stop the agent's tree."""
+
+    def __init__(self, session: CaptureSession) -> None:
+        self.session = session
+        self.interrupted = False
+        self._ints = 0
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> _Signals:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            try:
+                self._old[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread
+                pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.interrupted = True
+        if signum == signal.SIGINT:
+            self._ints += 1
+            if self._ints >= 2:
+                self.session.stop()
+        else:
+            self.session.kill_tree()
+
+
+def record(
+    request: RunRequest,
+    backend: CaptureBackend,
+    store: Store,
+    sinks: Sequence[object] = (),
+    *,
+    signer: Signer | None = None,
+    on_started: Callable[[RunMeta], None] | None = None,
+) -> RunOutcome:
+    """Run ``request.argv`` under ``backend``, feeding every event through ``sinks``
+    after the store writer, and return the finished run's metadata."""
+    cwd = str(Path(request.cwd).resolve())
+    meta = RunMeta(
+        id=new_run_id(),
+        spyglass_version=__version__,
+        task=request.task,
+        agent_id=request.agent_id,
+        command=list(request.argv),
+        cwd=cwd,
+        workspace=[str(Path(w).resolve()) for w in (request.workspace or [cwd])],
+        skills=[str(Path(s).resolve()) for s in request.skills],
+        backend=backend.name,
+        mode=request.mode,
+        sandbox=request.sandbox,
+        policy_digest=request.policy_digest,
+        started=time.time_ns(),
+        host=socket.gethostname(),
+        extra=dict(request.extra),
+    )
+    meta.extra.setdefault("home", (request.env if request.env is not None else os.environ).get("HOME"))
+    writer = RunWriter(store, meta, signer=signer)
+    ctx = RunContext(run_id=meta.id, root_cwd=cwd, workspace=meta.workspace, meta={"run": meta})
+    pipeline = Pipeline([writer, *sinks], ctx)
+    stopped_by: list[str] = []
+    status = "complete"
+    capture = CaptureResult()
+    try:
+        pipeline.start()
+        spec = LaunchSpec(
+            argv=list(request.argv),
+            cwd=cwd,
+            env=request.env,
+            wait_descendants=request.wait_descendants,
+            wrapper=list(request.wrapper),
+            options=dict(request.backend_options),
+        )
+        session = backend.start(spec)
+
+        def stop_agent(reason: str) -> None:
+            if not stopped_by:
+                stopped_by.append(reason)
+            session.kill_tree()
+
+        ctx.stop_agent = stop_agent
+        if on_started is not None:
+            on_started(meta)
+        with _Signals(session) as sig:
+            for ev in session.events():
+                pipeline.feed(ev)
+        capture = session.result()
+        if sig.interrupted:
+            status = "interrupted"
+    except BaseException:
+        writer.finish("interrupted" if status == "complete" else status)
+        raise
+    finally:
+        pipeline.done()
+    meta = writer.finish(
+        status,
+        exit_code=capture.exit_code,
+        signal=capture.signal,
+        stopped_by=stopped_by[0] if stopped_by else None,
+        capture={
+            "lines": capture.lines,
+            "unparsed": capture.unparsed,
+            "lost": capture.lost,
+            "root_pid": capture.root_pid,
+            "notes": capture.notes,
+            "sink_errors": pipeline.errors,
+        },
+        still_running=[{"pid": s.pid, "argv": s.argv} for s in capture.still_running],
+    )
+    return RunOutcome(meta=meta, capture=capture, sink_errors=pipeline.errors)

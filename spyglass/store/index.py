@@ -1,0 +1,80 @@
+"""index.sqlite: one row per run, for listing and lookup.  The run directories
+are the truth; the index can always be rebuilt from them."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from spyglass.store.meta import RunMeta
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    task TEXT,
+    agent_id TEXT,
+    status TEXT NOT NULL,
+    exit_code INTEGER,
+    signal TEXT,
+    started INTEGER,
+    ended INTEGER,
+    events INTEGER DEFAULT 0,
+    alerts INTEGER DEFAULT 0,
+    max_level TEXT,
+    verdict TEXT,
+    backend TEXT,
+    command TEXT,
+    monitor_pid INTEGER
+);
+CREATE INDEX IF NOT EXISTS runs_task ON runs(task);
+"""
+
+COLUMNS = (
+    "id", "task", "agent_id", "status", "exit_code", "signal", "started", "ended",
+    "events", "alerts", "max_level", "verdict", "backend", "command", "monitor_pid",
+)
+
+
+class Index:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA busy_timeout=30000")
+        self.db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def upsert(self, meta: RunMeta) -> None:
+        row = {
+            "id": meta.id,
+            "task": meta.task,
+            "agent_id": meta.agent_id,
+            "status": meta.status,
+            "exit_code": meta.exit_code,
+            "signal": meta.signal,
+            "started": meta.started,
+            "ended": meta.ended,
+            "events": meta.counts.get("events", 0),
+            "alerts": meta.counts.get("alerts", 0),
+            "max_level": meta.extra.get("max_level"),
+            "verdict": meta.extra.get("verdict"),
+            "backend": meta.backend,
+            "command": " ".join(meta.command),
+            "monitor_pid": meta.monitor_pid,
+        }
+        cols = ", ".join(COLUMNS)
+        marks = ", ".join(f":{c}" for c in COLUMNS)
+        self.db.execute(f"INSERT OR REPLACE INTO runs ({cols}) VALUES ({marks})", row)
+
+    def rows(self, where: str = "", params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        cur = self.db.execute(f"SELECT {', '.join(COLUMNS)} FROM runs {where} ORDER BY id", params)
+        return [dict(zip(COLUMNS, r, strict=True)) for r in cur.fetchall()]
+
+    def ids(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
+
+    def delete(self, run_id: str) -> None:
+        self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,))

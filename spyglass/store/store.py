@@ -1,0 +1,148 @@
+"""The run store: ``.spyglass/`` with one directory per run and an SQLite index.
+
+Run ids sort by time (``20261130T213512Z-3f9a2c``).  ``RUN`` arguments accept
+an id, a unique prefix of one, or ``latest``.  Opening the store repairs the
+index: runs whose monitor died are marked ``incomplete`` with what they hold,
+and run directories missing from the index are added back.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+
+from spyglass.errors import RunNotFound, StoreError
+from spyglass.store.index import Index
+from spyglass.store.meta import RunMeta, decode_meta, encode_meta
+
+DEFAULT_STORE = ".spyglass"
+
+
+def default_store_path() -> Path:
+    return Path(os.environ.get("SPYGLASS_STORE") or DEFAULT_STORE)
+
+
+def new_run_id(now_ns: int | None = None) -> str:
+    now_ns = now_ns or time.time_ns()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now_ns / 1e9))
+    return f"{stamp}{(now_ns // 1000) % 1_000_000:06d}Z-{secrets.token_hex(3)}"
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie counts as dead
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+class Store:
+    def __init__(self, root: Path | str | None = None, *, create: bool = False, repair: bool = True) -> None:
+        self.root = Path(root) if root is not None else default_store_path()
+        if not self.root.is_dir():
+            if not create:
+                raise StoreError(
+                    f"no spyglass store at {self.root}",
+                    hint="record a run with `spyglass run -- CMD`, or pass --store DIR",
+                )
+            (self.root / "runs").mkdir(parents=True, exist_ok=True)
+        (self.root / "runs").mkdir(exist_ok=True)
+        try:
+            self.index = Index(self.root / "index.sqlite")
+        except Exception as exc:  # sqlite3.Error and OSError
+            raise StoreError(f"cannot open the index of {self.root}: {exc}") from exc
+        if repair:
+            self.repair()
+
+    # -- paths ---------------------------------------------------------------
+    @property
+    def runs_dir(self) -> Path:
+        return self.root / "runs"
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    # -- meta ----------------------------------------------------------------
+    def read_meta(self, run_id: str) -> RunMeta:
+        path = self.run_dir(run_id) / "run.json"
+        try:
+            return decode_meta(path.read_bytes())
+        except FileNotFoundError as exc:
+            raise RunNotFound(f"run {run_id} has no run.json") from exc
+        except Exception as exc:
+            raise StoreError(f"{path}: unreadable run metadata: {exc}") from exc
+
+    def write_meta(self, meta: RunMeta) -> None:
+        path = self.run_dir(meta.id) / "run.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_bytes(encode_meta(meta))
+        os.replace(tmp, path)
+        self.index.upsert(meta)
+
+    # -- lookup --------------------------------------------------------------
+    def list_ids(self) -> list[str]:
+        return self.index.ids()
+
+    def resolve(self, ref: str) -> str:
+        """A run id from an id, a unique prefix, or ``latest``."""
+        ids = self.list_ids()
+        if not ids:
+            raise RunNotFound(f"no runs in {self.root}", hint="record one with `spyglass run -- CMD`")
+        if ref == "latest":
+            return ids[-1]
+        if ref in ids:
+            return ref
+        hits = [i for i in ids if i.startswith(ref)]
+        if len(hits) == 1:
+            return hits[0]
+        if not hits:
+            raise RunNotFound(f"no run matches {ref!r}", hint="`spyglass ls` lists the runs")
+        raise RunNotFound(f"{ref!r} matches {len(hits)} runs", hint="give more of the id")
+
+    # -- repair --------------------------------------------------------------
+    def repair(self) -> list[str]:
+        """Mark runs whose monitor died as incomplete; re-index unindexed runs."""
+        fixed: list[str] = []
+        indexed = {r["id"]: r for r in self.index.rows()}
+        for d in sorted(self.runs_dir.iterdir()):
+            if not d.is_dir() or not (d / "run.json").exists():
+                continue
+            row = indexed.pop(d.name, None)
+            if row is not None and row["status"] != "running":
+                continue
+            try:
+                meta = self.read_meta(d.name)
+            except StoreError:
+                continue
+            if meta.status == "running" and not _pid_alive(meta.monitor_pid):
+                meta.status = "incomplete"
+                meta.counts = dict(meta.counts)
+                meta.counts["events"] = _count_lines(d / "events.jsonl")
+                meta.counts["alerts"] = _count_lines(d / "alerts.jsonl")
+                self.write_meta(meta)
+                fixed.append(d.name)
+            elif row is None:
+                self.index.upsert(meta)
+                fixed.append(d.name)
+        for stale in indexed:  # rows whose directory is gone
+            self.index.delete(stale)
+        return fixed
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with path.open("rb") as f:
+            return sum(1 for line in f if line.strip())
+    except FileNotFoundError:
+        return 0

@@ -1,0 +1,42 @@
+"""Shared test helpers: an isolated store and in-process CLI invocation."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def spy(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """Call the CLI in-process: ``spy("show", "latest", "--format", "json")``.
+
+    The store is a fresh temporary directory (SPYGLASS_STORE).  Returns click's
+    Result (``.exit_code``, ``.stdout``, ``.stderr``, ``.output``).
+    """
+    from spyglass.cli.main import _load_commands, cli
+
+    _load_commands()
+    monkeypatch.setenv("SPYGLASS_STORE", str(store_dir))
+
+    def invoke(*args: str, input: str | None = None) -> Result:
+        runner = CliRunner()
+        return runner.invoke(cli, list(args), input=input, catch_exceptions=False)
+
+    yield invoke
+
+
+needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")

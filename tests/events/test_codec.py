@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+from spyglass.events import Event
+from spyglass.events.codec import (
+    decode_event,
+    encode,
+    encode_canonical,
+    field_bytes,
+    text_from_bytes,
+    to_builtins,
+)
+from spyglass.events.jsonschema import event_schema
+
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "spyglass" / "schemas" / "event.schema.json"
+
+
+def test_wire_names_follow_otel() -> None:
+    ev = Event(type="file.read", pid=7, path="/etc/hosts", seq=1, ts=5)
+    data = json.loads(encode(ev))
+    # ok is omitted when true (the common case) and written only as false
+    assert data == {"seq": 1, "ts": 5, "type": "file.read", "process.pid": 7, "file.path": "/etc/hosts"}
+    assert json.loads(encode(Event(type="file.read", pid=7, ok=False, errno="ENOENT")))["ok"] is False
+
+
+def test_roundtrip_keeps_every_field() -> None:
+    ev = Event(
+        type="net.connect", pid=1, seq=3, ts=9, address="127.0.0.1", port=80, domain="localhost",
+        transport="tcp", net_type="ipv4", ok=False, errno="ECONNREFUSED", syscall="connect",
+    )
+    assert decode_event(encode(ev)) == ev
+
+
+def test_canonical_form_sorts_keys() -> None:
+    ev = Event(type="file.read", pid=7, path="/x", seq=1, ts=5)
+    keys = list(json.loads(encode_canonical(ev)).keys())
+    assert keys == sorted(keys)
+
+
+def test_invalid_utf8_is_escaped_and_reversible() -> None:
+    raw = b"/tmp/caf\xe9-\xff.txt"
+    text, b64 = text_from_bytes(raw)
+    assert text == "/tmp/caf\\xe9-\\xff.txt"
+    assert b64 is not None
+    ev = Event(type="file.create", pid=1, path=text, raw_bytes={"file.path": b64}, seq=1, ts=1)
+    back = decode_event(encode(ev))
+    assert field_bytes(back, "file.path") == raw
+    assert text_from_bytes(b"/ok/\xc3\xa9") == ("/ok/é", None)
+
+
+def test_committed_schema_matches_the_code() -> None:
+    assert json.loads(SCHEMA_FILE.read_text()) == json.loads(json.dumps(event_schema(), sort_keys=True))
+
+
+def test_schema_rejects_unknown_type_and_accepts_events() -> None:
+    schema = event_schema()
+    good = to_builtins(Event(type="process.exec", pid=3, seq=1, ts=1, exe="/bin/true", argv=["true"]))
+    jsonschema.validate(good, schema)
+    bad = dict(good)  # type: ignore[arg-type]
+    bad["type"] = "file.teleport"
+    try:
+        jsonschema.validate(bad, schema)
+    except jsonschema.ValidationError:
+        pass
+    else:
+        raise AssertionError("an unknown event type passed the schema")

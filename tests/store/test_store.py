@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from spyglass.capture.replay import ReplayBackend
+from spyglass.errors import RunNotFound, StoreError
+from spyglass.events import Alert, Event
+from spyglass.pipeline import Pipeline, RunContext
+from spyglass.store import RunMeta, RunReader, RunWriter, Store, new_run_id
+from spyglass.store.chain import genesis, link, unseal
+
+
+def _events(n: int) -> list[Event]:
+    out = [Event(type="process.start", pid=100, ts=1)]
+    out += [Event(type="file.read", pid=100, path=f"/w/f{i}", ts=2 + i) for i in range(n)]
+    return out
+
+
+def _record(store: Store, events: list[Event], **meta: object) -> str:
+    m = RunMeta(id=new_run_id(), command=["agent"], **meta)  # type: ignore[arg-type]
+    writer = RunWriter(store, m)
+    pipe = Pipeline([writer], RunContext(run_id=m.id))
+    for ev in events:
+        pipe.feed(ev)
+    pipe.ctx.raise_alert(Alert(rule_id="r1", title="t", level="high", event_seqs=[2]))
+    writer.finish("complete", exit_code=0)
+    return m.id
+
+
+def test_write_read_roundtrip_with_chain(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s", create=True)
+    rid = _record(store, _events(5), task="t1")
+    reader = RunReader(store, rid)
+    evs = list(reader.events())
+    assert [e.seq for e in evs] == list(range(1, 7))
+    assert reader.meta.status == "complete"
+    assert reader.meta.counts["events"] == 6 and reader.meta.counts["file.read"] == 5
+    assert reader.alerts()[0].rule_id == "r1"
+    assert reader.meta.extra["max_level"] == "high"
+    # the chain links every line to the one before
+    head = genesis(rid, "events")
+    for line in (store.run_dir(rid) / "events.jsonl").read_bytes().splitlines():
+        sealed = unseal(line)
+        assert sealed is not None
+        canonical, chain = sealed
+        head = link(head, canonical)
+        assert chain == head
+    cp = json.loads((store.run_dir(rid) / "evidence" / "checkpoint.json").read_text())
+    assert cp["final"] is True and cp["events"] == 6 and cp["events_head"] == head
+
+
+def test_ids_sort_by_time_and_resolve(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s", create=True)
+    a = _record(store, _events(1))
+    time.sleep(0.002)
+    b = _record(store, _events(1))
+    assert a < b
+    assert store.resolve("latest") == b
+    assert store.resolve(b) == b
+    assert store.resolve(b[:-1]) == b
+    with pytest.raises(RunNotFound):
+        store.resolve("nope")
+
+
+def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no spyglass store"):
+        Store(tmp_path / "absent")
+
+
+def test_dead_monitor_run_is_repaired_as_incomplete(tmp_path: Path) -> None:
+    """A monitor killed with SIGKILL mid-run: the next open marks the run incomplete, events kept."""
+    root = tmp_path / "s"
+    code = f"""
+import os, time, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from spyglass.store import Store, RunWriter, RunMeta, new_run_id
+from spyglass.pipeline import Pipeline, RunContext
+from spyglass.events import Event
+store = Store({str(root)!r}, create=True)
+m = RunMeta(id=new_run_id(), command=['x'])
+w = RunWriter(store, m, flush_interval=0.05)
+p = Pipeline([w], RunContext(run_id=m.id))
+for i in range(50):
+    p.feed(Event(type='file.read', pid=1, path=f'/f{{i}}'))
+print(m.id, flush=True)
+time.sleep(60)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    rid = proc.stdout.readline().strip()
+    time.sleep(0.5)
+    os.kill(proc.pid, 9)
+    proc.wait()
+    store = Store(root)
+    meta = store.read_meta(rid)
+    assert meta.status == "incomplete"
+    assert meta.counts["events"] == 50
+    assert len(list(RunReader(store, rid).events())) == 50
+
+
+def test_corrupt_line_is_named_and_skipped(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s", create=True)
+    rid = _record(store, _events(3))
+    path = store.run_dir(rid) / "events.jsonl"
+    lines = path.read_bytes().splitlines()
+    lines[1] = b'{"seq": 2, "type": broken'
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    bad: list[tuple[int, str]] = []
+    evs = list(RunReader(store, rid).events(on_bad_line=lambda p, n, w: bad.append((n, w))))
+    assert len(evs) == 3 and bad and bad[0][0] == 2
+
+
+def test_index_is_rebuilt_from_run_dirs(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s", create=True)
+    rid = _record(store, _events(2), task="again")
+    store.index.close()
+    (tmp_path / "s" / "index.sqlite").unlink()
+    for extra in ("-wal", "-shm"):
+        p = tmp_path / "s" / f"index.sqlite{extra}"
+        if p.exists():
+            p.unlink()
+    store2 = Store(tmp_path / "s")
+    assert store2.resolve("latest") == rid
+
+
+def test_replay_backend_feeds_stored_events(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s", create=True)
+    rid = _record(store, _events(4))
+    session = ReplayBackend(store.run_dir(rid)).start()
+    evs = list(session.events())
+    assert [e.path for e in evs[1:]] == [f"/w/f{i}" for i in range(4)]
+    assert session.result().root_pid == 100
