@@ -1,0 +1,451 @@
+"""The strace capture backend: runs a command under strace and streams its events.
+
+The command runs as ``strace -DD -f -q -yy -ttt -s 4096 --decode-pids=pidns
+-I2 [--seccomp-bpf] -e trace=<TRACE_SET> -o <fifo> -- *wrapper *argv`` with
+the spec's cwd and environment; its stdin, stdout and stderr are the
+caller's, untouched.  ``-DD`` makes strace the command's grandchild in a
+process group of its own: the command stays our direct child (its exit
+status is exact even if strace dies), a Ctrl-C at the terminal reaches the
+command but not strace, and interrupting strace never kills the command
+(strace kills its *own* child when interrupted).  strace writes to a FIFO in
+a private temporary directory (removed as soon as strace has opened it); a
+reader thread parses lines as they arrive and queues the events, which
+:meth:`StraceSession.events` yields.
+
+End of run: when the root process's exit line arrives, a grace period of
+``spec.wait_descendants`` seconds starts.  If strace is still running when it
+is over (descendants alive, such as a double-forked daemon), strace gets
+SIGINT (``-I2`` lets it act on that signal: it detaches cleanly and exits),
+every traced process still alive is reported as a ``process.detach`` event
+and listed in ``result().still_running``.  The stream ends when strace has
+exited and the FIFO is drained; that is the end-of-run signal.
+
+``--seccomp-bpf`` (on by default; ``options={"seccomp": False}`` turns it off)
+stops only the traced system calls, which makes tracing several times
+cheaper, but it has two costs:
+
+* it sets NoNewPrivs, so setuid programs (sudo, su, ping on some systems)
+  do not gain privileges inside the traced tree;
+* its filter stays in every traced process after strace detaches, and the
+  traced calls of a detached process then fail with ENOSYS.  A run that
+  leaves daemons behind should turn seccomp off (the result carries a note
+  when this happened).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
+from spyglass.capture.strace import host
+from spyglass.capture.strace.parser import StraceParser
+from spyglass.errors import CaptureError, MissingToolError
+from spyglass.events.schema import Event
+
+#: The system calls traced: only those events are made of (ptrace cost is per stopped call).
+TRACE_SET: tuple[str, ...] = (
+    "fork", "vfork", "clone", "clone3", "execve", "execveat",
+    "open", "openat", "openat2", "creat",
+    "unlink", "unlinkat", "rmdir", "rename", "renameat", "renameat2", "link", "linkat",
+    "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "?fchmodat2",
+    "chown", "fchown", "lchown", "fchownat", "mkdir", "mkdirat", "truncate", "ftruncate",
+    "chdir", "fchdir",
+    "connect", "bind", "listen", "sendto", "sendmsg", "sendmmsg", "recvfrom", "recvmsg",
+    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid", "capset",
+    "ptrace", "memfd_create", "io_uring_setup", "mount", "umount2", "unshare", "setns", "bpf",
+    "init_module", "finit_module", "kill", "tkill", "tgkill",
+)  # fmt: skip
+
+_KILL_GRACE = 5.0  # seconds to let a killed tree report its deaths before detaching anyway
+_DRAIN_LIMIT = 0.25  # seconds spent draining queued output before detaching
+_FIX_INSTALL = "sudo apt-get install strace"
+_FIX_PTRACE = (
+    "allow ptrace: set kernel.yama.ptrace_scope to 1 or lower, or in a container add "
+    "--cap-add SYS_PTRACE --security-opt seccomp=unconfined"
+)
+_SECCOMP_NOTE = (
+    "{n} process(es) left running still carry strace's seccomp filter: their traced system calls "
+    'fail with ENOSYS from now on (run with options={{"seccomp": False}} to avoid this)'
+)
+
+
+def strace_command(
+    output: str, argv: Sequence[str], *, seccomp: bool = True, strace: str = "strace"
+) -> list[str]:
+    """The strace command line that writes to ``output`` and runs ``argv``."""
+    cmd = [strace, "-DD", "-f", "-q", "-yy", "-ttt", "-s", "4096", "--decode-pids=pidns", "-I2"]
+    if seccomp:
+        cmd.append("--seccomp-bpf")
+    cmd += ["-e", "trace=" + ",".join(TRACE_SET), "-o", output, "--", *argv]
+    return cmd
+
+
+def _run(cmd: list[str], timeout: float = 10.0) -> tuple[int, str]:
+    try:
+        proc = subprocess.run(
+            cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return -1, str(exc)
+    text = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()
+    return proc.returncode, text
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state not in (b"Z", b"X", b"")
+
+
+class StraceBackend:
+    """Capture with strace (portable; needs ptrace, no root)."""
+
+    name = "strace"
+
+    def __init__(self, strace: str | None = None) -> None:
+        self._strace = strace
+        self._seccomp_ok: bool | None = None
+
+    def _path(self) -> str | None:
+        return self._strace or shutil.which("strace")
+
+    def status(self) -> BackendStatus:
+        path = self._path()
+        if path is None:
+            return BackendStatus(self.name, False, problem="strace is not installed", fix=_FIX_INSTALL)
+        rc, text = _run([path, "-V"])
+        version = text.splitlines()[0] if rc == 0 and text else "strace (version unknown)"
+        rc, text = _run([path, "-f", "-o", os.devnull, "true"])
+        if rc != 0:
+            why = text.splitlines()[-1] if text else f"exit status {rc}"
+            return BackendStatus(
+                self.name, False, detail=version, problem=f"strace cannot trace: {why}", fix=_FIX_PTRACE
+            )
+        seccomp = self._probe_seccomp(path)
+        mode = "ptrace ok, seccomp-bpf " + ("ok" if seccomp else "unavailable (slower)")
+        return BackendStatus(self.name, True, detail=f"{version}; {mode}")
+
+    def _probe_seccomp(self, path: str) -> bool:
+        if self._seccomp_ok is None:
+            rc, _ = _run([path, "-f", "--seccomp-bpf", "-o", os.devnull, "true"])
+            self._seccomp_ok = rc == 0
+        return self._seccomp_ok
+
+    def start(self, spec: LaunchSpec) -> StraceSession:
+        path = self._path()
+        if path is None:
+            raise MissingToolError("strace", "strace")
+        wanted = spec.options.get("seccomp") is not False
+        seccomp = wanted and self._probe_seccomp(path)
+        session = StraceSession(spec, path, seccomp=seccomp)
+        if wanted and not seccomp:
+            session.result().notes.append("--seccomp-bpf is unavailable here: traced without it (slower)")
+        return session
+
+
+class StraceSession:
+    """One traced run.  ``events()`` must be consumed for the run to make progress."""
+
+    def __init__(self, spec: LaunchSpec, strace: str, *, seccomp: bool = True) -> None:
+        self.spec = spec
+        self.seccomp = seccomp
+        cwd = os.path.realpath(spec.cwd)
+        self.parser = StraceParser(
+            cwd=cwd,
+            uid=os.geteuid(),
+            gid=os.getegid(),
+            realpath_dir=host.realpath_dir,
+            hosts_file=host.hosts_file,
+        )
+        self._result = CaptureResult()
+        # guards the parser and the FIFO ends across threads; re-entrant because stop() and
+        # kill_tree() may run in a signal handler while this thread is inside parser.feed()
+        self._lock = threading.RLock()
+        self._queue: queue.SimpleQueue[list[Event] | None] = queue.SimpleQueue()
+        self._detached = False
+        self._killing = False
+        self._tracer: int | None = None  # strace's own pid (it runs as the command's grandchild)
+        self._comm = os.path.basename(strace)[:15]  # its /proc/<pid>/comm
+        self._adopting = False
+        self._dir = tempfile.mkdtemp(prefix="spyglass-strace-")
+        fifo = os.path.join(self._dir, "trace")
+        try:
+            os.mkfifo(fifo, 0o600)
+            self._rfd: int | None = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            # a writer end of our own until strace has opened the FIFO (first data) or the
+            # command is gone: an early strace failure cannot leave the reader blocked forever
+            self._wfd: int | None = os.open(fifo, os.O_WRONLY)
+            os.set_blocking(self._rfd, True)
+            cmd = strace_command(fifo, [*spec.wrapper, *spec.argv], seccomp=seccomp, strace=strace)
+            # with -DD the Popen child *is* the traced command (strace is its grandchild,
+            # orphaned at start-up: adopt it so that it can be reaped)
+            host.adopt_orphans(True)
+            self._adopting = True
+            self._proc = subprocess.Popen(cmd, cwd=cwd, env=spec.env, close_fds=True)
+        except OSError as exc:
+            self._stop_adopting()
+            self._cleanup()
+            raise CaptureError(f"cannot start strace: {exc}") from exc
+        threading.Thread(target=self._read, name="strace-reader", daemon=True).start()
+        threading.Thread(target=self._watch, name="strace-watcher", daemon=True).start()
+
+    @property
+    def tracer_pid(self) -> int | None:
+        """strace's own pid, once it is known (after its first output)."""
+        return self._tracer
+
+    # --- threads ------------------------------------------------------------
+
+    def _read(self) -> None:
+        """Reader thread: FIFO -> parser -> queue of event batches.
+
+        Parsing here, as soon as strace reports a call, means the host look-ups
+        (symlinks, hosts files through ``/proc/<pid>/root``) run while the
+        process is most likely still alive, however slow the consumer is.
+        """
+        buf = b""
+        rfd = self._rfd
+        writer_open = True
+        try:
+            while rfd is not None:
+                chunk = os.read(rfd, 1 << 16)
+                if not chunk:
+                    break
+                if writer_open:  # strace has the FIFO open: EOF now means strace is gone
+                    self._close_writer()
+                    writer_open = False
+                    shutil.rmtree(self._dir, ignore_errors=True)  # nothing left behind if we die
+                buf += chunk
+                if b"\n" not in chunk:
+                    continue
+                *lines, buf = buf.split(b"\n")
+                self._parse(lines)
+        except OSError:
+            pass
+        finally:
+            if buf:
+                self._parse([buf])
+            with self._lock:
+                tail = self.parser.finish()
+            self._queue.put(tail)
+            self._queue.put(None)
+
+    def _parse(self, lines: list[bytes]) -> None:
+        out: list[Event] = []
+        with self._lock:
+            for line in lines:
+                out.extend(self.parser.feed(line.decode("utf-8", "surrogateescape")))
+        if self._killing:  # kill_tree() is in progress: children born now die too
+            for ev in out:
+                if ev.type == "process.start":
+                    _kill(ev.pid)
+        self._queue.put(out)
+
+    def _watch(self) -> None:
+        self._proc.wait()  # also reaps the command if it outlives a detach
+        self._close_writer()
+
+    def _close_writer(self) -> None:
+        with self._lock:
+            wfd, self._wfd = self._wfd, None
+        if wfd is not None:
+            os.close(wfd)
+
+    # --- the stream -----------------------------------------------------------
+
+    def events(self) -> Iterator[Event]:
+        """Events as strace reports them; ends when strace has exited and everything is read.
+
+        Closing the generator early detaches from the tree (which keeps running).
+        """
+        finished = False
+        try:
+            yield from self._stream()
+            finished = True
+        finally:
+            if not finished:
+                self._detach()
+                threading.Thread(target=self._drain, name="strace-drain", daemon=True).start()
+
+    def _stream(self) -> Iterator[Event]:
+        parser = self.parser
+        grace = self.spec.wait_descendants
+        deadline: float | None = None
+        killing = False
+        while True:
+            timeout = 0.5 if deadline is None or self._detached else max(0.0, deadline - time.monotonic())
+            try:
+                batch = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                batch = []
+            if batch is None:
+                break
+            yield from batch
+            if self._tracer is None and parser.lines:
+                self._tracer = self._find_tracer()
+                self._stop_adopting()  # strace is attached: its start-up orphaning is over
+            if self._killing and not killing:
+                # after kill_tree() the tree is dying: give strace time to report every death
+                killing = True
+                deadline = time.monotonic() + _KILL_GRACE
+            elif deadline is None and parser.root_exited:
+                deadline = time.monotonic() + max(0.0, grace)
+            if deadline is not None and not self._detached:
+                now = time.monotonic()
+                # at the deadline, first drain what has already arrived (bounded for chatty trees)
+                if now >= deadline and (self._queue.empty() or now >= deadline + _DRAIN_LIMIT):
+                    self._detach()
+        yield from self._finish()
+
+    def _finish(self) -> Iterator[Event]:
+        parser, res = self.parser, self._result
+        rc = self._proc.poll()
+        if rc is None and parser.root_exited:
+            try:  # it has exited; give the watcher a moment to reap it
+                rc = self._proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                rc = None
+        res.root_pid = parser.root_pid
+        res.lines, res.unparsed = parser.lines, parser.unparsed
+        if parser.root_exited:
+            res.exit_code, res.signal = parser.root_exit_code, parser.root_signal
+        elif rc is not None:  # strace missed the exit (or never ran): the command's own status
+            if rc < 0:
+                res.signal = signal.Signals(-rc).name if -rc in signal.valid_signals() else None
+            else:
+                res.exit_code = rc
+        if parser.root_pid is None:
+            res.notes.append(f"strace produced no trace (exit status {rc})")
+        if self._detached:
+            now = time.time_ns()
+            for proc in parser.live():
+                if not _running(proc.pid):
+                    continue
+                res.still_running.append(StillRunning(proc.pid, proc.argv))
+                yield Event(type="process.detach", ts=now, pid=proc.pid, argv=proc.argv)
+            if res.still_running:
+                res.notes.append(f"detached from {len(res.still_running)} process(es) still running")
+                if self.seccomp:
+                    res.notes.append(_SECCOMP_NOTE.format(n=len(res.still_running)))
+        self._cleanup()
+
+    def _drain(self) -> None:
+        """After the stream was abandoned: discard the rest, then clean up (and reap strace)."""
+        while self._queue.get() is not None:
+            pass
+        self._cleanup()
+
+    def _stop_adopting(self) -> None:
+        if self._adopting:
+            self._adopting = False
+            host.adopt_orphans(False)
+
+    def _find_tracer(self) -> int | None:
+        """strace's pid: the tracer of the command, or of any live traced process."""
+        with self._lock:
+            candidates = [self._proc.pid, *(p.pid for p in self.parser.live())]
+        for pid in candidates:
+            tracer = _tracer_of(pid)
+            if tracer is not None and _comm_is(tracer, self._comm):
+                return tracer
+        return None
+
+    def _detach(self) -> None:
+        if self._detached:
+            return
+        self._detached = True
+        tracer = self._tracer
+        if tracer is None or not _comm_is(tracer, self._comm):  # gone, or the pid was reused
+            tracer = self._find_tracer()
+        if tracer is not None:
+            try:
+                os.kill(tracer, signal.SIGINT)  # -I2: strace detaches from every tracee and exits
+            except OSError:
+                pass
+
+    def _cleanup(self) -> None:
+        self._stop_adopting()
+        if self._tracer is None or not host.reap_child(self._tracer):
+            host.reap_zombies(self._comm)
+        with self._lock:
+            fds = [getattr(self, "_rfd", None), getattr(self, "_wfd", None)]
+            self._rfd = self._wfd = None
+        for fd in fds:
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    # --- control --------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Detach from the tree (it keeps running); the stream ends once strace has exited."""
+        self._detach()
+
+    def kill_tree(self) -> None:
+        """SIGKILL every live process of the traced tree (and its process group); the stream then ends.
+
+        Children forked while this runs are killed as their ``process.start`` arrives.
+        """
+        self._killing = True
+        with self._lock:
+            pids = [p.pid for p in self.parser.live()]
+        pids.append(self._proc.pid)
+        groups: set[int] = set()
+        try:
+            groups.add(os.getpgid(self._proc.pid))
+        except OSError:
+            pass
+        groups.discard(os.getpgrp())
+        for pgid in groups:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in pids:
+            _kill(pid)
+
+    def result(self) -> CaptureResult:
+        return self._result
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _tracer_of(pid: int) -> int | None:
+    """The pid ptrace-attached to ``pid`` (``TracerPid``), if any."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("TracerPid:"):
+                    return int(line.split()[1]) or None
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _comm_is(pid: int, comm: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip() == comm
+    except OSError:
+        return False

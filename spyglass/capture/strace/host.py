@@ -1,0 +1,176 @@
+"""Host-side helpers of the strace backend.
+
+``realpath_dir`` and ``hosts_file`` are injected into the pure parser.  Both
+look at a traced process through ``/proc/<pid>/root``, so a process in a
+chroot or a sandbox's mount namespace is seen from its own file-system view.
+When the process is gone they fall back to the identity (paths) or to the
+host's file (hosts).
+
+``adopt_orphans``/``reap_zombies`` deal with ``strace -D``: the tracer runs
+as the command's grandchild and is orphaned at start-up.  While a session
+starts we are a child subreaper, so the orphaned strace becomes our child
+and we can reap it (where PID 1 does not reap, as in many containers,
+orphans would otherwise stay zombies).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import stat
+import threading
+import time
+
+from spyglass.capture.strace.dns import parse_hosts
+
+_MAX_LINKS = 40
+_MAX_HOSTS_BYTES = 1 << 20
+
+
+def realpath_in_root(root: str, path: str) -> str | None:
+    """``path`` with every symlink resolved as the process whose root is ``root`` sees it.
+
+    Components that do not exist are kept as written (``..`` after them folds
+    lexically).  None when the links loop.
+    """
+    todo = [p for p in path.split("/") if p]
+    todo.reverse()
+    done: list[str] = []
+    links = 0
+    missing = False
+    while todo:
+        name = todo.pop()
+        if name == ".":
+            continue
+        if name == "..":
+            if done:
+                done.pop()
+            continue
+        if missing:
+            done.append(name)
+            continue
+        host = root + "/" + "/".join([*done, name])
+        try:
+            st = os.lstat(host)
+        except OSError:
+            missing = True
+            done.append(name)
+            continue
+        if not stat.S_ISLNK(st.st_mode):
+            done.append(name)
+            continue
+        links += 1
+        if links > _MAX_LINKS:
+            return None
+        try:
+            target = os.readlink(host)
+        except OSError:
+            done.append(name)
+            continue
+        if target.startswith("/"):
+            done = []
+        todo.extend(reversed([p for p in target.split("/") if p]))
+    return "/" + "/".join(done)
+
+
+def realpath_dir(pid: int, abs_dir: str) -> str:
+    """Resolve symlinks in a directory path of live process ``pid``; identity if it is gone."""
+    root = f"/proc/{pid}/root"
+    try:
+        os.stat(root)
+    except OSError:
+        return abs_dir
+    resolved = realpath_in_root(root, abs_dir)
+    return resolved if resolved is not None else abs_dir
+
+
+def hosts_file(pid: int, path: str) -> dict[str, str]:
+    """Address -> name from the hosts file at ``path`` as process ``pid`` sees it."""
+    for candidate in (f"/proc/{pid}/root{path}", path):
+        try:
+            with open(candidate, "rb") as f:
+                data = f.read(_MAX_HOSTS_BYTES)
+        except OSError:
+            continue
+        return parse_hosts(data.decode("utf-8", "replace"))
+    return {}
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
+_subreaper_lock = threading.Lock()
+_subreaper_users = 0
+_subreaper_ours = False
+
+
+def _prctl(option: int, arg: object) -> int:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(option, arg, 0, 0, 0))
+    except (OSError, AttributeError):
+        return -1
+
+
+def adopt_orphans(on: bool) -> None:
+    """Become (``on``) or stop being a child subreaper; nested calls are counted."""
+    global _subreaper_users, _subreaper_ours
+    with _subreaper_lock:
+        if on:
+            _subreaper_users += 1
+            if _subreaper_users == 1:
+                current = ctypes.c_int(0)
+                _prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(current))
+                _subreaper_ours = not current.value and _prctl(_PR_SET_CHILD_SUBREAPER, 1) == 0
+        elif _subreaper_users > 0:
+            _subreaper_users -= 1
+            if _subreaper_users == 0 and _subreaper_ours:
+                _prctl(_PR_SET_CHILD_SUBREAPER, 0)
+                _subreaper_ours = False
+
+
+def _parent_and_state(pid: int) -> tuple[int, bytes, str] | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    name = data[data.find(b"(") + 1 : data.rfind(b")")].decode("utf-8", "replace")
+    fields = data[data.rfind(b")") + 2 :].split()
+    if len(fields) < 2:
+        return None
+    return int(fields[1]), fields[0], name
+
+
+def reap_child(pid: int, timeout: float = 5.0) -> bool:
+    """Wait for ``pid`` if it is our child (an adopted strace that is exiting)."""
+    info = _parent_and_state(pid)
+    if info is None or info[0] != os.getpid():
+        return False
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return True
+        except ChildProcessError:
+            return False
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+
+
+def reap_zombies(comm: str) -> int:
+    """Reap our own zombie children named ``comm``; returns how many."""
+    me = os.getpid()
+    reaped = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        info = _parent_and_state(int(entry))
+        if info is None or info != (me, b"Z", comm):
+            continue
+        try:
+            if os.waitpid(int(entry), os.WNOHANG)[0]:
+                reaped += 1
+        except ChildProcessError:
+            pass
+    return reaped

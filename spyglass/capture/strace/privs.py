@@ -1,0 +1,188 @@
+"""Credential changes -> ``priv.change``; risky kernel interfaces -> ``sys.sensitive``.
+
+Ids are tracked per process from the values the parser starts with and the
+set*id calls it sees (the rules the kernel applies are followed loosely:
+``setuid``/``setgid`` by a process with effective id 0 set the real id too).
+``setfs*id`` changes only the file-system id, which is reported in ``detail``.
+glibc replays a set*id call on every thread of a process; replays that change
+nothing are not reported again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from spyglass.capture.strace.decode import ann_path, parse_fd, parse_int, parse_pid, to_text, unquote
+from spyglass.capture.strace.state import Call, TraceState, path_fields
+from spyglass.events.schema import Event
+
+Handler = Callable[[TraceState, Call], "Event | None"]
+
+
+def _ids(c: Call) -> list[int | None]:
+    out: list[int | None] = []
+    for tok in c.argv:
+        v = parse_int(tok)
+        out.append(None if v is None or v < 0 or v == 0xFFFFFFFF else v)
+    return out
+
+
+def h_setid(st: TraceState, c: Call) -> Event | None:
+    proc = c.proc
+    before = (proc.ruid, proc.euid, proc.rgid, proc.egid)
+    ids = _ids(c)
+    name = c.name
+    if c.ok and ids:
+        first = ids[0]
+        if name == "setuid" and first is not None:
+            if proc.euid == 0:
+                proc.ruid = first
+            proc.euid = first
+        elif name == "setgid" and first is not None:
+            if proc.euid == 0:
+                proc.rgid = first
+            proc.egid = first
+        elif name in ("setreuid", "setresuid"):
+            if first is not None:
+                proc.ruid = first
+            if len(ids) > 1 and ids[1] is not None:
+                proc.euid = ids[1]
+        elif name in ("setregid", "setresgid"):
+            if first is not None:
+                proc.rgid = first
+            if len(ids) > 1 and ids[1] is not None:
+                proc.egid = ids[1]
+    after = (proc.ruid, proc.euid, proc.rgid, proc.egid)
+    if c.ok and after == before and c.tid != c.pid and not name.startswith("setfs"):
+        return None  # glibc's per-thread replay of a change already reported
+    detail = f"{name[3:]}={c.args.strip()}" if name.startswith("setfs") else f"{name}({c.args.strip()})"
+    return st.event(
+        c, "priv.change", uid=proc.euid, ruid=proc.ruid, gid=proc.egid, rgid=proc.rgid, detail=detail
+    )
+
+
+def h_capset(st: TraceState, c: Call) -> Event | None:
+    data = c.arg(1).strip()
+    if data.startswith("{") and data.endswith("}"):
+        data = data[1:-1]
+    proc = c.proc
+    return st.event(
+        c,
+        "priv.change",
+        uid=proc.euid,
+        ruid=proc.ruid,
+        gid=proc.egid,
+        rgid=proc.rgid,
+        detail=f"capset {data}",
+    )
+
+
+def _sensitive(
+    st: TraceState, c: Call, detail: str, target_pid: int | None = None, fields: dict[str, Any] | None = None
+) -> Event:
+    out = dict(fields) if fields else {}
+    text, raw = to_text(detail, "detail", out.get("raw_bytes"))
+    if raw:
+        out["raw_bytes"] = raw
+    return st.event(c, "sys.sensitive", detail=text, target_pid=target_pid, **out)
+
+
+def h_ptrace(st: TraceState, c: Call) -> Event | None:
+    request = c.arg(0)
+    target = None if request == "PTRACE_TRACEME" else parse_pid(c.arg(1))
+    return _sensitive(st, c, request, target)
+
+
+def h_memfd(st: TraceState, c: Call) -> Event | None:
+    flags = c.arg(1)
+    detail = "memfd:" + unquote(c.arg(0))
+    if flags and flags != "0":
+        detail += " " + flags
+    return _sensitive(st, c, detail)
+
+
+def h_io_uring(st: TraceState, c: Call) -> Event | None:
+    return _sensitive(st, c, f"io_uring_setup entries={c.arg(0)}")
+
+
+def h_mount(st: TraceState, c: Call) -> Event | None:
+    source, raw_target, fstype, flags = unquote(c.arg(0)), unquote(c.arg(1)), c.arg(2), c.arg(3)
+    path = st.resolve(c, raw_target)
+    fs = unquote(fstype) if fstype.startswith('"') else ""
+    detail = f"mount {source or fs or 'none'} on {raw_target}"
+    if fs:
+        detail += f" type {fs}"
+    if flags and flags != "0":
+        detail += f" {flags}"
+    return _sensitive(st, c, detail, fields=path_fields(path, raw_target))
+
+
+def h_umount(st: TraceState, c: Call) -> Event | None:
+    raw_target = unquote(c.arg(0))
+    path = st.resolve(c, raw_target)
+    return _sensitive(st, c, f"umount {raw_target} {c.arg(1)}".rstrip(), fields=path_fields(path, raw_target))
+
+
+def h_unshare(st: TraceState, c: Call) -> Event | None:
+    return _sensitive(st, c, c.arg(0))
+
+
+def h_setns(st: TraceState, c: Call) -> Event | None:
+    fd = parse_fd(c.arg(0))
+    ns = fd.ann if fd is not None and fd.ann else c.arg(0)
+    return _sensitive(st, c, f"{c.arg(1)} {ns}")
+
+
+def h_bpf(st: TraceState, c: Call) -> Event | None:
+    return _sensitive(st, c, c.arg(0))
+
+
+def h_module(st: TraceState, c: Call) -> Event | None:
+    if c.name == "finit_module":
+        fd = parse_fd(c.arg(0))
+        path = ann_path(fd.ann) if fd is not None else None
+        params = unquote(c.arg(1))
+        detail = f"finit_module {path or c.arg(0)} {params}".rstrip()
+        return _sensitive(st, c, detail, fields=path_fields(path) if path else None)
+    return _sensitive(st, c, f"init_module {unquote(c.arg(2))}".rstrip())
+
+
+def h_kill(st: TraceState, c: Call) -> Event | None:
+    """A signal to a process outside the traced tree (or to every process, pid -1)."""
+    if c.name == "tgkill":
+        target, sig = parse_pid(c.arg(1)), c.arg(2)
+        group = parse_pid(c.arg(0))
+        if group is not None and group in st.seen:
+            return None
+    else:
+        target, sig = parse_pid(c.arg(0)), c.arg(1)
+    if target is None or target == 0 or target < -1 or target in st.seen:
+        return None
+    return _sensitive(st, c, sig if not sig.isdigit() else f"signal {sig}", target)
+
+
+HANDLERS: dict[str, Handler] = {
+    "setuid": h_setid,
+    "setgid": h_setid,
+    "setreuid": h_setid,
+    "setregid": h_setid,
+    "setresuid": h_setid,
+    "setresgid": h_setid,
+    "setfsuid": h_setid,
+    "setfsgid": h_setid,
+    "capset": h_capset,
+    "ptrace": h_ptrace,
+    "memfd_create": h_memfd,
+    "io_uring_setup": h_io_uring,
+    "mount": h_mount,
+    "umount2": h_umount,
+    "unshare": h_unshare,
+    "setns": h_setns,
+    "bpf": h_bpf,
+    "init_module": h_module,
+    "finit_module": h_module,
+    "kill": h_kill,
+    "tkill": h_kill,
+    "tgkill": h_kill,
+}
