@@ -43,7 +43,7 @@ def unseal(line: bytes) -> tuple[bytes, str] | None:
 class Chain:
     """Running state of one chained stream."""
 
-    __slots__ = ("head", "count")
+    __slots__ = ("count", "head")
 
     def __init__(self, run_id: str, stream: str) -> None:
         self.head = genesis(run_id, stream)

@@ -31,8 +31,21 @@ CREATE INDEX IF NOT EXISTS runs_task ON runs(task);
 """
 
 COLUMNS = (
-    "id", "task", "agent_id", "status", "exit_code", "signal", "started", "ended",
-    "events", "alerts", "max_level", "verdict", "backend", "command", "monitor_pid",
+    "id",
+    "task",
+    "agent_id",
+    "status",
+    "exit_code",
+    "signal",
+    "started",
+    "ended",
+    "events",
+    "alerts",
+    "max_level",
+    "verdict",
+    "backend",
+    "command",
+    "monitor_pid",
 )
 
 

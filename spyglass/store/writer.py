@@ -42,17 +42,47 @@ class Checkpoint(msgspec.Struct, kw_only=True):
     policy_digest: str | None
     spyglass_version: str
     ts: int
+    outcome_digest: str | None = None  # final only: status, exit, end time, stopping rule
+    evidence: dict[str, str] | None = None  # final only: evidence file name -> sha256
     signature: dict[str, str] | None = None
 
 
 def meta_digest(meta: RunMeta) -> str:
     """Digest of the parts of run.json fixed at the start of the run."""
     fixed = {
-        "id": meta.id, "command": meta.command, "cwd": meta.cwd, "workspace": meta.workspace,
-        "task": meta.task, "agent_id": meta.agent_id, "backend": meta.backend, "mode": meta.mode,
-        "policy_digest": meta.policy_digest, "started": meta.started, "skills": meta.skills,
+        "id": meta.id,
+        "command": meta.command,
+        "cwd": meta.cwd,
+        "workspace": meta.workspace,
+        "task": meta.task,
+        "agent_id": meta.agent_id,
+        "backend": meta.backend,
+        "mode": meta.mode,
+        "policy_digest": meta.policy_digest,
+        "started": meta.started,
+        "skills": meta.skills,
     }
     return hashlib.sha256(encode_canonical(fixed)).hexdigest()
+
+
+def outcome_digest(meta: RunMeta) -> str:
+    """Digest of the parts of run.json settled at the end of the run."""
+    fields = {
+        "status": meta.status,
+        "exit_code": meta.exit_code,
+        "signal": meta.signal,
+        "ended": meta.ended,
+        "stopped_by": meta.stopped_by,
+    }
+    return hashlib.sha256(encode_canonical(fields)).hexdigest()
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 class RunWriter(Sink):
@@ -136,10 +166,17 @@ class RunWriter(Sink):
 
     def write_checkpoint(self, final: bool) -> Checkpoint:
         cp = self.checkpoint(final)
-        if self.signer is not None:
-            cp.signature = self.signer(encode_canonical(msgspec.structs.replace(cp, signature=None)))
         evdir = self.dir / "evidence"
         evdir.mkdir(exist_ok=True)
+        if final:
+            cp.outcome_digest = outcome_digest(self.meta)
+            cp.evidence = {
+                p.name: _sha256_file(p)
+                for p in sorted(evdir.iterdir())
+                if p.is_file() and not p.name.startswith("checkpoint.json") and not p.name.endswith(".tmp")
+            }
+        if self.signer is not None:
+            cp.signature = self.signer(encode_canonical(msgspec.structs.replace(cp, signature=None)))
         tmp = evdir / "checkpoint.json.tmp"
         tmp.write_bytes(msgspec.json.format(encode_canonical(cp), indent=2) + b"\n")
         os.replace(tmp, evdir / "checkpoint.json")

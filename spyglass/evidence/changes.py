@@ -1,0 +1,211 @@
+"""What a run changed: the difference between two workspace manifests.
+
+Files are *added*, *removed* or *modified* (content, mode, kind or symlink
+target).  Text files up to ``max_diff_bytes`` get a unified diff; the old
+content of a file comes from what was kept when the before-manifest was
+taken, the new content from the disk when the after-manifest is taken.
+Files outside the workspace that the events show written are listed beside.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import msgspec
+
+from spyglass.evidence.manifest import FileEntry, Manifest, walk_key
+from spyglass.evidence.writes import OutsideWrite
+
+DEFAULT_MAX_DIFF_BYTES = 256 * 1024
+
+
+class Change(msgspec.Struct, omit_defaults=True, kw_only=True):
+    path: str  # relative to its workspace root
+    abs_path: str
+    status: str  # added | removed | modified
+    what: list[str] = msgspec.field(default_factory=list)  # content, mode, kind, target
+    before: FileEntry | None = None
+    after: FileEntry | None = None
+    diff: str | None = None  # unified diff
+    diff_note: str | None = None  # why there is no diff
+
+
+class WorkspaceChanges(msgspec.Struct, kw_only=True):
+    version: int = 1
+    roots: list[str] = msgspec.field(default_factory=list)
+    added: list[Change] = msgspec.field(default_factory=list)
+    removed: list[Change] = msgspec.field(default_factory=list)
+    modified: list[Change] = msgspec.field(default_factory=list)
+    outside_writes: list[OutsideWrite] = msgspec.field(default_factory=list)
+    complete: bool = True  # both manifests listed every file
+    notes: list[str] = msgspec.field(default_factory=list)
+    files_before: int = 0
+    files_after: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.removed or self.modified)
+
+    def all_changes(self) -> list[Change]:
+        return sorted([*self.added, *self.removed, *self.modified], key=lambda c: c.path)
+
+    def patch(self) -> str:
+        """Every unified diff, in path order: a patch file."""
+        return "".join(c.diff for c in self.all_changes() if c.diff)
+
+
+#: content of a file by absolute path, or None when it was not kept / cannot be read
+ContentSource = Callable[[str], bytes | None]
+
+
+def is_text(data: bytes) -> bool:
+    if b"\0" in data[:8192]:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def unified_diff(rel: str, old: bytes | None, new: bytes | None) -> str:
+    """A git-style unified diff of two text contents (None: the file does not exist on that side)."""
+    a = (old or b"").decode("utf-8").splitlines(keepends=True)
+    b = (new or b"").decode("utf-8").splitlines(keepends=True)
+    fromfile = "/dev/null" if old is None else f"a/{rel}"
+    tofile = "/dev/null" if new is None else f"b/{rel}"
+    out: list[str] = []
+    for line in difflib.unified_diff(a, b, fromfile, tofile, n=3):
+        if line.startswith(("---", "+++")):
+            out.append(line.rstrip("\n") + "\n")
+        elif line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def _entry_changes(a: FileEntry, b: FileEntry) -> list[str]:
+    what: list[str] = []
+    if a.kind != b.kind:
+        what.append("kind")
+    if a.kind == "file" and b.kind == "file":
+        if a.sha256 is None or b.sha256 is None:
+            if a.size != b.size or a.mtime_ns != b.mtime_ns:
+                what.append("content")
+        elif a.sha256 != b.sha256:
+            what.append("content")
+    if a.target != b.target:
+        what.append("target")
+    if a.mode != b.mode:
+        what.append("mode")
+    return what
+
+
+def _diff_for(change: Change, old: ContentSource, new: ContentSource, max_bytes: int) -> None:
+    if "content" not in change.what and change.status == "modified":
+        return
+    sides: list[bytes | None] = []
+    missing = False
+    for entry, source in ((change.before, old), (change.after, new)):
+        if entry is None:
+            sides.append(None)
+            continue
+        if entry.kind != "file":
+            change.diff_note = f"no diff: {entry.kind}"
+            return
+        if entry.size > max_bytes:
+            change.diff_note = f"no diff: larger than {max_bytes} bytes (evidence.max_diff_bytes)"
+            return
+        data = source(change.abs_path)
+        if data is None:
+            missing = True
+            sides.append(None)
+            continue
+        if entry.sha256 is not None and hashlib.sha256(data).hexdigest() != entry.sha256:
+            change.diff_note = "no diff: the file changed again while it was read"
+            return
+        if not is_text(data):
+            change.diff_note = "no diff: binary"
+            return
+        sides.append(data)
+    if missing:
+        change.diff_note = "no diff: content not available"
+        return
+    change.diff = unified_diff(change.path, sides[0], sides[1]) or None
+
+
+def diff_manifests(
+    before: Manifest,
+    after: Manifest,
+    *,
+    old_content: ContentSource | None = None,
+    new_content: ContentSource | None = None,
+    max_diff_bytes: int = DEFAULT_MAX_DIFF_BYTES,
+) -> WorkspaceChanges:
+    """Compare two manifests of the same roots; unified diffs where contents are available."""
+    roots = after.roots or before.roots
+    res = WorkspaceChanges(roots=roots, files_before=len(before.files), files_after=len(after.files))
+    a, b = before.by_path(), after.by_path()
+    limit: tuple[int, tuple[str, ...]] | None = None
+    if not before.complete or not after.complete:
+        res.complete = False
+        ends = [walk_key(m.last_path or "", roots) for m in (before, after) if not m.complete]
+        limit = min(ends)
+        cut = min(
+            (m.last_path or "" for m in (before, after) if not m.complete), key=lambda p: walk_key(p, roots)
+        )
+        res.notes.append(f"a manifest stopped at evidence.max_files: changes are compared only up to {cut}")
+    if before.roots != after.roots:
+        res.notes.append(f"the roots differ: before {before.roots}, after {after.roots}")
+    for note in (*before.notes, *after.notes):
+        if note not in res.notes:
+            res.notes.append(note)
+    old = old_content or (lambda p: None)
+    new = new_content or _read_disk
+    for path in sorted(set(a) | set(b), key=lambda p: walk_key(p, roots)):
+        if limit is not None and walk_key(path, roots) > limit:
+            continue
+        ea, eb = a.get(path), b.get(path)
+        rel = after.rel(path) if eb is not None else before.rel(path)
+        if ea is None and eb is not None:
+            ch = Change(path=rel, abs_path=path, status="added", what=["content"], after=eb)
+            _diff_for(ch, old, new, max_diff_bytes)
+            res.added.append(ch)
+        elif eb is None and ea is not None:
+            ch = Change(path=rel, abs_path=path, status="removed", what=["content"], before=ea)
+            _diff_for(ch, old, new, max_diff_bytes)
+            res.removed.append(ch)
+        elif ea is not None and eb is not None:
+            what = _entry_changes(ea, eb)
+            if what:
+                ch = Change(path=rel, abs_path=path, status="modified", what=what, before=ea, after=eb)
+                _diff_for(ch, old, new, max_diff_bytes)
+                res.modified.append(ch)
+    return res
+
+
+def _read_disk(path: str) -> bytes | None:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
+def content_from(mapping: Mapping[str, bytes]) -> ContentSource:
+    return mapping.get
+
+
+_enc = msgspec.json.Encoder(order="sorted")
+_dec = msgspec.json.Decoder(WorkspaceChanges)
+
+
+def encode_changes(c: WorkspaceChanges) -> bytes:
+    return msgspec.json.format(_enc.encode(c), indent=1) + b"\n"
+
+
+def decode_changes(data: bytes) -> WorkspaceChanges:
+    return _dec.decode(data)

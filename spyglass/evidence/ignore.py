@@ -1,0 +1,162 @@
+"""Path patterns for workspace manifests: exclude globs and ``.gitignore`` rules.
+
+Exclude globs are matched against paths relative to a workspace root, with
+``/`` as separator: ``*`` and ``?`` stay within one path component, ``**``
+spans any number of them, ``[abc]`` is a class.  A pattern without a ``/``
+matches a name at any depth (``*.pyc``); ``dir/**`` excludes a directory and
+everything under it.
+
+``.gitignore`` files follow git's rules for the common cases: comments,
+``!`` negation, a trailing ``/`` for directories only, patterns anchored by a
+leading or inner ``/``, ``**``.  Nested ``.gitignore`` files apply below
+their directory; ``.git/info/exclude`` applies at the root.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+
+def _translate(pat: str) -> str:
+    """Regex source for a glob over '/'-separated paths (no anchoring)."""
+    out: list[str] = []
+    i, n = 0, len(pat)
+    while i < n:
+        c = pat[i]
+        if c == "*":
+            if pat.startswith("**", i):
+                j = i + 2
+                at_start = i == 0 or pat[i - 1] == "/"
+                if at_start and j < n and pat[j] == "/":
+                    out.append("(?:.*/)?")  # "**/" : zero or more directories
+                    i = j + 1
+                    continue
+                out.append(".*")
+                i = j
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pat.find("]", i + 2 if i + 1 < n and pat[i + 1] in "!^" else i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+            else:
+                body = pat[i + 1 : j]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = j
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pat[i]))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+@lru_cache(maxsize=512)
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """A regex for one exclude glob, matched with ``fullmatch`` on a relative path."""
+    pat = pattern.strip()
+    if pat.startswith("./"):
+        pat = pat[2:]
+    if pat.startswith("/"):
+        pat = pat[1:]
+        return re.compile(_translate(pat))
+    if "/" not in pat.rstrip("/"):
+        return re.compile("(?:.*/)?" + _translate(pat.rstrip("/")))
+    return re.compile(_translate(pat.rstrip("/")))
+
+
+class GlobSet:
+    """A set of exclude globs; ``dir/**`` also matches ``dir`` itself so walks prune it."""
+
+    def __init__(self, patterns: list[str] | tuple[str, ...] = ()) -> None:
+        self.patterns = [p for p in patterns if p.strip()]
+        self._res = [compile_glob(p) for p in self.patterns]
+        self._dir_res = [(p, compile_glob(p[: -len("/**")])) for p in self.patterns if p.endswith("/**")]
+
+    def __bool__(self) -> bool:
+        return bool(self._res)
+
+    def match(self, rel: str, is_dir: bool = False) -> str | None:
+        """The first pattern matching ``rel`` (or None)."""
+        for pat, rx in zip(self.patterns, self._res, strict=True):
+            if rx.fullmatch(rel):
+                return pat
+        if is_dir:
+            for pat, rx in self._dir_res:
+                if rx.fullmatch(rel):
+                    return pat
+        return None
+
+
+@dataclass(frozen=True)
+class _Rule:
+    base: str  # directory of the .gitignore, relative to the root ("" at the root)
+    regex: re.Pattern[str]
+    negate: bool
+    dir_only: bool
+    source: str  # "path/.gitignore:line"
+
+
+def _gitignore_rule(line: str, base: str, source: str) -> _Rule | None:
+    line = line.rstrip("\n").rstrip("\r")
+    if not line.strip() or line.startswith("#"):
+        return None
+    # trailing spaces are ignored unless escaped
+    while line.endswith(" ") and not line.endswith("\\ "):
+        line = line[:-1]
+    negate = line.startswith("!")
+    if negate or line.startswith("\\!") or line.startswith("\\#"):
+        line = line[1:]
+    dir_only = line.endswith("/")
+    line = line.rstrip("/")
+    if not line:
+        return None
+    anchored = "/" in line
+    line = line.lstrip("/")
+    src = _translate(line)
+    if not anchored:
+        src = "(?:.*/)?" + src
+    return _Rule(base, re.compile(src), negate, dir_only, source)
+
+
+@dataclass
+class GitIgnore:
+    """The ``.gitignore`` rules found in a tree; the last matching rule wins, as in git."""
+
+    rules: list[_Rule] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    def add_file(self, path: Path, base: str) -> None:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return
+        shown = f"{base}/{path.name}" if base else str(path.name)
+        self.files.append(shown)
+        for n, line in enumerate(text.splitlines(), 1):
+            rule = _gitignore_rule(line, base, f"{shown}:{n}")
+            if rule is not None:
+                self.rules.append(rule)
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        hit = False
+        for rule in self.rules:
+            if rule.dir_only and not is_dir:
+                continue
+            if rule.base:
+                if not rel.startswith(rule.base + "/"):
+                    continue
+                sub = rel[len(rule.base) + 1 :]
+            else:
+                sub = rel
+            if rule.regex.fullmatch(sub):
+                hit = not rule.negate
+        return hit

@@ -1,0 +1,308 @@
+"""Workspace manifests: every file under the workspace roots with size, mode and sha256.
+
+A manifest is taken before the agent starts and after it ends; the
+difference between the two is what the run changed on disk (see
+:mod:`spyglass.evidence.changes`).  Walks are deterministic (names sorted,
+depth first, symlinks not followed), so two manifests of a tree that was cut
+off at ``max_files`` cover the same leading part of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from spyglass.evidence.ignore import GitIgnore, GlobSet
+
+#: excluded unless the caller (or the policy's ``evidence.manifest_exclude``) says otherwise
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    ".git/objects/**",
+    "**/__pycache__/**",
+    "**/.pytest_cache/**",
+    "**/.mypy_cache/**",
+    "**/.ruff_cache/**",
+    "**/node_modules/**",
+    ".spyglass/**",
+)
+DEFAULT_MAX_FILES = 50_000
+DEFAULT_MAX_HASH_BYTES = 256 << 20
+#: how many pruned directories a manifest names one by one
+MAX_NOTED = 50
+
+
+class FileEntry(msgspec.Struct, omit_defaults=True, kw_only=True):
+    path: str  # absolute
+    kind: str = "file"  # file | symlink | fifo | socket | chardev | blockdev
+    size: int = 0
+    mode: str = ""  # permission bits, octal ("0644")
+    sha256: str | None = None
+    target: str | None = None  # symlink target
+    mtime_ns: int = 0
+    note: str | None = None  # why there is no hash (unreadable, too large)
+
+
+class Manifest(msgspec.Struct, kw_only=True):
+    version: int = 1
+    taken: int = 0  # ns since the epoch
+    roots: list[str] = msgspec.field(default_factory=list)
+    files: list[FileEntry] = msgspec.field(default_factory=list)
+    excludes: list[str] = msgspec.field(default_factory=list)
+    gitignore: list[str] = msgspec.field(default_factory=list)  # .gitignore files applied
+    excluded: dict[str, int] = msgspec.field(default_factory=dict)  # pattern -> entries left out
+    pruned: list[str] = msgspec.field(default_factory=list)  # excluded directories (first MAX_NOTED)
+    complete: bool = True  # False: stopped at max_files
+    last_path: str | None = None  # where the walk stopped when incomplete
+    max_files: int = DEFAULT_MAX_FILES
+    notes: list[str] = msgspec.field(default_factory=list)
+    seconds: float = 0.0
+
+    def by_path(self) -> dict[str, FileEntry]:
+        return {f.path: f for f in self.files}
+
+    def rel(self, path: str) -> str:
+        return relative_to_roots(path, self.roots)
+
+
+def as_text(path: str) -> str:
+    """A file name as JSON can carry it: bytes that are not UTF-8 written ``\\xHH``, as events write them."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return path
+
+
+def relative_to_roots(path: str, roots: Sequence[str]) -> str:
+    """``path`` relative to the first root that contains it (absolute otherwise)."""
+    for root in roots:
+        if path == root:
+            return "."
+        prefix = root.rstrip("/") + "/"
+        if path.startswith(prefix):
+            return path[len(prefix) :]
+    return path
+
+
+def inside(path: str, roots: Iterable[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def walk_key(path: str, roots: Sequence[str]) -> tuple[int, tuple[str, ...]]:
+    """Position of ``path`` in walk order (root index, then path components)."""
+    for i, root in enumerate(roots):
+        prefix = root.rstrip("/") + "/"
+        if path.startswith(prefix):
+            return i, tuple(path[len(prefix) :].split("/"))
+    return len(roots), tuple(path.split("/"))
+
+
+#: receives (absolute path, content) of small text files while hashing
+TextKeeper = Callable[[str, bytes], None]
+
+
+@dataclass
+class ManifestOptions:
+    excludes: Sequence[str] = DEFAULT_EXCLUDES
+    use_gitignore: bool = True
+    max_files: int = DEFAULT_MAX_FILES
+    max_hash_bytes: int = DEFAULT_MAX_HASH_BYTES
+    skip_paths: Sequence[str] = ()  # absolute paths never listed (the run store)
+    keep_text_max: int = 0  # files up to this size are offered to the keeper
+    gitignore: GitIgnore | None = None  # fixed rules (the after-manifest reuses the before's)
+
+
+@dataclass
+class _Walk:
+    opts: ManifestOptions
+    globs: GlobSet
+    ignore: GitIgnore | None
+    keeper: TextKeeper | None
+    manifest: Manifest
+    count: int = 0
+    skip: set[str] = field(default_factory=set)
+
+    def exclude(self, rel: str, is_dir: bool) -> str | None:
+        hit = self.globs.match(rel, is_dir)
+        if hit is None and self.ignore is not None and self.ignore.ignored(rel, is_dir):
+            hit = ".gitignore"
+        if hit is not None:
+            m = self.manifest
+            m.excluded[hit] = m.excluded.get(hit, 0) + 1
+            if is_dir and len(m.pruned) < MAX_NOTED:
+                m.pruned.append(rel + "/")
+        return hit
+
+
+def hash_file(
+    path: str, size: int, max_bytes: int, keep_max: int = 0
+) -> tuple[str | None, str | None, bytes | None]:
+    """(sha256, note, content if small enough to keep)."""
+    if size > max_bytes:
+        return None, f"not hashed: larger than {max_bytes} bytes", None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror}", None
+    h = hashlib.sha256()
+    kept: bytes | None = None
+    try:
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            if size <= keep_max:
+                data = f.read(keep_max + 1)
+                h.update(data)
+                if len(data) <= keep_max:
+                    kept = data
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+                    kept = None
+            else:
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror}", None
+    return h.hexdigest(), None, kept
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode):
+        return "chardev"
+    if stat.S_ISBLK(mode):
+        return "blockdev"
+    return "other"
+
+
+def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
+    """Walk one directory; False when the file limit stopped the walk."""
+    path = os.path.join(root, rel_dir) if rel_dir else root
+    if w.opts.gitignore is None and w.ignore is not None:
+        gi = os.path.join(path, ".gitignore")
+        if os.path.isfile(gi):
+            w.ignore.add_file(Path(gi), rel_dir)
+    try:
+        with os.scandir(path) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        w.manifest.notes.append(f"directory {rel_dir or '.'} not listed: {exc.strerror}")
+        return True
+    for entry in entries:
+        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+        if entry.path in w.skip:
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError as exc:
+            w.manifest.notes.append(f"{rel}: cannot stat: {exc.strerror}")
+            continue
+        is_dir = stat.S_ISDIR(st.st_mode)
+        shown = as_text(entry.path)
+        if w.exclude(rel, is_dir) is not None:
+            continue
+        if is_dir:
+            if not _walk_dir(w, root, rel):
+                return False
+            continue
+        if w.count >= w.opts.max_files:
+            w.manifest.complete = False
+            return False
+        w.count += 1
+        fe = FileEntry(
+            path=shown,
+            kind=_kind(st.st_mode),
+            size=st.st_size,
+            mode=f"{stat.S_IMODE(st.st_mode):04o}",
+            mtime_ns=st.st_mtime_ns,
+        )
+        if fe.kind == "file":
+            keep = w.opts.keep_text_max if w.keeper is not None else 0
+            fe.sha256, fe.note, content = hash_file(entry.path, st.st_size, w.opts.max_hash_bytes, keep)
+            if content is not None and w.keeper is not None:
+                w.keeper(shown, content)
+        elif fe.kind == "symlink":
+            try:
+                fe.target = as_text(os.readlink(entry.path))
+            except OSError as exc:
+                fe.note = f"unreadable link: {exc.strerror}"
+        w.manifest.files.append(fe)
+        w.manifest.last_path = shown
+    return True
+
+
+def build_manifest(
+    roots: Sequence[str | Path], options: ManifestOptions | None = None, keeper: TextKeeper | None = None
+) -> tuple[Manifest, GitIgnore | None]:
+    """List the files under ``roots``; returns the manifest and the .gitignore rules it applied."""
+    opts = options or ManifestOptions()
+    started = time.perf_counter()
+    root_list = [str(Path(r).resolve()) for r in roots]
+    # a root inside another root is walked as part of the outer one
+    root_list = [r for r in dict.fromkeys(root_list) if not inside(r, [o for o in root_list if o != r])]
+    ignore: GitIgnore | None = opts.gitignore
+    if ignore is None and opts.use_gitignore:
+        ignore = GitIgnore()
+    m = Manifest(
+        taken=time.time_ns(), roots=root_list, excludes=list(opts.excludes), max_files=opts.max_files
+    )
+    w = _Walk(
+        opts,
+        GlobSet(list(opts.excludes)),
+        ignore,
+        keeper,
+        m,
+        skip={str(Path(p).resolve()) for p in opts.skip_paths},
+    )
+    for root in root_list:
+        if not os.path.isdir(root):
+            m.notes.append(f"workspace root {root} does not exist")
+            continue
+        if opts.gitignore is None and ignore is not None:
+            info = os.path.join(root, ".git", "info", "exclude")
+            if os.path.isfile(info):
+                ignore.add_file(Path(info), "")
+        if not _walk_dir(w, root, ""):
+            m.notes.append(
+                f"stopped after {opts.max_files} files (evidence.max_files): files after "
+                f"{m.last_path} in walk order are not listed"
+            )
+            break
+    if not m.complete:
+        m.last_path = m.last_path or ""
+    else:
+        m.last_path = None
+    if ignore is not None:
+        m.gitignore = list(ignore.files)
+    m.seconds = round(time.perf_counter() - started, 3)
+    return m, ignore
+
+
+_enc = msgspec.json.Encoder(order="sorted")
+_dec = msgspec.json.Decoder(Manifest)
+
+
+def encode_manifest(m: Manifest) -> bytes:
+    return _enc.encode(m) + b"\n"
+
+
+def decode_manifest(data: bytes) -> Manifest:
+    return _dec.decode(data)
+
+
+def read_manifest(path: Path) -> Manifest | None:
+    try:
+        return decode_manifest(path.read_bytes())
+    except FileNotFoundError:
+        return None

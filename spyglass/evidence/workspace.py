@@ -1,0 +1,215 @@
+"""WorkspaceEvidence: the pipeline sink that fingerprints the workspace around a run.
+
+``start()`` (before the agent is launched) takes the before-manifest and keeps
+the content of small text files, so that modified files get a real unified
+diff; ``done()`` (after the agent has ended) takes the after-manifest with
+the same ``.gitignore`` rules (an agent that adds to ``.gitignore`` does not
+hide its files that way), compares the two, and writes into
+``runs/<id>/evidence/``:
+
+* ``manifest-before.json``, ``manifest-after.json``: path, kind, size, mode, sha256
+* ``changes.json``: added / removed / modified files with unified diffs, and the
+  files outside the workspace that the events show written
+* ``changes.patch``: the unified diffs alone
+
+A summary goes into run.json (``extra["workspace_changes"]``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from spyglass.events import Event
+from spyglass.evidence.changes import DEFAULT_MAX_DIFF_BYTES, WorkspaceChanges, diff_manifests, encode_changes
+from spyglass.evidence.ignore import GitIgnore
+from spyglass.evidence.manifest import (
+    DEFAULT_EXCLUDES,
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_HASH_BYTES,
+    Manifest,
+    ManifestOptions,
+    build_manifest,
+    encode_manifest,
+)
+from spyglass.evidence.writes import OutsideWriteTracker
+from spyglass.pipeline import RunContext, Sink
+
+log = logging.getLogger("spyglass.evidence")
+
+DEFAULT_MAX_KEPT_BYTES = 64 << 20
+
+MANIFEST_BEFORE = "manifest-before.json"
+MANIFEST_AFTER = "manifest-after.json"
+CHANGES = "changes.json"
+PATCH = "changes.patch"
+
+
+class WorkspaceEvidence(Sink):
+    """Before/after manifests of the workspace and their diff, stored with the run.
+
+    ``roots``: the workspace roots (default: the run's workspace from the context).
+    ``store_root``: the run store's directory, never listed and used to find
+    ``runs/<id>/evidence`` (found from the pipeline's store writer when not given).
+    """
+
+    name = "workspace-evidence"
+
+    def __init__(
+        self,
+        roots: Sequence[str | Path] | None = None,
+        *,
+        excludes: Sequence[str] = DEFAULT_EXCLUDES,
+        use_gitignore: bool = True,
+        max_files: int = DEFAULT_MAX_FILES,
+        max_diff_bytes: int = DEFAULT_MAX_DIFF_BYTES,
+        max_hash_bytes: int = DEFAULT_MAX_HASH_BYTES,
+        max_kept_bytes: int = DEFAULT_MAX_KEPT_BYTES,
+        outside_allowed: Sequence[str] = (),
+        store_root: str | Path | None = None,
+        evidence_dir: str | Path | None = None,
+    ) -> None:
+        self.roots = [str(Path(r).resolve()) for r in roots] if roots else []
+        self.excludes = list(excludes)
+        self.use_gitignore = use_gitignore
+        self.max_files = max_files
+        self.max_diff_bytes = max_diff_bytes
+        self.max_hash_bytes = max_hash_bytes
+        self.max_kept_bytes = max_kept_bytes
+        self.outside_allowed = list(outside_allowed)
+        self.store_root = str(Path(store_root).resolve()) if store_root is not None else None
+        self.evidence_dir = Path(evidence_dir) if evidence_dir is not None else None
+        self.before: Manifest | None = None
+        self.after: Manifest | None = None
+        self.changes: WorkspaceChanges | None = None
+        self._rules: GitIgnore | None = None
+        self._kept: dict[str, bytes] = {}
+        self._kept_bytes = 0
+        self._kept_full = False
+        self._outside: OutsideWriteTracker | None = None
+        self._ctx: RunContext | None = None
+
+    # -- setup ----------------------------------------------------------------
+    def _find_store(self, ctx: RunContext) -> None:
+        """The evidence directory and store root, from the pipeline's store writer."""
+        if ctx.pipeline is None:
+            return
+        for sink in ctx.pipeline.sinks:
+            run_dir = getattr(sink, "dir", None)
+            store = getattr(sink, "store", None)
+            if getattr(sink, "name", None) == "store" and isinstance(run_dir, Path):
+                if self.evidence_dir is None:
+                    self.evidence_dir = run_dir / "evidence"
+                if self.store_root is None and store is not None:
+                    self.store_root = str(Path(store.root).resolve())
+                return
+
+    def _options(self, gitignore: GitIgnore | None) -> ManifestOptions:
+        return ManifestOptions(
+            excludes=self.excludes,
+            use_gitignore=self.use_gitignore,
+            max_files=self.max_files,
+            max_hash_bytes=self.max_hash_bytes,
+            skip_paths=[self.store_root] if self.store_root else [],
+            keep_text_max=self.max_diff_bytes,
+            gitignore=gitignore,
+        )
+
+    def _keep(self, path: str, content: bytes) -> None:
+        if self._kept_full:
+            return
+        if self._kept_bytes + len(content) > self.max_kept_bytes:
+            self._kept_full = True
+            return
+        if b"\0" in content[:8192]:
+            return
+        self._kept[path] = content
+        self._kept_bytes += len(content)
+
+    def _write(self, name: str, data: bytes) -> None:
+        if self.evidence_dir is None:
+            return
+        self.evidence_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.evidence_dir / (name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, self.evidence_dir / name)
+
+    # -- hooks ----------------------------------------------------------------
+    def start(self, ctx: RunContext) -> None:
+        self._ctx = ctx
+        self._find_store(ctx)
+        if not self.roots:
+            self.roots = list(ctx.workspace) or [ctx.root_cwd or os.getcwd()]
+        self._outside = OutsideWriteTracker(self.roots, self.outside_allowed)
+        self.before, self._rules = build_manifest(self.roots, self._options(None), keeper=self._keep)
+        if self._kept_full:
+            self.before.notes.append(
+                f"kept the old content of text files only up to {self.max_kept_bytes} bytes in all: "
+                "later files get no unified diff"
+            )
+        self._write(MANIFEST_BEFORE, encode_manifest(self.before))
+
+    def _on_file_change(self, ev: Event) -> None:
+        if self._outside is None:
+            return
+        command = None
+        if self._ctx is not None:
+            info = self._ctx.procs.procs.get(ev.pid)
+            command = info.command_line if info is not None else None
+        self._outside.feed(ev, command)
+
+    file_write = file_create = file_delete = file_rename = file_link = file_symlink = _on_file_change
+    file_chmod = file_chown = file_mkdir = file_truncate = _on_file_change
+
+    def done(self, ctx: RunContext) -> None:
+        if self.before is None:
+            return
+        opts = self._options(self._rules)
+        opts.keep_text_max = 0
+        self.after, _ = build_manifest(self.roots, opts)
+        changes = diff_manifests(
+            self.before, self.after, old_content=self._kept.get, max_diff_bytes=self.max_diff_bytes
+        )
+        if self._outside is not None:
+            changes.outside_writes = self._outside.result()
+        self.changes = changes
+        self._kept.clear()
+        self._write(MANIFEST_AFTER, encode_manifest(self.after))
+        self._write(CHANGES, encode_changes(changes))
+        self._write(PATCH, changes.patch().encode("utf-8"))
+        run = ctx.meta.get("run")
+        extra: dict[str, Any] | None = getattr(run, "extra", None)
+        if isinstance(extra, dict):
+            extra["workspace_changes"] = summary(changes)
+
+
+def summary(changes: WorkspaceChanges) -> dict[str, Any]:
+    return {
+        "added": len(changes.added),
+        "removed": len(changes.removed),
+        "modified": len(changes.modified),
+        "outside_writes": len(changes.outside_writes),
+        "complete": changes.complete,
+    }
+
+
+def load_workspace_changes(run_dir: Path) -> WorkspaceChanges | None:
+    """The stored changes of a run (``changes.json``), or a diff of its stored manifests
+    (without unified diffs), or None when the run has no workspace evidence."""
+    from spyglass.evidence.changes import decode_changes
+    from spyglass.evidence.manifest import read_manifest
+
+    evdir = run_dir / "evidence"
+    try:
+        return decode_changes((evdir / CHANGES).read_bytes())
+    except FileNotFoundError:
+        pass
+    before, after = read_manifest(evdir / MANIFEST_BEFORE), read_manifest(evdir / MANIFEST_AFTER)
+    if before is None or after is None:
+        return None
+    changes = diff_manifests(before, after, new_content=lambda p: None)
+    changes.notes.append("rebuilt from the stored manifests: no unified diffs")
+    return changes

@@ -1,0 +1,131 @@
+"""Which events change files, and which of those landed outside the workspace."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+import msgspec
+
+from spyglass.events import Event
+from spyglass.events.schema import FILE_WRITE_TYPES
+from spyglass.evidence.ignore import GlobSet
+
+#: events that change a file's content, name or permissions (an "edit")
+EDIT_TYPES: Final = frozenset(
+    {
+        "file.write",
+        "file.create",
+        "file.delete",
+        "file.rename",
+        "file.truncate",
+        "file.chmod",
+        "file.link",
+        "file.symlink",
+    }
+)
+
+#: written all the time by ordinary programs and not storage: never reported as outside writes
+PSEUDO_PATHS: Final = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/console",
+    "/dev/ptmx",
+    "/dev/pts/**",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/stdin",
+    "/dev/fd/**",
+    "/proc/self/**",
+    "/proc/thread-self/**",
+)
+MAX_SEQS = 10
+
+
+def event_paths(ev: Event) -> list[str]:
+    """The paths an event acts on (both ends of a rename or link)."""
+    out = [ev.path] if ev.path else []
+    if ev.target and ev.type in ("file.rename", "file.link"):
+        out.append(ev.target)
+    return out
+
+
+class OutsideWrite(msgspec.Struct, kw_only=True):
+    path: str
+    types: list[str]
+    count: int
+    seqs: list[int]  # the first MAX_SEQS
+    pids: list[int]
+    commands: list[str]  # command lines of the writers (first few)
+    #: made new during the run (an exclusive create, mkdir, link) and removed again: no lasting change
+    transient: bool = False
+
+
+class AbsGlobs(GlobSet):
+    """Globs over absolute paths ("/tmp/**")."""
+
+    def match_abs(self, path: str) -> str | None:
+        return self.match(path.lstrip("/"))
+
+
+def abs_globs(patterns: Iterable[str]) -> AbsGlobs:
+    return AbsGlobs(["/" + p.lstrip("/") for p in patterns])
+
+
+class OutsideWriteTracker:
+    """Collects successful file changes outside the workspace roots, path by path.
+
+    ``allowed`` are extra absolute globs that do not count (``/tmp/**``);
+    pseudo-devices such as ``/dev/null`` never count.
+    """
+
+    def __init__(self, roots: Sequence[str], allowed: Iterable[str] = ()) -> None:
+        self.roots = [r.rstrip("/") or "/" for r in roots]
+        self._ignore = abs_globs([*PSEUDO_PATHS, *allowed])
+        self._by_path: dict[str, OutsideWrite] = {}
+        self._new: dict[str, bool] = {}  # the first change surely made the path
+        self._gone: dict[str, bool] = {}  # the last change removed it
+
+    def inside(self, path: str) -> bool:
+        return any(root == "/" or path == root or path.startswith(root + "/") for root in self.roots)
+
+    def feed(self, ev: Event, command: str | None = None) -> None:
+        if ev.type not in FILE_WRITE_TYPES or not ev.ok:
+            return
+        if ev.flags and "O_TMPFILE" in ev.flags:
+            return  # an anonymous file: it has no name unless a later link gives it one
+        for i, path in enumerate(event_paths(ev)):
+            if self.inside(path) or self._ignore.match_abs(path) is not None:
+                continue
+            w = self._by_path.get(path)
+            if w is None:
+                w = self._by_path[path] = OutsideWrite(
+                    path=path, types=[], count=0, seqs=[], pids=[], commands=[]
+                )
+                self._new[path] = _surely_new(ev, i)
+            self._gone[path] = ev.type == "file.delete" or (ev.type == "file.rename" and i == 0)
+            w.count += 1
+            if ev.type not in w.types:
+                w.types.append(ev.type)
+            if len(w.seqs) < MAX_SEQS:
+                w.seqs.append(ev.seq)
+            if ev.pid not in w.pids and len(w.pids) < MAX_SEQS:
+                w.pids.append(ev.pid)
+            if command and command not in w.commands and len(w.commands) < 3:
+                w.commands.append(command)
+
+    def result(self) -> list[OutsideWrite]:
+        for path, w in self._by_path.items():
+            w.transient = self._new.get(path, False) and self._gone.get(path, False)
+        return sorted(self._by_path.values(), key=lambda w: w.path)
+
+
+def _surely_new(ev: Event, index: int) -> bool:
+    """Whether this event certainly made its path (it fails when the path exists)."""
+    if ev.type == "file.create":
+        return bool(ev.flags and "O_EXCL" in ev.flags)
+    if ev.type in ("file.mkdir", "file.symlink"):
+        return True
+    return ev.type == "file.link" and index == 1

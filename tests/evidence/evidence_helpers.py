@@ -1,0 +1,74 @@
+"""Helpers for evidence tests: events by hand, stored runs built from them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from spyglass.events import Alert, Event
+from spyglass.pipeline import Pipeline, RunContext
+from spyglass.store import RunMeta, RunReader, RunWriter, Store, new_run_id
+from spyglass.store.writer import Signer
+
+
+def ev(type: str, pid: int = 100, **kw: Any) -> Event:
+    return Event(type=type, pid=pid, **kw)
+
+
+def proc(pid: int, ppid: int, argv: list[str], cwd: str = "/ws") -> list[Event]:
+    """start + exec of one process (its exit comes later: ``exit_``)."""
+    return [
+        ev("process.start", pid, ppid=ppid),
+        ev("process.exec", pid, exe="/usr/bin/" + argv[0].rsplit("/", 1)[-1], argv=argv, cwd=cwd),
+    ]
+
+
+def exit_(pid: int, code: int = 0) -> Event:
+    return ev("process.exit", pid, exit_code=code)
+
+
+def write(pid: int, path: str, type: str = "file.write", **kw: Any) -> Event:
+    return ev(type, pid, path=path, **kw)
+
+
+MakeRun = Callable[..., RunReader]
+
+
+def record_events(
+    store: Store,
+    events: Iterable[Event],
+    alerts: Sequence[Alert] = (),
+    *,
+    workspace: Sequence[str] = ("/ws",),
+    skills: Sequence[str] = (),
+    signer: Signer | None = None,
+    sinks: Sequence[object] = (),
+    finish: bool = True,
+    cwd: str | None = None,
+) -> RunReader:
+    """Feed events (and alerts) through a pipeline with a RunWriter: a stored run."""
+    meta = RunMeta(
+        id=new_run_id(),
+        command=["agent"],
+        cwd=cwd or workspace[0],
+        workspace=list(workspace),
+        skills=list(skills),
+        backend="test",
+        started=1,
+        spyglass_version="0.1.0",
+    )
+    writer = RunWriter(store, meta, signer=signer)
+    ctx = RunContext(run_id=meta.id, root_cwd=meta.cwd, workspace=meta.workspace, meta={"run": meta})
+    pipe = Pipeline([writer, *sinks], ctx)
+    pipe.start()
+    for e in events:
+        pipe.feed(e)
+    for a in alerts:
+        ctx.raise_alert(a)
+    pipe.done()
+    if finish:
+        writer.finish("complete", exit_code=0)
+    else:
+        writer.flush()
+        writer._stop.set()
+    return RunReader(store, meta.id)
