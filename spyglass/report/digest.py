@@ -14,9 +14,22 @@ from spyglass.store.meta import RunMeta
 
 #: files every program opens; left out of the "files read" list
 _NOISE_PREFIXES = (
-    "/etc/ld.so", "/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/share/locale/",
-    "/usr/lib/locale/", "/proc/self/", "/dev/null", "/dev/tty", "/dev/urandom", "/sys/",
-    "/usr/share/zoneinfo/", "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd",
+    "/etc/ld.so",
+    "/lib/",
+    "/lib64/",
+    "/usr/lib/",
+    "/usr/lib64/",
+    "/usr/share/locale/",
+    "/usr/lib/locale/",
+    "/proc/self/",
+    "/dev/null",
+    "/dev/tty",
+    "/dev/urandom",
+    "/sys/",
+    "/usr/share/zoneinfo/",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
 )
 
 
@@ -60,8 +73,14 @@ class RunDigest:
             "counts": dict(sorted(self.counts.items())),
             "processes": [
                 {
-                    "pid": p.pid, "ppid": p.ppid, "exe": p.exe, "argv": p.argv, "cwd": p.cwd,
-                    "exit_code": p.exit_code, "signal": p.signal, "detached": p.detached,
+                    "pid": p.pid,
+                    "ppid": p.ppid,
+                    "exe": p.exe,
+                    "argv": p.argv,
+                    "cwd": p.cwd,
+                    "exit_code": p.exit_code,
+                    "signal": p.signal,
+                    "detached": p.detached,
                 }
                 for p in sorted(self.procs.procs.values(), key=lambda p: p.start_ts)
             ],
@@ -88,7 +107,11 @@ def digest_events(meta: RunMeta, events: Any, alerts: list[Alert] | None = None)
         if t in FILE_WRITE_TYPES:
             if ev.ok and ev.path:
                 s = seen_w.setdefault(t, set())
-                label = f"{ev.path} -> {ev.target}" if t in ("file.rename", "file.link") and ev.target else ev.path
+                label = (
+                    f"{ev.path} -> {ev.target}"
+                    if t in ("file.rename", "file.link") and ev.target
+                    else ev.path
+                )
                 if label not in s:
                     s.add(label)
                     d.writes.setdefault(t, []).append(label)

@@ -1,0 +1,334 @@
+"""The terminal summary of a run (``spyglass show RUN``), built from the report data.
+
+Order: the header (agent, task, command, duration, exit, mode, backend);
+alerts first, grouped by level, each with its process, lineage and the
+event that fired it; the process tree with command lines (routine helpers
+such as ``uname`` or ``ldconfig`` folded into one line); files written,
+deleted and renamed; hosts with the proxy's allow/deny; skill coverage and
+gate results where the run has them.
+
+On a terminal: colour, and long lines wrapped at word boundaries with a
+hanging indent.  Piped: plain text, no escape codes, no line ever cut or
+wrapped, so ``grep`` sees whole command lines.
+"""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+from spyglass.events import LEVELS
+from spyglass.events.proctree import ProcInfo
+from spyglass.report.collect import ReportData, collect_run
+from spyglass.report.describe import command_text, describe_event, is_routine_program, lineage_root_first
+from spyglass.store import RunReader
+
+Line = tuple[str, str]  # (rich style, text); style "" is plain
+
+LEVEL_STYLE = {
+    "critical": "bold white on red",
+    "high": "bold red",
+    "medium": "yellow",
+    "low": "cyan",
+    "info": "dim",
+}
+WRITE_LABELS = (
+    ("file.create", "created or opened for writing"),
+    ("file.write", "written"),
+    ("file.delete", "deleted"),
+    ("file.rename", "renamed"),
+    ("file.truncate", "truncated"),
+    ("file.chmod", "mode changed"),
+    ("file.mkdir", "directories made"),
+    ("file.link", "hard-linked"),
+    ("file.symlink", "symlinks made"),
+    ("file.chown", "owner changed"),
+)
+
+
+def _exit_text(p: ProcInfo) -> str:
+    if p.detached:
+        return "still running"
+    if p.signal:
+        return f"killed by {p.signal}"
+    if p.exit_code is not None:
+        return f"exit {p.exit_code}"
+    return "no exit seen"
+
+
+def _header(data: ReportData) -> list[Line]:
+    m = data.meta
+    d = data.digest
+    if m.exit_code is not None:
+        ex = f"exit {m.exit_code}"
+    elif m.signal:
+        ex = f"killed by {m.signal}"
+    else:
+        ex = "no exit status"
+    dur = f"{m.duration_s:.2f}s" if m.duration_s is not None else "-"
+    out: list[Line] = [("bold", f"run {m.id}  [{m.status}]")]
+    out.append(("", f"  agent     {m.agent_id or '-'}    task {m.task or '-'}"))
+    out.append(("", f"  command   {shlex.join(m.command) if m.command else '-'}"))
+    out.append(
+        (
+            "",
+            f"  duration  {dur}    {ex}    mode {m.mode}    backend {m.backend or '-'}"
+            + ("    sandboxed" if m.sandbox else ""),
+        )
+    )
+    if m.stopped_by:
+        out.append(("bold red", f"  stopped by rule {m.stopped_by}"))
+    if m.status == "incomplete":
+        out.append(("yellow", "  the monitor stopped before the run ended: the record holds every event up to then"))
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(d.counts.items()))
+    out.append(("", f"  events    {d.events}" + (f" ({counts})" if counts else "")))
+    return out
+
+
+def _alerts(data: ReportData, max_items: int) -> list[Line]:
+    alerts = data.alerts
+    if not alerts:
+        return [("green", "Alerts: none")]
+    out: list[Line] = [("bold", f"Alerts ({len(alerts)})")]
+    for level in reversed(LEVELS):
+        group = [a for a in alerts if a.level == level]
+        if not group:
+            continue
+        out.append((LEVEL_STYLE[level], f"  {level.upper()} ({len(group)})"))
+        for a in group[:max_items]:
+            out.append((LEVEL_STYLE[level], f"    {a.rule_id}: {a.title}"))
+            if a.message and a.message != a.title:
+                out.append(("", f"      {a.message}"))
+            if a.argv or a.exe:
+                out.append(("", f"      process  {a.pid} {command_text(a.argv, a.exe)}"))
+            chain = lineage_root_first(a)
+            if len(chain) > 1:
+                out.append(("dim", "      lineage"))
+                for depth, e in enumerate(chain):
+                    tool = f"  ({e.tool_call})" if e.tool_call else ""
+                    out.append(("dim", f"        {'  ' * depth}{e.pid} {command_text(e.argv, e.exe)}{tool}"))
+            for s in a.event_seqs[:3]:
+                ev = data.alert_events.get(s)
+                if ev is not None:
+                    out.append(("", f"      event    #{s} {ev.type} {describe_event(ev)}"))
+            if len(a.event_seqs) > 3:
+                out.append(("dim", f"      … {len(a.event_seqs) - 3} more events"))
+        if len(group) > max_items:
+            out.append(
+                (
+                    "dim",
+                    f"    … {len(group) - max_items} more {level} alerts (spyglass show RUN --format json)",
+                )
+            )
+    return out
+
+
+def _proc_line(data: ReportData, p: ProcInfo, depth: int) -> Line:
+    counts: Mapping[str, int] = data.proc_counts.get(p.pid, {})
+    bits = [_exit_text(p)]
+    if counts.get("file-change"):
+        n = counts["file-change"]
+        bits.append(f"{n} file change{'s' if n > 1 else ''}")
+    if counts.get("net"):
+        bits.append(f"{counts['net']} network")
+    n_alerts = data.proc_alerts.get(p.pid, 0)
+    if n_alerts:
+        bits.append(f"{n_alerts} alert{'s' if n_alerts > 1 else ''}")
+    style = "red" if n_alerts else ""
+    return style, f"  {'  ' * depth}{p.pid} {command_text(p.argv, p.exe)}  ({', '.join(bits)})"
+
+
+def _routine(data: ReportData, p: ProcInfo) -> bool:
+    c: Mapping[str, int] = data.proc_counts.get(p.pid, {})
+    return (
+        is_routine_program(p.exe, p.argv)
+        and not p.children
+        and not data.proc_alerts.get(p.pid)
+        and not c.get("file-change")
+        and not c.get("net")
+    )
+
+
+def _processes(data: ReportData, max_items: int) -> list[Line]:
+    procs = data.digest.procs
+    out: list[Line] = [("bold", f"Processes ({len(procs.procs)})")]
+    roots = sorted(
+        (p for p in procs.procs.values() if p.ppid is None or p.ppid not in procs.procs),
+        key=lambda p: p.start_ts,
+    )
+    shown = 0
+    limit = max_items * 3
+    stack: list[tuple[ProcInfo, int]] = [(p, 0) for p in reversed(roots)]
+    seen: set[int] = set()
+    while stack and shown < limit:
+        p, depth = stack.pop()
+        if p.pid in seen:
+            continue
+        seen.add(p.pid)
+        out.append(_proc_line(data, p, depth))
+        shown += 1
+        kids = [procs.procs[c] for c in p.children if c in procs.procs]
+        routine = [k for k in kids if _routine(data, k)]
+        if routine:
+            names = sorted({(k.exe or command_text(k.argv)).rsplit("/", 1)[-1] for k in routine})
+            out.append(
+                (
+                    "dim",
+                    f"  {'  ' * (depth + 1)}+ {len(routine)} routine helper"
+                    f"{'s' if len(routine) > 1 else ''} folded ({', '.join(names)})",
+                )
+            )
+            seen.update(k.pid for k in routine)
+        stack.extend((k, depth + 1) for k in reversed(kids) if k.pid not in seen)
+    rest = len(procs.procs) - len(seen)
+    if rest > 0:
+        out.append(("dim", f"  … {rest} more (spyglass events RUN --type process.exec)"))
+    return out
+
+
+def _files(data: ReportData, max_items: int) -> list[Line]:
+    out: list[Line] = []
+    for t, label in WRITE_LABELS:
+        paths = data.digest.writes.get(t)
+        if not paths:
+            continue
+        out.append(("", ""))
+        out.append(("bold", f"Files {label} ({len(paths)})"))
+        out.extend(("", f"  {p}") for p in paths[:max_items])
+        if len(paths) > max_items:
+            out.append(("dim", f"  … {len(paths) - max_items} more (spyglass events RUN --type {t})"))
+    return out
+
+
+def _hosts(data: ReportData, max_items: int) -> list[Line]:
+    d = data.digest
+    if not d.hosts and not data.proxy:
+        return []
+    out: list[Line] = [("", ""), ("bold", f"Hosts ({len(d.hosts)})")]
+    route = "bypassed proxy" if data.meta.sandbox else "direct"
+    for h in list(d.hosts.values())[: max_items * 2]:
+        name = f"{h.domain} ({h.address})" if h.domain else h.address
+        port = f":{h.port}" if h.port is not None else ""
+        fail = f", {h.failed} failed" if h.failed else ""
+        style = "red" if h.decision == "deny" else ""
+        out.append(
+            (
+                style,
+                f"  {h.transport or '?':5} {name}{port}  x{h.count}{fail}  {h.decision or route}",
+            )
+        )
+    for pd in data.proxy[: max_items * 2]:
+        if pd.decision == "deny" or pd.rule:
+            port = f":{pd.port}" if pd.port is not None else ""
+            style = "red" if pd.decision == "deny" else ""
+            out.append(
+                (
+                    style,
+                    f"  proxy {pd.method or 'CONNECT'} {pd.host}{port} {pd.decision or '?'}"
+                    + (f" by {pd.rule}" if pd.rule else "")
+                    + f"  x{pd.count}",
+                )
+            )
+    return out
+
+
+def _coverage(data: ReportData) -> list[Line]:
+    if not data.coverage:
+        return []
+    out: list[Line] = [("", ""), ("bold", "Skill coverage")]
+    for c in data.coverage:
+        cov = c.coverage
+        files = len(c.skill.files)
+        shown = "n/a (no files)" if cov is None else f"{cov:.0%} ({len(c.touched)}/{files} files)"
+        out.append(("", f"  {c.skill.name}: {shown}"))
+        for f in c.findings:
+            out.append((LEVEL_STYLE.get(f.level, ""), f"    {f.level}: {f.message}"))
+    return out
+
+
+def _gate(data: ReportData) -> list[Line]:
+    extra = data.meta.extra if isinstance(data.meta.extra, dict) else {}
+    gate: Any = extra.get("gate")
+    if not gate:
+        return []
+    out: list[Line] = [("", ""), ("bold", "Gate")]
+    if isinstance(gate, dict):
+        if "passed" in gate:
+            out.append(("green" if gate["passed"] else "bold red", f"  {'passed' if gate['passed'] else 'FAILED'}"))
+        for chk in gate.get("checks") or gate.get("requirements") or []:
+            if isinstance(chk, dict):
+                ok = chk.get("passed", chk.get("ok"))
+                mark = "ok  " if ok else "FAIL"
+                out.append(
+                    (
+                        "" if ok else "red",
+                        f"  {mark} {chk.get('name') or chk.get('id')}: "
+                        f"{chk.get('message') or chk.get('detail') or ''}".rstrip(": "),
+                    )
+                )
+    else:
+        out.append(("", f"  {gate}"))
+    return out
+
+
+def summary_lines(data: ReportData, *, max_items: int = 15) -> list[Line]:
+    """The summary as (style, text) lines, none of them cut."""
+    out = _header(data)
+    out.append(("", ""))
+    out.extend(_alerts(data, max_items))
+    out.append(("", ""))
+    out.extend(_processes(data, max_items))
+    out.extend(_files(data, max_items))
+    out.extend(_hosts(data, max_items))
+    out.extend(_coverage(data))
+    out.extend(_gate(data))
+    m = data.meta
+    if m.still_running:
+        out.append(("", ""))
+        out.append(("yellow", f"Still running when recording stopped ({len(m.still_running)})"))
+        out.extend(("", f"  {s.get('pid')} {command_text(s.get('argv'))}") for s in m.still_running[:max_items])
+    return out
+
+
+def wrap_line(text: str, width: int) -> list[str]:
+    """``text`` wrapped at spaces to ``width`` with a hanging indent; words are never split."""
+    if width <= 0 or len(text) <= width:
+        return [text]
+    indent = len(text) - len(text.lstrip(" "))
+    hang = " " * min(indent + 4, width // 2)
+    return textwrap.wrap(
+        text,
+        width=width,
+        subsequent_indent=hang,
+        break_long_words=False,
+        break_on_hyphens=False,
+        drop_whitespace=True,
+        initial_indent="",
+    ) or [text]
+
+
+def print_lines(lines: Sequence[Line], stream: IO[str], *, color: bool | None = None) -> None:
+    """Plain text when ``stream`` is not a terminal (or ``color`` is False); else colour and wrapping."""
+    is_tty = bool(getattr(stream, "isatty", lambda: False)())
+    color = is_tty if color is None else color
+    if not color:
+        for _style, text in lines:
+            stream.write(text + "\n")
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=True)
+    width = console.width
+    for style, text in lines:
+        for part in wrap_line(text, width):
+            console.print(Text(part, style=style))
+
+
+def print_run_summary(reader: RunReader, stream: IO[str], *, color: bool | None = None) -> ReportData:
+    """What ``spyglass show RUN`` prints; returns the data it was drawn from."""
+    data = collect_run(reader, max_events=0, context=0, with_verify=False)
+    print_lines(summary_lines(data), stream, color=color)
+    return data
