@@ -1,0 +1,507 @@
+"""Preparing a sandboxed run: decoy home, mount plan, proxy, wrapper, environment.
+
+``prepare()`` does everything that must exist before the agent starts and
+returns a :class:`PreparedSandbox`; the caller wraps its capture backend with
+``prepared.backend(backend)``, records the run, and calls ``close()``.
+See docs/sandbox.md for the wiring in ``spyglass run``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from spyglass.capture.base import CaptureBackend
+from spyglass.errors import SandboxError
+from spyglass.sandbox import bwrap as bw
+from spyglass.sandbox import doctor, seccomp
+from spyglass.sandbox.decoy import DecoyHome, build_decoy_home, canary_patterns
+from spyglass.sandbox.denials import DenialDeriver
+from spyglass.sandbox.egress import EgressPolicy
+from spyglass.sandbox.guards import ContainmentGuard
+from spyglass.sandbox.pathmap import PathMap
+from spyglass.sandbox.proxy import EgressProxy, Resolver, Veto
+from spyglass.sandbox.session import EventBus, MachineryFilter, SandboxedBackend
+
+DEFAULT_RELAY_PORT = 3128
+#: pass_home entries up to this size are copied into the decoy home (writable, the
+#: original untouched); larger ones are bind-mounted read-only
+COPY_MAX_BYTES = 64 * 1024 * 1024
+COPY_MAX_FILES = 5000
+_DROP_ENV = (
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+)
+_NO_PROXY = "localhost,127.0.0.1,::1"
+
+
+def proxy_env(url: str) -> dict[str, str]:
+    """The variables that point common clients at the relay."""
+    env: dict[str, str] = {}
+    for name in ("http_proxy", "https_proxy", "all_proxy"):
+        env[name] = env[name.upper()] = url
+    env["no_proxy"] = env["NO_PROXY"] = _NO_PROXY
+    env.update(
+        {
+            "npm_config_proxy": url,
+            "npm_config_https_proxy": url,
+            "npm_config_noproxy": _NO_PROXY,
+            "YARN_HTTP_PROXY": url,
+            "YARN_HTTPS_PROXY": url,
+            "PIP_PROXY": url,
+            "CARGO_HTTP_PROXY": url,
+            "GLOBAL_AGENT_HTTP_PROXY": url,
+            "GLOBAL_AGENT_NO_PROXY": _NO_PROXY,
+            "NODE_USE_ENV_PROXY": "1",
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "http.proxy",
+            "GIT_CONFIG_VALUE_0": url,
+        }
+    )
+    return env
+
+
+def _small_enough(path: str) -> bool:
+    if not os.path.isdir(path) or os.path.islink(path):
+        return True
+    total = files = 0
+    for root, dirs, names in os.walk(path):
+        files += len(names) + len(dirs)
+        for n in names:
+            try:
+                total += os.lstat(os.path.join(root, n)).st_size
+            except OSError:
+                pass
+        if files > COPY_MAX_FILES or total > COPY_MAX_BYTES:
+            return False
+    return True
+
+
+def copy_pass_home(entries: Sequence[str], real_home: str, decoy_home: Path) -> tuple[list[str], list[str]]:
+    """Copy the small ``pass_home`` entries into the decoy home: (copied rel paths, entries left to bind)."""
+    copied: list[str] = []
+    bind: list[str] = []
+    for entry in entries:
+        p = bw.expand_home(entry, real_home)
+        if not bw.is_under(p, real_home) or p == real_home or not os.path.lexists(p):
+            continue
+        rel = os.path.relpath(p, real_home)
+        if not _small_enough(p):
+            bind.append(entry)
+            continue
+        dest = decoy_home / rel
+        try:
+            if dest.is_dir() and not dest.is_symlink():
+                shutil.rmtree(dest)
+            elif dest.exists() or dest.is_symlink():
+                dest.unlink()
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.copytree(p, dest, symlinks=True)
+            else:
+                shutil.copy2(p, dest, follow_symlinks=False)
+            copied.append(rel)
+        except OSError:
+            bind.append(entry)
+    return copied, bind
+
+
+def _legacy_tiocsti() -> bool:
+    try:
+        with open("/proc/sys/dev/tty/legacy_tiocsti") as f:
+            return f.read().strip() != "0"
+    except OSError:
+        return True  # older kernels: TIOCSTI always works
+
+
+class PreparedSandbox:
+    """A sandbox ready to launch; see :func:`prepare`."""
+
+    def __init__(
+        self,
+        *,
+        work_dir: Path,
+        bwrap_path: str,
+        mounts: list[bw.Mount],
+        decoy: DecoyHome,
+        real_home: str,
+        relay_port: int,
+        relay_python: str,
+        seccomp_path: str,
+        info_path: str,
+        socket_dir: str,
+        proxy: EgressProxy | None,
+        bus: EventBus,
+        cwd: str,
+        sinks: list[object],
+        settings: dict[str, Any],
+    ) -> None:
+        self.work_dir = work_dir
+        self.bwrap_path = bwrap_path
+        self.mounts = mounts
+        self.decoy = decoy
+        self.real_home = real_home
+        self.relay_port = relay_port
+        self.relay_python = relay_python
+        self.seccomp_path = seccomp_path
+        self.info_path = info_path
+        self.socket_dir = socket_dir
+        self.proxy = proxy
+        self.bus = bus
+        self.cwd = cwd
+        self.sinks = sinks
+        self.settings = settings
+        self.pathmap = PathMap(mounts)
+        self.denials = DenialDeriver(self.pathmap)
+        self.machinery = MachineryFilter(bwrap_path, relay_python, bw.RELAY_PATH)
+        self.killed_at: int | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------ launch
+    @property
+    def canary(self) -> str:
+        return self.decoy.canary
+
+    @property
+    def wrapper(self) -> list[str]:
+        """The argv prefix that goes between the tracer and the agent's command."""
+        return self.wrapper_for(self.cwd)
+
+    def wrapper_for(self, cwd: str) -> list[str]:
+        opts = bw.SandboxOptions(
+            cwd=os.path.realpath(cwd),
+            new_session=_legacy_tiocsti(),
+            seccomp_fd=3,
+            info_fd=4,
+            unshare_user=True,
+        )
+        argv = bw.build_argv(self.mounts, opts, self.bwrap_path)
+        argv += [self.relay_python, "-I", "-S", bw.RELAY_PATH, bw.SOCKET_PATH, str(self.relay_port), "--"]
+        return bw.fd_wrapper(argv, [(3, "<", self.seccomp_path), (4, ">", self.info_path)])
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self.env_for(None)
+
+    def env_for(self, base: Mapping[str, str] | None) -> dict[str, str]:
+        """The agent's environment: ``base`` (default: ours) with HOME, TMPDIR, PATH
+        fixed for the sandbox, agent sockets dropped and the proxy variables set."""
+        env = dict(os.environ if base is None else base)
+        for name in _DROP_ENV:
+            env.pop(name, None)
+        env["HOME"] = self.real_home
+        env["TMPDIR"] = "/tmp"
+        if "PATH" in env:
+            env["PATH"] = (
+                ":".join(p for p in env["PATH"].split(":") if p and self._visible(p)) or "/usr/bin:/bin"
+            )
+        env.update(proxy_env(f"http://127.0.0.1:{self.relay_port}"))
+        return env
+
+    def _visible(self, path: str) -> bool:
+        m = self.pathmap.covering(path)
+        if m is None:
+            return False
+        if m.kind in (bw.HIDE_DIR, bw.MASK_FILE):
+            return False
+        return os.path.exists(self.pathmap.to_host(path))
+
+    def backend(self, inner: CaptureBackend) -> SandboxedBackend:
+        """``inner`` launching through this sandbox (hand it to ``runner.record``)."""
+        return SandboxedBackend(inner, self)
+
+    # ------------------------------------------------------------ control
+    def ns_init_pid(self) -> int | None:
+        """Host pid of the sandbox's PID-namespace init (bwrap writes it once started)."""
+        try:
+            with open(self.info_path) as f:
+                info = json.loads(f.read() or "{}")
+        except (OSError, ValueError):
+            return None
+        pid = info.get("child-pid")
+        return pid if isinstance(pid, int) and pid > 1 else None
+
+    def kill(self) -> bool:
+        """SIGKILL the namespace's init: the kernel kills every process inside at once.
+        False if the sandbox has not started (or is already gone)."""
+        pid = self.ns_init_pid()
+        if pid is None:
+            return False
+        try:
+            if os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid"):
+                return False  # not a namespace init (pid reused): do not shoot
+        except OSError:
+            return False
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return False
+        if self.killed_at is None:
+            self.killed_at = time.time_ns()
+        return True
+
+    def describe(self) -> dict[str, Any]:
+        """What goes into ``RunMeta.extra["sandbox"]`` (rules read honeytokens and canary here)."""
+        home_view = self.real_home
+        return {
+            "honeytokens": self.decoy.honeytoken_paths(),
+            "honeytokens_view": self.decoy.honeytoken_paths(home_view),
+            "honeytoken_kinds": {
+                str(self.decoy.path / h.rel): {"kind": h.kind, "read_by": list(h.read_by)}
+                for h in self.decoy.honeytokens
+            },
+            "canary": self.decoy.canary,
+            "home": {"view": home_view, "host": str(self.decoy.path)},
+            "tmp": {m.dest: m.src for m in self.mounts if m.role == "tmp"},
+            "scratch": [str(self.decoy.path), *[m.src for m in self.mounts if m.role == "tmp" and m.src]],
+            "work_dir": str(self.work_dir),
+            "relay": {"exe": self.relay_python, "script": bw.RELAY_PATH, "port": self.relay_port},
+            "proxy": {
+                "allow": self.settings.get("allow", []),
+                "deny": self.settings.get("deny", []),
+                "block_canary": self.settings.get("block_canary", True),
+            },
+            "mounts": [
+                {
+                    "kind": m.kind,
+                    "dest": m.dest,
+                    **({"src": m.src} if m.src and m.src != m.dest else {}),
+                    "role": m.role,
+                }
+                for m in self.mounts
+            ],
+            "settings": {k: v for k, v in self.settings.items() if k not in ("allow", "deny")},
+        }
+
+    def run_extra(self) -> dict[str, Any]:
+        """What the runner puts into ``RunRequest.extra``: the sandbox's facts under
+        ``"sandbox"``, and the honeytoken paths where the rule engine looks for them."""
+        info = self.describe()
+        return {"sandbox": info, "honeytokens": [*info["honeytokens"], *info["honeytokens_view"]]}
+
+    def summary(self) -> str:
+        parts: list[str] = []
+        if self.proxy is not None:
+            c = self.proxy.counts
+            parts.append(f"proxy {c['allowed'] + c['denied']} requests ({c['denied']} denied)")
+        if self.denials.counts:
+            parts.append("denials " + ", ".join(f"{k} {v}" for k, v in sorted(self.denials.counts.items())))
+        if self.machinery.dropped:
+            parts.append(f"{self.machinery.dropped} events of the sandbox's own setup omitted")
+        if self.bus.late:
+            parts.append(f"{len(self.bus.late)} proxy events after the end of capture")
+        return "sandbox: " + "; ".join(parts) if parts else ""
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.proxy is not None:
+            self.proxy.close()
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
+        # copies of the user's own entries (agent auth, config) do not outlive the run
+        for rel in self.settings.get("pass_home_copied", []):
+            p = self.decoy.path / rel
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    p.unlink()
+
+    def __enter__(self) -> PreparedSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def prepare(
+    work_dir: str | Path,
+    workspace: Sequence[str],
+    *,
+    cwd: str | None = None,
+    writable: Sequence[str] = (),
+    readonly: Sequence[str] = (),
+    hidden: Sequence[str] = (),
+    pass_home: Sequence[str] = (),
+    allow: Sequence[str] = (),
+    deny: Sequence[str] = (),
+    real_home: str | None = None,
+    store_root: str | None = None,
+    mode: str = "contain",
+    resolver: Resolver | None = None,
+    relay_port: int = DEFAULT_RELAY_PORT,
+    block_canary: bool = True,
+    allow_host_loopback: bool = False,
+    guards: bool = True,
+    veto: Veto | None = None,
+    bwrap: str | None = None,
+    check: bool = True,
+) -> PreparedSandbox:
+    """Build everything a sandboxed run needs; raise SandboxError (with the remedy)
+    when a sandbox cannot be built here.
+
+    ``work_dir``: a directory of the run on the host (decoy home, private /tmp,
+    seccomp program); ``workspace``: the writable roots; the policy values
+    (``sandbox.*``, ``network.allow``/``deny``) are passed as they are.
+    """
+    bwrap_path = doctor.preflight(bwrap) if check else (bwrap or shutil.which("bwrap"))
+    if bwrap_path is None:
+        raise SandboxError(
+            "sandbox requested but bubblewrap (bwrap) is not installed", hint=doctor.INSTALL_FIX
+        )
+    if not workspace:
+        raise SandboxError("sandbox requested without a workspace", hint="give at least one writable root")
+    for w in workspace:
+        if not os.path.isdir(w):
+            raise SandboxError(
+                f"workspace {w} is not a directory", hint="create it or fix the policy's workspace"
+            )
+    home = os.path.normpath(real_home or os.path.expanduser("~"))
+    work = Path(work_dir).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    tmp_dir, var_tmp = work / "tmp", work / "var-tmp"
+    for d in (tmp_dir, var_tmp):
+        d.mkdir(exist_ok=True)
+        os.chmod(d, 0o1777)
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "dev"
+    decoy = build_decoy_home(work / "home", user=user, host=socket.gethostname())
+    copied, bound = copy_pass_home(pass_home, home, decoy.path)
+    relay_src = Path(__file__).with_name("relay.py")
+    relay_copy = work / "relay.py"
+    shutil.copyfile(relay_src, relay_copy)
+    try:
+        seccomp_path = seccomp.write_filter(str(work))
+    except seccomp.UnsupportedArch as exc:
+        raise SandboxError(f"sandbox requested but {exc}", hint="run on x86_64 or aarch64") from None
+    info_path = str(work / "bwrap-info.json")
+    Path(info_path).write_text("")
+    socket_dir = tempfile.mkdtemp(prefix="spyglass-proxy-")
+    sock = os.path.join(socket_dir, "proxy.sock")
+
+    hide = [*hidden, str(work)]
+    if store_root:
+        hide.append(str(Path(store_root).resolve()))
+    mounts = bw.plan_mounts(
+        workspace=list(workspace),
+        real_home=home,
+        decoy_home=str(decoy.path),
+        private_tmp=str(tmp_dir),
+        private_var_tmp=str(var_tmp),
+        writable=writable,
+        readonly=readonly,
+        hidden=hide,
+        pass_home=bound,
+        relay_script=str(relay_copy),
+        proxy_socket=sock,
+        visible=[sys.base_prefix],
+        hide_sockets=[s for s in bw.host_unix_sockets() if s != sock],
+        base=os.path.realpath(cwd or workspace[0]),
+    )
+    try:
+        policy = EgressPolicy(allow, deny, allow_host_loopback=allow_host_loopback)
+    except Exception:
+        shutil.rmtree(socket_dir, ignore_errors=True)
+        raise
+    bus = EventBus()
+    proxy = EgressProxy(
+        sock,
+        policy,
+        canary_patterns=canary_patterns(decoy.canary),
+        sink=bus.put,
+        resolver=resolver,
+        block_canary=block_canary,
+        veto=veto,
+    )
+    try:
+        proxy.start()
+    except Exception as exc:
+        shutil.rmtree(socket_dir, ignore_errors=True)
+        raise SandboxError(f"the egress proxy could not start: {exc}") from exc
+    sinks: list[object] = [ContainmentGuard(enforce=(mode == "enforce"))] if guards else []
+    settings: dict[str, Any] = {
+        "mode": mode,
+        "allow": list(allow),
+        "deny": list(deny),
+        "block_canary": block_canary,
+        "allow_host_loopback": allow_host_loopback,
+        "writable": list(writable),
+        "readonly": list(readonly),
+        "hidden": list(hidden),
+        "pass_home": list(pass_home),
+        "pass_home_copied": copied,
+    }
+    prepared = PreparedSandbox(
+        work_dir=work,
+        bwrap_path=bwrap_path,
+        mounts=mounts,
+        decoy=decoy,
+        real_home=home,
+        relay_port=relay_port,
+        relay_python=os.path.realpath(sys.executable),
+        seccomp_path=seccomp_path,
+        info_path=info_path,
+        socket_dir=socket_dir,
+        proxy=proxy,
+        bus=bus,
+        cwd=os.path.realpath(cwd or workspace[0]),
+        sinks=sinks,
+        settings=settings,
+    )
+    with contextlib.suppress(Exception):
+        (work / "sandbox.json").write_text(json.dumps(prepared.describe(), indent=2) + "\n")
+    return prepared
+
+
+def from_policy(
+    policy: Any,
+    work_dir: str | Path,
+    workspace: Sequence[str],
+    *,
+    cwd: str,
+    store_root: str | None = None,
+    mode: str | None = None,
+    real_home: str | None = None,
+    **options: Any,
+) -> PreparedSandbox:
+    """:func:`prepare` with the values of a :class:`spyglass.policy.Policy`
+    (``sandbox.*``, ``network.allow``/``deny`` with the built-in allow list,
+    ``mode``); relative policy paths are relative to the policy file's directory."""
+    home = real_home or os.path.expanduser("~")
+
+    def paths(values: Sequence[str]) -> list[str]:
+        return [v if v.startswith("~") else policy.resolve_path(v, home) for v in values]
+
+    sb = policy.sandbox
+    return prepare(
+        work_dir,
+        workspace,
+        cwd=cwd,
+        writable=paths(sb.writable),
+        readonly=paths(sb.readonly),
+        hidden=paths(sb.hidden),
+        pass_home=list(sb.pass_home),
+        allow=list(policy.network.effective_allow),
+        deny=list(policy.network.deny),
+        real_home=home,
+        store_root=store_root,
+        mode=mode or policy.mode,
+        **options,
+    )

@@ -1,0 +1,150 @@
+"""The relay on its own (no sandbox): forwarding, the attribution header, exit status, signals."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from spyglass.sandbox import relay
+from spyglass.sandbox.proxy import RELAY_MAGIC
+
+CLIENT = """
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"hello " * 50000)
+s.shutdown(socket.SHUT_WR)
+out = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    out += d
+print(len(out), out[:11].decode().replace(" ", "_"), s.getsockname()[1])
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def upper_server(path: Path, headers: list[bytes]) -> socket.socket:
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(path))
+    srv.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            head = b""
+            while len(head) < 8:
+                head += c.recv(8 - len(head))
+            headers.append(head)
+            data = b""
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                data += d
+            c.sendall(data.upper())  # answers after the client's EOF: a half-closed connection
+            c.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv
+
+
+def test_forwards_with_the_header_and_passes_half_close_and_exit_status(short_dir: Path) -> None:
+    headers: list[bytes] = []
+    srv = upper_server(short_dir / "p.sock", headers)
+    port = free_port()
+    script = short_dir / "client.py"
+    script.write_text(CLIENT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            relay.__file__,
+            str(short_dir / "p.sock"),
+            str(port),
+            "--",
+            "sh",
+            "-c",
+            f"{sys.executable} {script} {port}; exit 7",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    srv.close()
+    assert proc.returncode == 7
+    n, start, client_port = proc.stdout.split()
+    assert (int(n), start) == (300000, "HELLO_HELLO")
+    assert headers == [RELAY_MAGIC + struct.pack(">HH", int(client_port), port)]
+
+
+def test_signals_reach_the_command_and_its_death_is_passed_on(short_dir: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            relay.__file__,
+            str(short_dir / "none.sock"),
+            str(port),
+            "--",
+            "sh",
+            "-c",
+            "trap 'exit 42' TERM; sleep 30 & wait",
+        ],
+    )
+    try:
+        with socket.socket() as probe:  # the relay listens before the command runs
+            for _ in range(200):
+                try:
+                    probe.connect(("127.0.0.1", port))
+                    break
+                except OSError:
+                    threading.Event().wait(0.02)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 42
+    finally:
+        proc.kill()
+    killed = subprocess.run(
+        [
+            sys.executable,
+            relay.__file__,
+            str(short_dir / "none.sock"),
+            str(free_port()),
+            "--",
+            "sh",
+            "-c",
+            "kill -KILL $$",
+        ],
+        timeout=30,
+    )
+    assert killed.returncode == -signal.SIGKILL
+
+
+def test_usage_and_missing_command(short_dir: Path) -> None:
+    assert relay.main([]) == 2
+    out = subprocess.run(
+        [
+            sys.executable,
+            relay.__file__,
+            str(short_dir / "x.sock"),
+            str(free_port()),
+            "--",
+            "/nonexistent/agent",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 127 and "/nonexistent/agent" in out.stderr
