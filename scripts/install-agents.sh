@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install the real agent CLIs that the test suite runs under spyglass, at
+# pinned versions, from the package registries only:
+#   OpenAI Codex CLI (npm @openai/codex)  -> .cache/agents/node_modules/.bin/codex
+#   mini-swe-agent   (PyPI mini-swe-agent) -> .cache/agents/mswea-venv/bin/mini
+# mini-swe-agent gets its own virtual environment so that its many
+# dependencies stay out of spyglass's .venv.
+# Safe to run again: when the pinned versions are present it does nothing.
+# Set SPYGLASS_SKIP_AGENTS=1 to skip (the real-agent tests then skip too).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CODEX_VERSION=0.171.0
+MSWEA_VERSION=2.4.6
+LITELLM_VERSION=1.110.2
+
+[ "${SPYGLASS_SKIP_AGENTS:-}" = "1" ] && exit 0
+
+dest=.cache/agents
+mkdir -p "$dest"
+
+# --- codex -----------------------------------------------------------------
+codex_stamp="$dest/.codex-$CODEX_VERSION"
+if [ ! -f "$codex_stamp" ] || [ ! -x "$dest/node_modules/.bin/codex" ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "install-agents: npm not found; skipping codex (apt-get install npm)" >&2
+  else
+    echo "install-agents: installing @openai/codex@$CODEX_VERSION with npm" >&2
+    [ -f "$dest/package.json" ] || echo '{"name": "spyglass-test-agents", "private": true}' >"$dest/package.json"
+    npm install --prefix "$dest" --no-audit --no-fund --loglevel=error \
+      --save-exact "@openai/codex@$CODEX_VERSION" >&2
+    rm -f "$dest"/.codex-*
+    touch "$codex_stamp"
+  fi
+fi
+
+# --- mini-swe-agent --------------------------------------------------------
+venv="$dest/mswea-venv"
+mswea_stamp="$venv/.mswea-$MSWEA_VERSION-litellm-$LITELLM_VERSION"
+if [ ! -f "$mswea_stamp" ] || [ ! -x "$venv/bin/mini" ]; then
+  echo "install-agents: installing mini-swe-agent==$MSWEA_VERSION in $venv" >&2
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+    "mini-swe-agent==$MSWEA_VERSION" "litellm==$LITELLM_VERSION" >&2
+  rm -f "$venv"/.mswea-*
+  touch "$mswea_stamp"
+fi
