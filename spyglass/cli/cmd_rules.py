@@ -1,0 +1,409 @@
+"""Security rules and policy commands: check, alerts, rules, policy, report."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from spyglass.cli.common import echo_json, format_option, store_option
+
+# ---------------------------------------------------------------- helpers
+
+
+def _load_policy(policy_file: Path | None, cwd: str | Path) -> Any:
+    from spyglass.policy import load_policy
+
+    return load_policy(policy_file, cwd)
+
+
+def _policy_for_run(policy_file: Path | None, reader: Any) -> Any:
+    """The explicit policy, else the run directory's spyglass.yaml if it still exists, else defaults."""
+    from spyglass.policy import find_policy_file, load_policy
+
+    if policy_file is not None:
+        return load_policy(policy_file, Path.cwd())
+    cwd = reader.meta.cwd or "."
+    try:
+        found = find_policy_file(None, cwd) if Path(cwd).is_dir() else None
+    except Exception:
+        found = None
+    return load_policy(found, cwd if Path(cwd).is_dir() else Path.cwd())
+
+
+def _alert_lines(alerts: list[Any]) -> None:
+    from spyglass.rules.printer import format_alert_line
+
+    color = sys.stdout.isatty()
+    for a in alerts:
+        click.echo(format_alert_line(a, color).removeprefix("spyglass: ") + f"  [events {_seqs(a.event_seqs)}]")
+
+
+def _seqs(seqs: list[int]) -> str:
+    text = ",".join(str(s) for s in seqs[:8])
+    return text + (",…" if len(seqs) > 8 else "")
+
+
+def _alert_key(a: Any) -> tuple[Any, ...]:
+    return (a.rule_id, a.level, a.action, a.message, tuple(a.event_seqs), a.pid, a.ts)
+
+
+policy_option = click.option(
+    "--policy", "policy_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Policy file (default: spyglass.yaml in the run's directory, else built-in defaults).",
+)
+
+# ---------------------------------------------------------------- check / alerts
+
+
+@click.command("check")
+@store_option
+@policy_option
+@click.option("--rules", "extra_rules", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="Extra rule file or directory (repeatable).")
+@click.option("--fail-on", type=click.Choice(["info", "low", "medium", "high", "critical"]), default=None,
+              help="Exit 6 if an alert at or above this level fires.")
+@format_option("json")
+@click.argument("run", default="latest")
+def check_cmd(store_path: Path | None, policy_file: Path | None, extra_rules: tuple[Path, ...],
+              fail_on: str | None, fmt: str, run: str) -> None:
+    """Re-evaluate a stored RUN under a policy; the same alerts as live.
+
+    Says whether the alerts equal the ones recorded live (they do for the same
+    policy and rules).  Exit code 6 with --fail-on when an alert at or above
+    that level fires.
+    """
+    from spyglass.cli.common import open_reader
+    from spyglass.errors import EXIT_ALERT
+    from spyglass.rules.replay import check_run
+    from spyglass.rules.ruleset import load_ruleset
+    from spyglass.rules.sinks import fail_on_exceeded, max_level
+
+    reader = open_reader(store_path, run)
+    policy = _policy_for_run(policy_file, reader)
+    rs = load_ruleset(policy, extra_rules)
+    alerts = check_run(reader, rs, policy)
+    recorded = reader.alerts()
+    same = [_alert_key(a) for a in alerts] == [_alert_key(a) for a in recorded]
+    if fmt == "json":
+        echo_json({"run": reader.id, "matches_recorded": same, "recorded": len(recorded), "alerts": alerts})
+    else:
+        _alert_lines(alerts)
+        note = "same as recorded live" if same else f"recorded live: {len(recorded)} alert(s), which differ"
+        click.echo(f"{len(alerts)} alert(s) for run {reader.id} ({note})", err=True)
+    level = fail_on or policy.fail_on
+    if fail_on_exceeded(max_level(a.level for a in alerts), level):
+        sys.exit(EXIT_ALERT)
+
+
+@click.command("alerts")
+@store_option
+@format_option("json")
+@click.option("--min-level", type=click.Choice(["info", "low", "medium", "high", "critical"]), default="info",
+              show_default=True, help="Only alerts at or above this level.")
+@click.argument("run", default="latest")
+def alerts_cmd(store_path: Path | None, fmt: str, min_level: str, run: str) -> None:
+    """The alerts recorded for RUN (JSON: an array of alerts)."""
+    from spyglass.cli.common import open_reader
+    from spyglass.events import level_rank
+
+    reader = open_reader(store_path, run)
+    alerts = [a for a in reader.alerts() if level_rank(a.level) >= level_rank(min_level)]
+    if fmt == "json":
+        echo_json(alerts)
+        return
+    if not alerts:
+        click.echo(f"no alerts for run {reader.id}", err=True)
+        return
+    _alert_lines(alerts)
+
+
+# ---------------------------------------------------------------- rules
+
+
+@click.group("rules")
+def rules_group() -> None:
+    """List, show, lint and test security rules."""
+
+
+@rules_group.command("list")
+@policy_option
+@format_option("json")
+def rules_list(policy_file: Path | None, fmt: str) -> None:
+    """The rules in effect: built-in pack plus the policy's rule paths."""
+    from spyglass.rules.ruleset import load_ruleset
+
+    policy = _load_policy(policy_file, Path.cwd())
+    rs = load_ruleset(policy)
+    if fmt == "json":
+        echo_json([
+            {"id": r.id, "title": r.title, "level": r.level, "action": r.action, "kind": r.kind,
+             "enabled": r.enabled, "tags": r.tags, "source": r.source}
+            for r in rs.rules
+        ])
+        return
+    for r in rs.rules:
+        off = "" if r.enabled else "  (disabled)"
+        click.echo(f"{r.id:<34} {r.level:<8} {r.action:<5} {r.kind:<9} {r.title}{off}")
+
+
+@rules_group.command("show")
+@policy_option
+@format_option("json")
+@click.argument("rule_id")
+def rules_show(policy_file: Path | None, fmt: str, rule_id: str) -> None:
+    """Show one rule: its metadata and its YAML source."""
+    from spyglass.errors import UsageError
+    from spyglass.rules.ruleset import load_ruleset
+
+    policy = _load_policy(policy_file, Path.cwd())
+    rs = load_ruleset(policy)
+    rule = rs.get(rule_id)
+    if rule is None:
+        raise UsageError(f"no rule {rule_id!r}", hint="`spyglass rules list` lists them")
+    source = _rule_source(rule)
+    if fmt == "json":
+        echo_json({"id": rule.id, "title": rule.title, "level": rule.level, "action": rule.action,
+                   "kind": rule.kind, "enabled": rule.enabled, "tags": rule.tags,
+                   "description": rule.description, "source": rule.source, "line": rule.pos.line,
+                   "yaml": source})
+        return
+    click.echo(f"# {rule.source}:{rule.pos.line}")
+    click.echo(source)
+
+
+def _rule_source(rule: Any) -> str:
+    from spyglass.rules.ruleset import pack_dir
+
+    path = Path(rule.source)
+    if rule.source.startswith("spyglass/rules/pack/"):
+        path = pack_dir() / path.name
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    start = (rule.pos.line or 1) - 1
+    out = []
+    for line in lines[start:]:
+        if line.strip() == "---":
+            break
+        out.append(line)
+    return "\n".join(out).rstrip()
+
+
+@rules_group.command("lint")
+@format_option("json")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+def rules_lint(fmt: str, paths: tuple[Path, ...]) -> None:
+    """Check rule files (or directories of them); list every error as file:line:col.
+
+    The built-in lists and macros are available to the files checked.  Exit
+    code 2 if anything is wrong.
+    """
+    from spyglass.errors import EXIT_USAGE
+    from spyglass.rules.ruleset import pack_dir, parse_files
+
+    rs, errors = parse_files(list(paths), pack=True)
+    own = [r for r in rs.rules if not r.source.startswith("spyglass/rules/pack/")]
+    if any(p.resolve() == pack_dir() for p in paths):
+        own = rs.rules
+    if fmt == "json":
+        echo_json({"errors": [{"path": e.path, "line": e.line, "col": e.col, "message": e.message}
+                              for e in errors], "rules": [r.id for r in own]})
+    else:
+        for e in errors:
+            click.echo(str(e))
+        if not errors:
+            click.echo(f"ok: {len(own)} rule(s)", err=True)
+        else:
+            click.echo(f"{len(errors)} error(s)", err=True)
+    if errors:
+        sys.exit(EXIT_USAGE)
+
+
+@rules_group.command("test")
+@policy_option
+@click.option("--home", default=None, help="HOME to expand ~ in globs against (default: $HOME).")
+@click.option("--workspace", "workspaces", multiple=True, help="Workspace root (repeatable; default: cwd).")
+@click.option("--all-rules", is_flag=True, help="Evaluate the built-in pack too, not only RULE_FILE.")
+@format_option("json")
+@click.argument("rule_file", type=click.Path(exists=True, path_type=Path))
+@click.argument("events_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def rules_test(policy_file: Path | None, home: str | None, workspaces: tuple[str, ...], all_rules: bool,
+               fmt: str, rule_file: Path, events_file: Path) -> None:
+    """Evaluate RULE_FILE over the events in EVENTS_FILE (JSONL) and print the alerts.
+
+    Exit code 1 when no alert fired (so a test of a rule can assert it fires).
+    """
+    from spyglass.errors import EXIT_FINDINGS
+    from spyglass.rules.replay import evaluate, read_events_file
+    from spyglass.rules.ruleset import RuleSetError, parse_files
+
+    policy = _load_policy(policy_file, Path.cwd())
+    rs, errors = parse_files([rule_file], pack=True)
+    if errors:
+        raise RuleSetError(errors)
+    if not all_rules:
+        rs.rules = [r for r in rs.rules if not r.source.startswith("spyglass/rules/pack/")]
+    events = read_events_file(events_file)
+    ws = list(workspaces) or [str(Path.cwd())]
+    alerts = evaluate(events, rs, policy, workspace=ws, cwd=ws[0], home=home, renumber=not any(e.seq for e in events))
+    if fmt == "json":
+        echo_json(alerts)
+    else:
+        _alert_lines(alerts)
+        click.echo(f"{len(alerts)} alert(s) from {len(events)} event(s)", err=True)
+    if not alerts:
+        sys.exit(EXIT_FINDINGS)
+
+
+# ---------------------------------------------------------------- policy
+
+
+@click.group("policy")
+def policy_group() -> None:
+    """Write, show and check the policy file (spyglass.yaml)."""
+
+
+@policy_group.command("init")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path), default="spyglass.yaml")
+def policy_init(force: bool, path: Path) -> None:
+    """Write a commented starter policy to PATH (default: ./spyglass.yaml)."""
+    from spyglass.errors import UsageError
+    from spyglass.policy.starter import STARTER
+
+    if path.exists() and not force:
+        raise UsageError(f"{path} already exists", hint="use --force to overwrite it")
+    path.write_text(STARTER, encoding="utf-8")
+    click.echo(f"wrote {path}", err=True)
+
+
+@policy_group.command("show")
+@policy_option
+@format_option("json")
+def policy_show(policy_file: Path | None, fmt: str) -> None:
+    """The effective policy (the file's values over the defaults)."""
+    import dataclasses
+
+    from spyglass.policy import defaults
+
+    policy = _load_policy(policy_file, Path.cwd())
+    data = dataclasses.asdict(policy)
+    data["effective"] = {
+        "secrets": list(policy.secret_globs),
+        "network_allow": list(policy.network.effective_allow),
+        "exec_trusted": list(policy.exec.effective_trusted),
+        "writable_temp": list(defaults.WRITABLE_TEMP),
+    }
+    if fmt == "json":
+        echo_json(data)
+        return
+    click.echo(f"# policy: {policy.source or 'built-in defaults'}  (digest {policy.digest[:12]})")
+    from ruamel.yaml import YAML
+
+    yaml = YAML()
+    yaml.default_flow_style = False
+    yaml.dump(_plain(data), sys.stdout)
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    return v
+
+
+@policy_group.command("lint")
+@format_option("json")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path), default="spyglass.yaml")
+def policy_lint(fmt: str, path: Path) -> None:
+    """Check a policy file; list every error as file:line:col (exit 2 if any)."""
+    from spyglass.errors import EXIT_USAGE, SourceError
+    from spyglass.policy import lint_policy
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror}", str(path)) from None
+    errors = lint_policy(text, str(path), str(path.resolve().parent))
+    if not errors:
+        from spyglass.policy import parse_policy
+        from spyglass.rules.ruleset import RuleSetError, load_ruleset
+
+        try:
+            load_ruleset(parse_policy(text, str(path), base_dir=str(path.resolve().parent)))
+        except RuleSetError as exc:
+            errors = exc.errors
+    if fmt == "json":
+        echo_json({"errors": [{"path": e.path, "line": e.line, "col": e.col, "message": e.message}
+                              for e in errors]})
+    else:
+        for e in errors:
+            click.echo(str(e))
+        click.echo("ok" if not errors else f"{len(errors)} error(s)", err=True)
+    if errors:
+        sys.exit(EXIT_USAGE)
+
+
+# ---------------------------------------------------------------- report
+
+Renderer = Callable[[Any, Path | None], bytes]
+
+
+def _render_sarif(reader: Any, policy_file: Path | None) -> bytes:
+    import json
+
+    from spyglass.rules.ruleset import load_ruleset
+    from spyglass.rules.sarif import to_sarif
+
+    alerts = reader.alerts()
+    wanted = {s for a in alerts for s in a.event_seqs[-1:]}
+    events = {e.seq: e for e in reader.events() if e.seq in wanted} if wanted else {}
+    rs = load_ruleset(_policy_for_run(policy_file, reader))
+    doc = to_sarif(alerts, rs.rules, reader.meta, events, reader.dir)
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _render_json(reader: Any, policy_file: Path | None) -> bytes:
+    import json
+
+    from spyglass.rules.ruleset import load_ruleset
+    from spyglass.rules.sarif import to_json_report
+
+    rs = load_ruleset(_policy_for_run(policy_file, reader))
+    doc = to_json_report(reader.alerts(), rs.rules, reader.meta)
+    return (json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n").encode()
+
+
+#: report format -> renderer(reader, policy file) -> bytes; other areas add formats here
+REPORT_RENDERERS: dict[str, Renderer] = {"sarif": _render_sarif, "json": _render_json}
+
+
+@click.command("report")
+@store_option
+@policy_option
+@click.option("--format", "fmt", type=click.Choice(sorted(REPORT_RENDERERS)), required=True,
+              help="Report format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to FILE (default: stdout).")
+@click.argument("run", default="latest")
+def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str, output: Path | None,
+               run: str) -> None:
+    """Write a report of RUN: SARIF 2.1.0 (GitHub code scanning) or JSON."""
+    from spyglass.cli.common import open_reader
+
+    reader = open_reader(store_path, run)
+    data = REPORT_RENDERERS[fmt](reader, policy_file)
+    if output is None:
+        sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else click.echo(data.decode(), nl=False)
+        return
+    output.write_bytes(data)
+    click.echo(f"wrote {output}", err=True)
+
+
+COMMANDS = [check_cmd, alerts_cmd, rules_group, policy_group, report_cmd]

@@ -1,0 +1,260 @@
+"""Loading ``spyglass.yaml``: find it, parse it with positions, validate, type it.
+
+The published JSON Schema (``spyglass/schemas/policy.schema.json``) is the
+single description of the keys; every violation is reported with
+``file:line:col``.  Checks the schema cannot express (host patterns, rule
+directories that must exist) follow.  Nothing half-loads: any error raises
+:class:`PolicyError` carrying all of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from spyglass.errors import SourceError
+from spyglass.policy.hosts import parse_host_pattern
+from spyglass.policy.model import (
+    AnalysisPolicy,
+    EvidencePolicy,
+    ExecPolicy,
+    NetworkPolicy,
+    Policy,
+    RuleOverride,
+    RulesPolicy,
+    SandboxPolicy,
+)
+from spyglass.policy.paths import expand_home
+from spyglass.policy.yamlsrc import Pos, load_documents, pos_at, to_plain
+
+POLICY_FILE = "spyglass.yaml"
+
+
+class PolicyError(SourceError):
+    """One or more errors in a policy file; ``errors`` lists them all."""
+
+    def __init__(self, errors: list[SourceError]) -> None:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more; `spyglass policy lint` lists them)" if len(errors) > 1 else ""
+        super().__init__(first.message + more, first.path, first.line, first.col)
+        self.errors = errors
+
+
+def schema_path() -> Path:
+    return Path(__file__).resolve().parent.parent / "schemas" / "policy.schema.json"
+
+
+@lru_cache(maxsize=1)
+def policy_schema() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(schema_path().read_text(encoding="utf-8"))
+    return data
+
+
+def find_policy_file(path: str | Path | None, cwd: str | Path) -> Path | None:
+    """The policy to use: ``path`` if given (it must exist), else ``cwd/spyglass.yaml`` if present."""
+    if path is not None:
+        p = Path(path)
+        if not p.is_absolute():
+            p = Path(cwd) / p
+        if not p.is_file():
+            raise SourceError("policy file not found", str(path))
+        return p
+    candidate = Path(cwd) / POLICY_FILE
+    return candidate if candidate.is_file() else None
+
+
+def load_policy(path: str | Path | None = None, cwd: str | Path | None = None) -> Policy:
+    """The policy for a run started in ``cwd``: an explicit file, ``./spyglass.yaml``, or the defaults."""
+    cwd = Path(cwd or os.getcwd())
+    found = find_policy_file(path, cwd)
+    if found is None:
+        return Policy.default(cwd)
+    text = _read(found, str(path) if path is not None else str(found))
+    return parse_policy(text, str(path) if path is not None else POLICY_FILE, base_dir=str(found.resolve().parent))
+
+
+def _read(path: Path, shown: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not UTF-8 text: {exc}", shown) from None
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror}", shown) from None
+
+
+def lint_policy(text: str, path: str, base_dir: str) -> list[SourceError]:
+    """Every error in a policy text (empty: it is valid)."""
+    try:
+        parse_policy(text, path, base_dir=base_dir)
+    except PolicyError as exc:
+        return exc.errors
+    except SourceError as exc:
+        return [exc]
+    return []
+
+
+def parse_policy(text: str, path: str, *, base_dir: str) -> Policy:
+    """A Policy from the text of a policy file (``path`` is only used in messages)."""
+    docs = load_documents(text, path)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if not docs:
+        return Policy(source=path, base_dir=base_dir, digest=digest)
+    if len(docs) > 1:
+        raise PolicyError([SourceError("a policy file holds one YAML document", path, *_lc(pos_at(docs[1], [])))])
+    root = docs[0]
+    if not isinstance(root, dict):
+        raise PolicyError([SourceError("a policy file is a mapping of keys (mode, workspace, ...)", path, 1, 1)])
+    data = to_plain(root)
+    errors = _schema_errors(data, root, path) + _semantic_errors(data, root, path, base_dir)
+    if errors:
+        errors.sort(key=lambda e: (e.line or 0, e.col or 0))
+        raise PolicyError(errors)
+    return _build(data, path, base_dir, digest)
+
+
+def _lc(p: Pos) -> tuple[int | None, int | None]:
+    return p.line, p.col
+
+
+def _dotted(path: list[Any]) -> str:
+    out = ""
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out or "the policy"
+
+
+def _schema_errors(data: Any, root: Any, path: str) -> list[SourceError]:
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(policy_schema())
+    errors: list[SourceError] = []
+    for err in validator.iter_errors(data):
+        where = list(err.absolute_path)
+        name = _dotted(where)
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            known = sorted(err.schema.get("properties", {}))
+            for key in err.instance:
+                if key in known:
+                    continue
+                msg = f"unknown key {key!r} in {name}" if where else f"unknown key {key!r}"
+                if known:
+                    msg += f" (known: {', '.join(known)})"
+                errors.append(SourceError(msg, path, *_lc(pos_at(root, [*where, key], as_key=True))))
+            continue
+        if err.validator == "enum":
+            opts = ", ".join(str(o) for o in err.validator_value)
+            msg = f"bad value {err.instance!r} for {name}: expected one of {opts}"
+        elif err.validator == "type":
+            want = err.validator_value
+            what = {"array": "a list", "object": "a mapping", "string": "a string", "integer": "a whole number",
+                    "boolean": "true or false"}.get(want, str(want))
+            msg = f"{name} must be {what}, not {_kind(err.instance)}"
+        elif err.validator == "minLength":
+            msg = f"{name} must not be empty"
+        elif err.validator == "minProperties":
+            msg = f"{name} needs at least one of: level, action"
+        elif err.validator == "minimum":
+            msg = f"{name} must be at least {err.validator_value}"
+        else:
+            msg = f"{name}: {err.message}"
+        errors.append(SourceError(msg, path, *_lc(pos_at(root, where))))
+    return errors
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return f"the boolean {str(v).lower()}"
+    if isinstance(v, int | float):
+        return f"the number {v}"
+    if isinstance(v, str):
+        return f"the string {v!r}"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "a mapping"
+    return "null" if v is None else type(v).__name__
+
+
+def _semantic_errors(data: dict[str, Any], root: Any, path: str, base_dir: str) -> list[SourceError]:
+    errors: list[SourceError] = []
+    net = data.get("network")
+    net = net if isinstance(net, dict) else {}
+    for key in ("allow", "deny"):
+        pats = net.get(key)
+        for i, pat in enumerate(pats if isinstance(pats, list) else []):
+            if not isinstance(pat, str):
+                continue
+            try:
+                parse_host_pattern(pat)
+            except ValueError as exc:
+                errors.append(SourceError(f"network.{key}[{i}]: {exc}", path, *_lc(pos_at(root, ["network", key, i]))))
+    rules = data.get("rules")
+    rules = rules if isinstance(rules, dict) else {}
+    paths = rules.get("paths")
+    for i, p in enumerate(paths if isinstance(paths, list) else []):
+        if not isinstance(p, str) or not p:
+            continue
+        full = expand_home(p, os.path.expanduser("~"))
+        if not os.path.isabs(full):
+            full = os.path.join(base_dir, full)
+        if not os.path.exists(full):
+            errors.append(
+                SourceError(f"rules.paths[{i}]: no such file or directory: {p}", path,
+                            *_lc(pos_at(root, ["rules", "paths", i])))
+            )
+    return errors
+
+
+def _t(v: Any) -> tuple[str, ...]:
+    return tuple(v or ())
+
+
+def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Policy:
+    def absdir(p: str) -> str:
+        p = os.path.expanduser(p) if p.startswith("~") else p
+        return os.path.normpath(p if os.path.isabs(p) else os.path.join(base_dir, p))
+
+    net = data.get("network") or {}
+    ex = data.get("exec") or {}
+    rules = data.get("rules") or {}
+    sb = data.get("sandbox") or {}
+    ev = data.get("evidence") or {}
+    an = data.get("analysis") or {}
+    ev_defaults = EvidencePolicy()
+    return Policy(
+        mode=data.get("mode", "observe"),
+        fail_on=data.get("fail_on"),
+        workspace=tuple(absdir(w) for w in data.get("workspace") or ()),
+        secrets=_t(data.get("secrets")),
+        honeytokens=_t(data.get("honeytokens")),
+        network=NetworkPolicy(
+            allow=_t(net.get("allow")), deny=_t(net.get("deny")), builtin_allow=net.get("builtin_allow", True)
+        ),
+        exec=ExecPolicy(trusted=tuple(t if t.startswith("~") else absdir(t) for t in ex.get("trusted") or ())),
+        rules=RulesPolicy(
+            paths=tuple(absdir(p) for p in rules.get("paths") or ()),
+            disable=_t(rules.get("disable")),
+            overrides={k: RuleOverride(level=v.get("level"), action=v.get("action"))
+                       for k, v in (rules.get("overrides") or {}).items()},
+        ),
+        sandbox=SandboxPolicy(
+            writable=_t(sb.get("writable")), readonly=_t(sb.get("readonly")),
+            hidden=_t(sb.get("hidden")), pass_home=_t(sb.get("pass_home")),
+        ),
+        evidence=EvidencePolicy(
+            sign_key=ev.get("sign_key"),
+            manifest_exclude=tuple(ev.get("manifest_exclude", ev_defaults.manifest_exclude)),
+            max_files=ev.get("max_files", ev_defaults.max_files),
+            max_diff_bytes=ev.get("max_diff_bytes", ev_defaults.max_diff_bytes),
+            test_patterns=tuple(ev.get("test_patterns", ev_defaults.test_patterns)),
+        ),
+        gate=_t(data.get("gate")),
+        analysis=AnalysisPolicy(grading_paths=_t(an.get("grading_paths")), ignore_paths=_t(an.get("ignore_paths"))),
+        source=path,
+        base_dir=base_dir,
+        digest=digest,
+    )

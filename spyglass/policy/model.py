@@ -1,0 +1,120 @@
+"""The policy, typed: what is normal for a deployment.
+
+Every area reads the policy through these classes; attribute names are the
+keys of ``spyglass.yaml``.  Paths are kept as written (``~`` unexpanded:
+it means the run's HOME); relative paths are resolved against ``base_dir``
+(the directory of the policy file, or the working directory without one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from spyglass.policy import defaults
+from spyglass.policy.paths import expand_home
+
+Mode = Literal["observe", "contain", "enforce"]
+MODES: tuple[Mode, ...] = ("observe", "contain", "enforce")
+
+
+@dataclass(frozen=True)
+class NetworkPolicy:
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    builtin_allow: bool = True
+
+    @property
+    def effective_allow(self) -> tuple[str, ...]:
+        return (*defaults.ALLOWED_HOSTS, *self.allow) if self.builtin_allow else self.allow
+
+
+@dataclass(frozen=True)
+class ExecPolicy:
+    trusted: tuple[str, ...] = ()
+
+    @property
+    def effective_trusted(self) -> tuple[str, ...]:
+        return (*defaults.TRUSTED_EXEC, *self.trusted)
+
+
+@dataclass(frozen=True)
+class RuleOverride:
+    level: str | None = None
+    action: str | None = None
+
+
+@dataclass(frozen=True)
+class RulesPolicy:
+    paths: tuple[str, ...] = ()
+    disable: tuple[str, ...] = ()
+    overrides: dict[str, RuleOverride] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    writable: tuple[str, ...] = ()
+    readonly: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    pass_home: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EvidencePolicy:
+    sign_key: str | None = None
+    manifest_exclude: tuple[str, ...] = defaults.DEFAULT_MANIFEST_EXCLUDE
+    max_files: int = 50000
+    max_diff_bytes: int = 262144
+    test_patterns: tuple[str, ...] = defaults.DEFAULT_TEST_PATTERNS
+
+
+@dataclass(frozen=True)
+class AnalysisPolicy:
+    grading_paths: tuple[str, ...] = ()
+    ignore_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Policy:
+    mode: Mode = "observe"
+    fail_on: str | None = None
+    #: writable roots as absolute paths; empty: the run's working directory
+    workspace: tuple[str, ...] = ()
+    #: extra secret globs (the built-in ones always apply)
+    secrets: tuple[str, ...] = ()
+    #: globs of decoy files whose mere reading is a finding
+    honeytokens: tuple[str, ...] = ()
+    network: NetworkPolicy = field(default_factory=NetworkPolicy)
+    exec: ExecPolicy = field(default_factory=ExecPolicy)
+    rules: RulesPolicy = field(default_factory=RulesPolicy)
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    evidence: EvidencePolicy = field(default_factory=EvidencePolicy)
+    gate: tuple[str, ...] = ()
+    analysis: AnalysisPolicy = field(default_factory=AnalysisPolicy)
+    #: the file it came from (None: built-in defaults)
+    source: str | None = None
+    base_dir: str = ""
+    digest: str = ""
+
+    @classmethod
+    def default(cls, cwd: str | Path | None = None) -> Policy:
+        base = str(Path(cwd or os.getcwd()).resolve())
+        return cls(base_dir=base, digest=hashlib.sha256(b"spyglass-default-policy-v1").hexdigest())
+
+    @property
+    def secret_globs(self) -> tuple[str, ...]:
+        return (*defaults.SECRET_GLOBS, *self.secrets)
+
+    def resolve_path(self, path: str, home: str | None = None) -> str:
+        """An absolute path for a policy path (``~`` against ``home``, relative to ``base_dir``)."""
+        p = expand_home(path, home or os.path.expanduser("~"))
+        if not os.path.isabs(p):
+            p = os.path.join(self.base_dir or os.getcwd(), p)
+        return os.path.normpath(p)
+
+    def workspace_for(self, cwd: str) -> list[str]:
+        """The writable roots of a run started in ``cwd``."""
+        return list(self.workspace) if self.workspace else [cwd]

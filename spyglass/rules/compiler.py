@@ -1,0 +1,543 @@
+"""Compiling rules into Python: one function per event type.
+
+Every selection becomes a Python boolean expression; the expressions of all
+matchers (single-event rules, and each step of threshold and sequence rules)
+that can fire on an event type are placed in one generated function for
+that type.  Field values are fetched at most once per event (derived ones
+lazily, the first time a test needs them), lower-cased copies likewise,
+cheap tests on the event's own fields run before derived ones, and ``and`` /
+``or`` short-circuit.  Values are prepared once, when the rules compile:
+lower-cased, lists expanded, several ``contains`` values joined into one
+regular expression, globs turned into one anchored regular expression.
+
+Two things keep most events from evaluating anything:
+
+* A later step of a sequence rule is only tested while a partial match waits
+  at that step (``CompiledSet.active``, kept by the engine).
+* For file events, every test that depends only on ``file.path`` (or
+  ``file.target``) and the run's fixed settings is decided once per distinct
+  path: a three-valued evaluation (true / false / depends on the rest of the
+  event) tells which matchers can still match an event on that path, and the
+  event runs a function generated for just those (none, for almost every
+  path a program touches: libraries, sources, build outputs).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from spyglass.events import EVENT_TYPES, Event
+from spyglass.policy.hosts import parse_ip
+from spyglass.policy.paths import DirSet, compile_globs, expand_home
+from spyglass.rules.condition import And, AtLeast, Cond, Macro, Not, Or, Sel
+from spyglass.rules.context import FieldContext
+from spyglass.rules.fields import FIELDS
+from spyglass.rules.model import Detection, FieldTest, Selection
+
+_U = object()  # "not fetched yet"
+_MISS = object()
+_E: tuple[int, ...] = ()
+#: distinct paths remembered per event type before the memo starts over
+MEMO_MAX = 100_000
+#: distinct sets of candidate matchers per event type that get their own function
+SPECIALIZE_MAX = 64
+
+MatchFn = Callable[[Event, FieldContext], tuple[int, ...]]
+
+
+def _low(v: Any) -> Any:
+    if v.__class__ is str:
+        return v.lower()
+    if isinstance(v, list):
+        return [x.lower() if isinstance(x, str) else x for x in v]
+    return v
+
+
+def _any_item(items: Any, pred: Callable[[Any], bool]) -> bool:
+    if not items:
+        return False
+    return any(pred(e) for e in items if e is not None)
+
+
+class NetSet:
+    """``cidr`` values: is an address in one of these networks (answers cached)."""
+
+    __slots__ = ("cache", "nets")
+
+    def __init__(self, nets: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> None:
+        self.nets = tuple(nets)
+        self.cache: dict[str, bool] = {}
+
+    def has(self, addr: Any) -> bool:
+        if not isinstance(addr, str):
+            return False
+        hit = self.cache.get(addr)
+        if hit is None:
+            ip = parse_ip(addr)
+            hit = ip is not None and any(ip.version == n.version and ip in n for n in self.nets)
+            if len(self.cache) > 65536:
+                self.cache.clear()
+            self.cache[addr] = hit
+        return hit
+
+
+# -- three-valued logic for the per-path decision (None: depends on the rest of the event)
+def _kand(*xs: bool | None) -> bool | None:
+    out: bool | None = True
+    for x in xs:
+        if x is False:
+            return False
+        if x is None:
+            out = None
+    return out
+
+
+def _kor(*xs: bool | None) -> bool | None:
+    out: bool | None = False
+    for x in xs:
+        if x is True:
+            return True
+        if x is None:
+            out = None
+    return out
+
+
+def _knot(x: bool | None) -> bool | None:
+    return None if x is None else not x
+
+
+def _katleast(n: int, *xs: bool | None) -> bool | None:
+    yes = sum(1 for x in xs if x is True)
+    unknown = sum(1 for x in xs if x is None)
+    if yes >= n:
+        return True
+    return False if yes + unknown < n else None
+
+
+@dataclass
+class Matcher:
+    """One thing to evaluate per event: a rule's detection, or one step of it."""
+
+    rule_index: int
+    step: int  # -1 for the rule's own detection
+    detection: Detection
+
+
+@dataclass
+class CompiledSet:
+    #: event type -> function returning the indexes (into ``matchers``) that matched
+    by_type: dict[str, MatchFn] = field(default_factory=dict)
+    #: for event types not in EVENT_TYPES
+    fallback: MatchFn | None = None
+    matchers: list[Matcher] = field(default_factory=list)
+    #: per matcher: may it match now (the engine clears it for sequence steps nobody waits at)
+    active: list[bool] = field(default_factory=list)
+    #: event type -> generated source of its full function (for `spyglass rules` debugging)
+    source: dict[str, str] = field(default_factory=dict)
+
+
+class _Shared:
+    """Constants of the generated code, shared by every function of one compiled set."""
+
+    def __init__(self, ns: dict[str, Any]) -> None:
+        self.ns = ns
+        self.keys: dict[str, str] = {}
+
+    def const(self, value: Any) -> str:
+        if isinstance(value, re.Pattern | DirSet | NetSet) or callable(value):
+            key = f"id:{id(value)}"
+        else:
+            key = repr((type(value).__name__, value))
+        name = self.keys.get(key)
+        if name is None:
+            name = f"_k{len(self.keys)}"
+            self.ns[name] = value
+            self.keys[key] = name
+        return name
+
+
+class _Emitter:
+    """Generates expression text for one function of one event type.
+
+    With ``pure`` set, it generates the three-valued form instead: tests on
+    fields keyed by ``pure`` ("path", "target") are evaluated, every other
+    test is ``None`` (unknown).
+    """
+
+    def __init__(self, etype: str | None, lists: dict[str, list[Any]], macros: dict[str, Selection],
+                 home: str | None, shared: _Shared, pure: frozenset[str] | None = None) -> None:
+        self.etype = etype
+        self.lists = lists
+        self.macros = macros
+        self.home = home
+        self.shared = shared
+        self.pure = pure
+        self.vars: dict[str, str] = {}  # field -> local var for the raw value (derived)
+        self.lvars: dict[str, str] = {}  # field -> local var for the lower-cased value
+
+    def const(self, value: Any) -> str:
+        return self.shared.const(value)
+
+    def raw(self, fname: str) -> str:
+        spec = FIELDS[fname]
+        if not spec.derived:
+            return spec.expr
+        var = self.vars.get(fname)
+        if var is None:
+            var = self.vars[fname] = f"v{len(self.vars)}"
+        return f"({var} if {var} is not _U else ({var} := {spec.expr}))"
+
+    def low(self, fname: str) -> str:
+        var = self.lvars.get(fname)
+        if var is None:
+            var = self.lvars[fname] = f"l{len(self.lvars)}"
+        return f"({var} if {var} is not _U else ({var} := _low({self.raw(fname)})))"
+
+    def locals_init(self) -> list[str]:
+        return [f"    {v} = _U" for v in (*self.vars.values(), *self.lvars.values())]
+
+    def expand(self, values: Iterable[Any]) -> list[Any]:
+        out: list[Any] = []
+        for v in values:
+            if isinstance(v, str) and v.startswith("$"):
+                out.extend(self.lists.get(v[1:], []))
+            else:
+                out.append(v)
+        return out
+
+    # -- tests -------------------------------------------------------------------
+    def test(self, t: FieldTest) -> str:
+        values = self.expand(t.values)
+        op = t.operator
+        if t.field == "type" and op is None and self.etype is not None:
+            return "True" if self.etype in values else "False"
+        if not values and op != "exists":
+            return "False"
+        if self.pure is not None:
+            if FIELDS[t.field].key not in self.pure:
+                return "None"
+            return f"bool({self._test(t, values)})"
+        return self._test(t, values)
+
+    def _test(self, t: FieldTest, values: list[Any]) -> str:
+        kind = FIELDS[t.field].kind
+        op = t.operator
+        if op == "exists":
+            want = bool(values[0]) if values else True
+            raw = self.raw(t.field)
+            has = f"bool({raw})" if kind == "list" else f"({raw} is not None)"
+            return has if want else f"(not {has})"
+        if op in ("gt", "gte", "lt", "lte"):
+            sym = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[op]
+            raw = self.raw(t.field)
+            parts = [f"({raw} is not None and {raw} {sym} {float(v)!r})" for v in values]
+            return self._join(parts, t.all)
+        if kind in ("int", "bool") and op is None:
+            raw = self.raw(t.field)
+            if kind == "bool":
+                vals = set(values)
+                if vals == {True}:
+                    return f"({raw} is True)"
+                if vals == {False}:
+                    return f"({raw} is False)"
+            return f"({raw} in {self.const(frozenset(values))})"
+        if kind == "list":
+            return self._list_test(t, values)
+        x = self.raw(t.field) if t.cased else self.low(t.field)
+        return self._str_test(t, values, x, self.raw(t.field))
+
+    def _join(self, parts: list[str], all_: bool) -> str:
+        if len(parts) == 1:
+            return parts[0]
+        return "(" + (" and " if all_ else " or ").join(parts) + ")"
+
+    def _str_test(self, t: FieldTest, values: list[Any], x: str, raw: str) -> str:
+        """Test on a string-valued expression ``x`` (lower-cased unless cased), ``raw`` unlowered."""
+        op = t.operator
+        cased = t.cased
+        strs = [str(v) if v is not None else None for v in values]
+        norm = [s if (cased or s is None) else s.lower() for s in strs]
+        if op is None:
+            has_none = None in norm
+            vals = frozenset(s for s in norm if s is not None)
+            if t.all and len(vals) > 1:
+                return "False"
+            test = f"({x} in {self.const(vals)})" if vals else "False"
+            return f"({raw} is None or {test})" if has_none else test
+        plain = [s for s in norm if s is not None]
+        if op == "contains":
+            if t.all or len(plain) == 1:
+                parts = [f"({self.const(s)} in {x})" for s in plain]
+                return f"({x} is not None and {self._join(parts, True)})"
+            rx = re.compile("|".join(re.escape(s) for s in plain), re.DOTALL)
+            return f"({x} is not None and {self.const(rx)}.search({x}) is not None)"
+        if op in ("startswith", "endswith"):
+            if t.all:
+                parts = [f"{x}.{op}({self.const(s)})" for s in plain]
+                return f"({x} is not None and {self._join(parts, True)})"
+            return f"({x} is not None and {x}.{op}({self.const(tuple(plain))}))"
+        if op == "re":
+            flags = re.DOTALL | (0 if cased else re.IGNORECASE)
+            pats = [str(v) for v in values if v is not None]
+            if t.all:
+                parts = [f"{self.const(re.compile(p, flags))}.search({raw}) is not None" for p in pats]
+                return f"({raw} is not None and {self._join(parts, True)})"
+            rx = re.compile("|".join(f"(?:{p})" for p in pats), flags)
+            return f"({raw} is not None and {self.const(rx)}.search({raw}) is not None)"
+        if op == "glob":
+            pats = [str(v) for v in values if v is not None]
+            if t.all:
+                parts = [f"{self.const(compile_globs([p], self.home, cased=cased))}.fullmatch({raw}) is not None"
+                         for p in pats]
+                return f"({raw} is not None and {self._join(parts, True)})"
+            rx = compile_globs(pats, self.home, cased=cased)
+            return f"({raw} is not None and {self.const(rx)}.fullmatch({raw}) is not None)"
+        if op == "under":
+            dirs = [expand_home(str(v), self.home) for v in values if v is not None]
+            if not cased:
+                dirs = [d.lower() for d in dirs]
+            return f"({x} in {self.const(DirSet(dirs))})"
+        if op == "cidr":
+            nets = [ipaddress.ip_network(str(v), strict=False) for v in values]
+            if t.all:
+                return self._join([f"{self.const(NetSet([n]))}.has({raw})" for n in nets], True)
+            return f"{self.const(NetSet(nets))}.has({raw})"
+        raise AssertionError(op)
+
+    def _list_test(self, t: FieldTest, values: list[Any]) -> str:
+        src = self.raw(t.field) if t.cased or t.operator in ("re", "glob", "cidr") else self.low(t.field)
+        if t.operator is None:
+            vals = frozenset((str(v) if t.cased else str(v).lower()) for v in values if v is not None)
+            if t.all:
+                return f"({self.const(vals)}.issubset({src} or ()))"
+            return f"(not {self.const(vals)}.isdisjoint({src} or ()))"
+        if t.all and len(values) > 1:
+            parts = [self._list_test(FieldTest(t.field, t.operator, False, t.cased, [v], t.pos, t.source), [v])
+                     for v in values]
+            return "(" + " and ".join(parts) + ")"
+        inner = self._str_test(t, values, "e", "e")
+        pred = eval(f"lambda e: {inner}", self.shared.ns)
+        return f"_any_item({src}, {self.const(pred)})"
+
+    # -- structure ---------------------------------------------------------------
+    def selection(self, sel: Selection) -> str:
+        alts = []
+        for alt in sel.alternatives:
+            parts = [self.test(t) for t in sorted(alt, key=_cost)]
+            if "False" in parts:
+                continue
+            parts = [p for p in parts if p != "True"] or ["True"]
+            if len(parts) == 1:
+                alts.append(parts[0])
+            elif self.pure is not None:
+                alts.append("_kand(" + ", ".join(parts) + ")")
+            else:
+                alts.append("(" + " and ".join(parts) + ")")
+        if not alts:
+            return "False"
+        if len(alts) == 1:
+            return alts[0]
+        if self.pure is not None:
+            return "_kor(" + ", ".join(alts) + ")"
+        return "(" + " or ".join(alts) + ")"
+
+    def cond(self, c: Cond, sels: dict[str, Selection]) -> str:
+        if isinstance(c, Sel):
+            return self.selection(sels[c.name])
+        if isinstance(c, Macro):
+            return self.selection(self.macros[c.name])
+        k = self.pure is not None
+        if isinstance(c, Not):
+            inner = self.cond(c.expr, sels)
+            return f"_knot({inner})" if k else f"(not {inner})"
+        if isinstance(c, And):
+            items = [self.cond(i, sels) for i in c.items]
+            return ("_kand(" + ", ".join(items) + ")") if k else ("(" + " and ".join(items) + ")")
+        if isinstance(c, Or):
+            items = [self.cond(i, sels) for i in c.items]
+            return ("_kor(" + ", ".join(items) + ")") if k else ("(" + " or ".join(items) + ")")
+        if isinstance(c, AtLeast):
+            items = [self.cond(i, sels) for i in c.items]
+            if k:
+                return f"_katleast({c.n}, " + ", ".join(items) + ")"
+            return "((" + " + ".join(f"bool({i})" for i in items) + f") >= {c.n})"
+        raise AssertionError(c)
+
+
+def _cost(t: FieldTest) -> int:
+    spec = FIELDS[t.field]
+    cost = 0 if not spec.derived else 2
+    if t.field.startswith(("process.ancestors", "process.parent")):
+        cost = 4
+    if t.operator in ("re", "glob", "cidr"):
+        cost += 1
+    return cost
+
+
+def _field_tests(det: Detection, macros: dict[str, Selection]) -> Iterable[FieldTest]:
+    sels = list(det.selections.values()) + [macros[n] for n in _macro_names(det.condition) if n in macros]
+    for sel in sels:
+        for alt in sel.alternatives:
+            yield from alt
+
+
+def _macro_names(c: Cond) -> Iterable[str]:
+    if isinstance(c, Macro):
+        yield c.name
+    elif isinstance(c, Not):
+        yield from _macro_names(c.expr)
+    elif isinstance(c, And | Or | AtLeast):
+        for i in c.items:
+            yield from _macro_names(i)
+
+
+class _TypeCompiler:
+    """Builds the functions of one event type."""
+
+    def __init__(self, etype: str | None, idxs: list[int], matchers: list[Matcher], lists: dict[str, list[Any]],
+                 macros: dict[str, Selection], home: str | None, shared: _Shared) -> None:
+        self.etype = etype
+        self.matchers = matchers
+        self.lists = lists
+        self.macros = macros
+        self.home = home
+        self.shared = shared
+        self.idxs = [i for i in idxs if self._expr(i, _Emitter(etype, lists, macros, home, shared)) != "False"]
+        self.name = (etype or "any").replace(".", "_")
+        self._specialized: dict[tuple[int, ...], MatchFn | None] = {}
+
+    def _expr(self, i: int, em: _Emitter) -> str:
+        det = self.matchers[i].detection
+        return em.cond(det.condition, det.selections)
+
+    def function(self, idxs: Iterable[int], suffix: str = "") -> tuple[MatchFn, str]:
+        em = _Emitter(self.etype, self.lists, self.macros, self.home, self.shared)
+        body: list[str] = []
+        for i in idxs:
+            expr = self._expr(i, em)
+            guard = f"_act[{i}] and " if self.matchers[i].step > 0 else ""
+            body.append(f"    if {guard}{expr}:\n        hits = hits + ({i},)")
+        fname = f"_match_{self.name}{suffix}"
+        head = [f"def {fname}(ev, fx):", "    fx.ev = ev", "    hits = _E", *em.locals_init()]
+        src = "\n".join([*head, *body, "    return hits", ""])
+        return self._compile(fname, src), src
+
+    def prefilter(self, pure: frozenset[str]) -> Callable[[Event, FieldContext], tuple[bool | None, ...]]:
+        """Three-valued verdict of every matcher from the ``pure`` fields of an event alone."""
+        em = _Emitter(self.etype, self.lists, self.macros, self.home, self.shared, pure=pure)
+        exprs = [self._expr(i, em) for i in self.idxs]
+        fname = f"_pre_{self.name}"
+        src = "\n".join([f"def {fname}(ev, fx):", "    fx.ev = ev", *em.locals_init(),
+                         "    return (" + "".join(f"{e}, " for e in exprs) + ")", ""])
+        fn: Callable[[Event, FieldContext], tuple[bool | None, ...]] = self._compile(fname, src)
+        return fn
+
+    def specialized(self, cands: tuple[int, ...], full: MatchFn) -> MatchFn | None:
+        """The function for events that only these matchers can match (None: no matcher can)."""
+        if not cands:
+            return None
+        fn = self._specialized.get(cands, _MISS)
+        if fn is _MISS:
+            if len(self._specialized) >= SPECIALIZE_MAX:
+                return full
+            fn = self.function(cands, f"_{len(self._specialized)}")[0]
+            self._specialized[cands] = fn
+        return fn  # type: ignore[return-value]
+
+    def _compile(self, fname: str, src: str) -> Any:
+        code = compile(src, f"<spyglass rules: {self.etype or 'any'}>", "exec")
+        exec(code, self.shared.ns)
+        return self.shared.ns.pop(fname)
+
+    def key_kinds(self) -> frozenset[str]:
+        """Which of path/target this type's tests depend on, if any."""
+        kinds: set[str] = set()
+        for i in self.idxs:
+            for t in _field_tests(self.matchers[i].detection, self.macros):
+                if FIELDS[t.field].key:
+                    kinds.add(FIELDS[t.field].key)
+        return frozenset(kinds)
+
+
+def _path_dispatch(tc: _TypeCompiler, full: MatchFn, with_target: bool) -> MatchFn:
+    """The type's function behind a per-path memo of which matchers can match."""
+    pure = frozenset({"path", "target"} if with_target else {"path"})
+    pre = tc.prefilter(pure)
+    idxs = tuple(tc.idxs)
+    memo: dict[Any, MatchFn | None] = {}
+    get = memo.get
+
+    def decide(ev: Event, fx: FieldContext) -> MatchFn | None:
+        verdicts = pre(ev, fx)
+        cands = tuple(i for i, v in zip(idxs, verdicts, strict=True) if v is not False)
+        if len(memo) >= MEMO_MAX:
+            memo.clear()
+        return tc.specialized(cands, full)
+
+    if with_target:
+        def by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
+            key = (ev.path, ev.target)
+            fn = get(key, _MISS)
+            if fn is _MISS:
+                fn = memo[key] = decide(ev, fx)
+            return _E if fn is None else fn(ev, fx)  # type: ignore[operator]
+
+        return by_path_and_target
+
+    def by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
+        key = ev.path
+        fn = get(key, _MISS)
+        if fn is _MISS:
+            fn = memo[key] = decide(ev, fx)
+        return _E if fn is None else fn(ev, fx)  # type: ignore[operator]
+
+    return by_path
+
+
+def compile_matchers(
+    matchers: list[Matcher],
+    lists: dict[str, list[Any]],
+    macros: dict[str, Selection],
+    home: str | None,
+    *,
+    per_path: bool = True,
+) -> CompiledSet:
+    """Generate and compile the functions of every event type over ``matchers``.
+
+    ``per_path=False`` turns off the per-path memo (every event runs its type's
+    full function); the alerts are the same either way.
+    """
+    active = [True] * len(matchers)
+    out = CompiledSet(matchers=matchers, active=active)
+    ns: dict[str, Any] = {
+        "_U": _U, "_E": _E, "_low": _low, "_any_item": _any_item, "_act": active,
+        "_kand": _kand, "_kor": _kor, "_knot": _knot, "_katleast": _katleast,
+    }
+    shared = _Shared(ns)
+    by_type: dict[str | None, list[int]] = {t: [] for t in EVENT_TYPES}
+    by_type[None] = []
+    for i, m in enumerate(matchers):
+        types = m.detection.types
+        for t in EVENT_TYPES:
+            if types is None or t in types:
+                by_type[t].append(i)
+        if types is None:
+            by_type[None].append(i)
+    for etype, idxs in by_type.items():
+        tc = _TypeCompiler(etype, idxs, matchers, lists, macros, home, shared)
+        if not tc.idxs:
+            continue
+        fn, src = tc.function(tc.idxs)
+        out.source[etype or "*"] = src
+        kinds = tc.key_kinds()
+        if per_path and etype is not None and etype.startswith("file.") and "path" in kinds:
+            fn = _path_dispatch(tc, fn, "target" in kinds)
+        if etype is None:
+            out.fallback = fn
+        else:
+            out.by_type[etype] = fn
+    return out

@@ -1,0 +1,367 @@
+"""Values of derived fields for the event being evaluated, and what the run did so far.
+
+:class:`FieldContext` answers the derived fields of :data:`spyglass.rules.fields.FIELDS`
+for the event it is bound to (``fx.ev``).  What depends on the process tree
+(ancestors, the branch of a lineage) is cached per pid and dropped whenever a
+process event changes the tree (``procs_changed``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from spyglass.events import Event
+from spyglass.events.proctree import ProcessTable
+from spyglass.policy.hosts import HostMatcher, parse_ip
+from spyglass.policy.paths import DirSet
+from spyglass.rules.fields import parse_mode
+
+_METADATA_ADDRS = frozenset({"169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200"})
+_METADATA_NAMES = frozenset({"metadata.google.internal", "metadata", "instance-data"})
+_NOT_INET = frozenset({"unix", "af_unix", "netlink", "af_netlink"})
+_WRITE_TYPES = frozenset({"file.create", "file.write", "file.mkdir", "file.truncate"})
+_LINK_TYPES = frozenset({"file.link", "file.symlink"})
+_CACHE_MAX = 200_000
+
+
+class RunState:
+    """What the rules remember of the run so far (bounded)."""
+
+    MAX_PATHS = 1_000_000
+    MAX_DNS = 100_000
+
+    def __init__(self) -> None:
+        self.written: set[str] = set()
+        self.dns: dict[str, str] = {}  # address -> name
+
+    def update(self, ev: Event) -> None:
+        if not ev.ok:
+            return
+        t = ev.type
+        if t in _WRITE_TYPES:
+            if ev.path:
+                self._add(ev.path)
+        elif t in _LINK_TYPES:
+            for p in (ev.path, ev.target):
+                if p:
+                    self._add(p)
+        elif t == "file.rename":
+            if ev.path:
+                self.written.discard(ev.path)
+            if ev.target:
+                self._add(ev.target)
+        elif t == "file.delete":
+            if ev.path:
+                self.written.discard(ev.path)
+        elif t == "net.dns" and ev.dns_answers and ev.dns_name:
+            if len(self.dns) > self.MAX_DNS:
+                self.dns.clear()
+            for a in ev.dns_answers:
+                self.dns[a] = ev.dns_name.rstrip(".")
+        elif t == "net.connect" and ev.domain and ev.address:
+            self.dns.setdefault(ev.address, ev.domain)
+
+    def _add(self, path: str) -> None:
+        if len(self.written) < self.MAX_PATHS:
+            self.written.add(path)
+
+
+def _base(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+class FieldContext:
+    """Derived field values for the event being evaluated (set ``fx.ev`` before use)."""
+
+    def __init__(
+        self,
+        *,
+        procs: ProcessTable,
+        state: RunState,
+        workspace: DirSet,
+        temp: DirSet,
+        home: str | None,
+        trusted: DirSet,
+        trusted_re: re.Pattern[str],
+        secrets_re: re.Pattern[str],
+        secret_exceptions_re: re.Pattern[str],
+        honeytokens_re: re.Pattern[str],
+        hosts: HostMatcher,
+        monitor_pids: frozenset[int] = frozenset(),
+        meta: object = None,
+    ) -> None:
+        self.procs = procs
+        self.state = state
+        self.workspace = workspace
+        self.temp = temp
+        self.home = DirSet([home] if home else [])
+        home_prefix = (home.rstrip("/") + "/") if home else None
+        self.home_temp = DirSet(d for d in temp.exact if home_prefix and d.startswith(home_prefix))
+        self.trusted = trusted
+        self.trusted_re = trusted_re
+        self.secrets_re = secrets_re
+        self.secret_exceptions_re = secret_exceptions_re
+        self.honeytokens_re = honeytokens_re
+        self.hosts = hosts
+        self.monitor_pids = monitor_pids
+        self.meta = meta
+        self.ev: Event = Event(type="none")
+        self._secret_cache: dict[str, bool] = {}
+        #: pid -> (ancestors' executables, names, command lines); valid until the tree changes
+        self._anc: dict[int, tuple[list[str], list[str], list[str]]] = {}
+        #: per-pid values other components derive from the tree's shape (parents, ancestors)
+        self.per_pid: dict[tuple[str, int], Any] = {}
+
+    def procs_changed(self, structure: bool) -> None:
+        """A process event: executables and command lines of ancestors may have changed;
+        with ``structure`` also who descends from whom (a process started or appeared)."""
+        if self._anc:
+            self._anc.clear()
+        if structure and self.per_pid:
+            self.per_pid.clear()
+
+    # -- the event's process -------------------------------------------------------
+    def exe(self) -> str | None:
+        ev = self.ev
+        if ev.exe is not None:
+            return ev.exe
+        p = self.procs.procs.get(ev.pid)
+        return p.exe if p is not None else None
+
+    def name(self) -> str | None:
+        exe = self.exe()
+        return _base(exe) if exe else None
+
+    def argv(self) -> list[str] | None:
+        ev = self.ev
+        if ev.argv is not None:
+            return ev.argv
+        p = self.procs.procs.get(ev.pid)
+        return p.argv if p is not None else None
+
+    def cmdline(self) -> str | None:
+        argv = self.argv()
+        return " ".join(argv) if argv else self.exe()
+
+    def cwd(self) -> str | None:
+        ev = self.ev
+        if ev.cwd is not None:
+            return ev.cwd
+        p = self.procs.procs.get(ev.pid)
+        return p.cwd if p is not None else None
+
+    def is_root(self) -> bool:
+        return self.ev.pid == self.procs.root_pid
+
+    def exe_trusted(self) -> bool:
+        exe = self.exe()
+        if not exe:
+            return False
+        return exe in self.trusted or self.trusted_re.fullmatch(exe) is not None
+
+    def exe_created(self) -> bool:
+        exe = self.exe()
+        return exe is not None and exe in self.state.written
+
+    def exe_in_ws(self) -> bool:
+        return self.exe() in self.workspace
+
+    def parent_pid(self) -> int | None:
+        p = self.procs.procs.get(self.ev.pid)
+        return p.ppid if p is not None else self.ev.ppid
+
+    def _parent_attr(self, attr: str) -> Any:
+        table = self.procs.procs
+        p = table.get(self.ev.pid)
+        parent = table.get(p.ppid) if p is not None and p.ppid is not None else None
+        return getattr(parent, attr) if parent is not None else None
+
+    def parent_exe(self) -> str | None:
+        exe: str | None = self._parent_attr("exe")
+        return exe
+
+    def parent_name(self) -> str | None:
+        exe = self.parent_exe()
+        return _base(exe) if exe else None
+
+    def parent_cmdline(self) -> str | None:
+        line: str | None = self._parent_attr("command_line")
+        return line
+
+    def _ancestors(self) -> tuple[list[str], list[str], list[str]]:
+        pid = self.ev.pid
+        hit = self._anc.get(pid)
+        if hit is None:
+            lin = self.procs.lineage(pid)[1:]
+            exes = [p.exe for p in lin if p.exe]
+            hit = (exes, [_base(e) for e in exes], [p.command_line for p in lin])
+            if len(self._anc) >= _CACHE_MAX:
+                self._anc.clear()
+            self._anc[pid] = hit
+        return hit
+
+    def anc_exe(self) -> list[str]:
+        return self._ancestors()[0]
+
+    def anc_name(self) -> list[str]:
+        return self._ancestors()[1]
+
+    def anc_cmdline(self) -> list[str]:
+        return self._ancestors()[2]
+
+    # -- files -----------------------------------------------------------------------
+    def file_name(self) -> str | None:
+        p = self.ev.path
+        return _base(p) if p else None
+
+    def file_ext(self) -> str | None:
+        n = self.file_name()
+        if not n or "." not in n.lstrip("."):
+            return None
+        return n.rsplit(".", 1)[-1]
+
+    def file_dir(self) -> str | None:
+        p = self.ev.path
+        return (p.rsplit("/", 1)[0] or "/") if p else None
+
+    def target_name(self) -> str | None:
+        p = self.ev.target
+        return _base(p) if p else None
+
+    def in_ws(self, path: str | None) -> bool:
+        return path in self.workspace
+
+    def in_temp(self, path: str | None) -> bool:
+        # under HOME only the home cache/state dirs count, even when HOME itself lives in /tmp
+        if path in self.home:
+            return path in self.home_temp
+        return path in self.temp
+
+    def in_home(self, path: str | None) -> bool:
+        return path in self.home
+
+    def writable(self, path: str | None) -> bool:
+        return path in self.workspace or self.in_temp(path)
+
+    def is_secret(self, path: str | None) -> bool:
+        if not path:
+            return False
+        hit = self._secret_cache.get(path)
+        if hit is None:
+            hit = self.secrets_re.fullmatch(path) is not None and self.secret_exceptions_re.fullmatch(path) is None
+            if len(self._secret_cache) > _CACHE_MAX:
+                self._secret_cache.clear()
+            self._secret_cache[path] = hit
+        return hit
+
+    def is_honeytoken(self, path: str | None) -> bool:
+        return path is not None and path != "" and self.honeytokens_re.fullmatch(path) is not None
+
+    def proc_other(self) -> bool:
+        p = self.ev.path
+        if not p or not p.startswith("/proc/"):
+            return False
+        head = p[6:].split("/", 1)[0]
+        if not head.isdigit():
+            return False
+        n = int(head)
+        return n != self.ev.pid and n != self.ev.tid
+
+    def contains_ws(self, path: str | None) -> bool:
+        if not path:
+            return False
+        path = path.rstrip("/") or "/"
+        prefix = path if path.endswith("/") else path + "/"
+        return any(w == path or w.startswith(prefix) for w in self.workspace.exact)
+
+    def created(self, path: str | None) -> bool:
+        return path is not None and path in self.state.written
+
+    def is_dir_open(self) -> bool:
+        f = self.ev.flags
+        return f is not None and "O_DIRECTORY" in f
+
+    def mode_has(self, bits: int) -> bool:
+        m = parse_mode(self.ev.mode)
+        return m is not None and bool(m & bits)
+
+    # -- network -----------------------------------------------------------------------
+    def domain(self) -> str | None:
+        ev = self.ev
+        if ev.domain:
+            return ev.domain
+        return self.state.dns.get(ev.address) if ev.address else None
+
+    def host(self) -> str | None:
+        return self.domain() or self.ev.address
+
+    def allowed(self) -> bool:
+        ev = self.ev
+        return self.hosts.allowed(self.domain(), ev.address, ev.port)
+
+    def denied(self) -> bool:
+        ev = self.ev
+        return self.hosts.denied(self.domain(), ev.address, ev.port)
+
+    def is_inet(self) -> bool:
+        ev = self.ev
+        if ev.net_type is not None and ev.net_type.lower() in _NOT_INET:
+            return False
+        return ev.address is not None and parse_ip(ev.address) is not None
+
+    def ip_literal(self) -> bool:
+        return self.is_inet() and not self.domain()
+
+    def ip_flag(self, flag: str) -> bool:
+        a = self.ev.address
+        ip = parse_ip(a) if a else None
+        if ip is None:
+            return False
+        if flag == "is_private":
+            return bool(ip.is_private or ip.is_loopback or ip.is_link_local)
+        return bool(getattr(ip, flag))
+
+    def is_metadata(self) -> bool:
+        ev = self.ev
+        if ev.address and ev.address in _METADATA_ADDRS:
+            return True
+        d = self.domain()
+        return d is not None and d.lower().rstrip(".") in _METADATA_NAMES
+
+    # -- targets ---------------------------------------------------------------------
+    def target_in_run(self) -> bool:
+        t = self.ev.target_pid
+        return t is not None and t in self.procs.procs
+
+    def target_is_monitor(self) -> bool:
+        """spyglass itself, or a pid the run's metadata names as part of the monitor.
+
+        ``RunMeta.extra["monitor_pids"]`` (the tracer and its helpers) is read at the
+        time of the event: it is recorded once the capture has started."""
+        t = self.ev.target_pid
+        if t is None:
+            return False
+        if t in self.monitor_pids or t == getattr(self.meta, "monitor_pid", None):
+            return True
+        extra = getattr(self.meta, "extra", None)
+        pids = extra.get("monitor_pids") if isinstance(extra, dict) else None
+        if not pids:
+            return False
+        for p in pids:
+            try:
+                if int(p) == t:
+                    return True
+            except (TypeError, ValueError):
+                continue
+        return False
+
+    def target_exe(self) -> str | None:
+        t = self.ev.target_pid
+        p = self.procs.procs.get(t) if t is not None else None
+        return p.exe if p is not None else None
+
+    def target_cmdline(self) -> str | None:
+        t = self.ev.target_pid
+        p = self.procs.procs.get(t) if t is not None else None
+        return p.command_line if p is not None else None

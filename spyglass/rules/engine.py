@@ -1,0 +1,325 @@
+"""The rule engine: a pipeline sink that evaluates the rule set on every event.
+
+``RuleEngine(ruleset, policy)`` compiles the rules when the run starts (the
+lists that depend on the run, such as the workspace and HOME, are known
+then), evaluates each event against only the rules that can match its type
+(and, for file events, its path), and raises alerts through
+``ctx.raise_alert``.  ``kill`` rules stop the agent when the mode is
+``enforce``.  The same engine over a replayed run gives the same alerts:
+everything it uses comes from the events, the policy and the run's metadata.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from spyglass.events import EVENT_TYPES, Alert, Event, LineageEntry
+from spyglass.pipeline import RunContext, Sink
+from spyglass.policy import Policy
+from spyglass.policy import defaults as pdefaults
+from spyglass.policy.hosts import HostMatcher
+from spyglass.policy.paths import DirSet, compile_globs, expand_home
+from spyglass.rules.compiler import CompiledSet, MatchFn, Matcher, compile_matchers
+from spyglass.rules.context import FieldContext, RunState
+from spyglass.rules.describe import describe, duration, short_command
+from spyglass.rules.fields import FIELDS
+from spyglass.rules.model import Rule
+from spyglass.rules.ruleset import RuleSet
+from spyglass.rules.state import ProcRef, SequenceTracker, ThresholdCounter
+
+_STATE_TYPES = frozenset(
+    {"file.create", "file.write", "file.mkdir", "file.link", "file.symlink", "file.truncate", "file.rename",
+     "file.delete", "net.dns", "net.connect"}
+)
+_PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
+_TEMPLATE = re.compile(r"\{([a-z_][a-z0-9_.]*)\}")
+MAX_DEDUP = 100_000
+_NO_PIDS: frozenset[int] = frozenset()
+
+
+def _getter(name: str) -> Callable[[Event, FieldContext], Any]:
+    fn: Callable[[Event, FieldContext], Any] = eval(f"lambda ev, fx: {FIELDS[name].expr}")
+    return fn
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(v) if isinstance(v, list) else v
+
+
+class RuleEngine(Sink):
+    name = "rules"
+
+    def __init__(
+        self,
+        ruleset: RuleSet,
+        policy: Policy | None = None,
+        *,
+        mode: str | None = None,
+        home: str | None = None,
+        workspace: list[str] | None = None,
+        monitor_pids: tuple[int, ...] = (),
+        per_path: bool = True,
+    ) -> None:
+        self.ruleset = ruleset
+        self.policy = policy or Policy.default()
+        self.rules: list[Rule] = ruleset.enabled
+        self._mode = mode
+        self._home = home
+        self._workspace = workspace
+        self._monitor_pids = monitor_pids
+        self._per_path = per_path
+        self.alerts: list[Alert] = []
+        self.stopped_by: str | None = None
+        self.ctx: RunContext | None = None
+        self.compiled: CompiledSet | None = None
+        self.state = RunState()
+        self._dedup: set[tuple[str, int, str]] = set()
+        self._getters: dict[str, Callable[[Event, FieldContext], Any]] = {}
+        # compile once now so a broken rule stops the run before it starts
+        self.start(RunContext(root_cwd="/", workspace=["/"]))
+        self.ctx = None
+
+    # -- set-up ----------------------------------------------------------------------
+    def start(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.state = RunState()
+        self.alerts = []
+        self._dedup = set()
+        self.stopped_by = None
+        meta = ctx.meta.get("run")
+        extra: dict[str, Any] = getattr(meta, "extra", None) or {}
+        home = self._home or extra.get("home") or os.environ.get("HOME") or os.path.expanduser("~")
+        home = home.rstrip("/") or "/"
+        if meta is not None and "home" not in extra:
+            meta.extra["home"] = home
+        if self._workspace:
+            ws = list(self._workspace)
+        elif self.policy.workspace:
+            ws = list(self.policy.workspace)
+        else:
+            ws = list(ctx.workspace) or ([ctx.root_cwd] if ctx.root_cwd else [])
+        self.mode = self._mode or getattr(meta, "mode", None) or self.policy.mode
+        self.home = home
+        self.workspace = ws
+        monitors = set(self._monitor_pids)
+        if getattr(meta, "monitor_pid", None):
+            monitors.add(meta.monitor_pid)  # type: ignore[union-attr]
+        pol = self.policy
+        trusted_dirs = [expand_home(d, home) for d in pol.exec.effective_trusted]
+        ws_trusted = [f"{w.rstrip('/')}/{g}/**" for w in ws for g in pdefaults.WORKSPACE_TRUSTED_EXEC]
+        honeytokens = [*pol.honeytokens, *extra.get("honeytokens", [])]
+        self.fx = FieldContext(
+            procs=ctx.procs,
+            state=self.state,
+            workspace=DirSet(ws),
+            temp=DirSet(expand_home(d, home) for d in pdefaults.WRITABLE_TEMP),
+            home=home,
+            trusted=DirSet(trusted_dirs),
+            trusted_re=compile_globs(ws_trusted, home),
+            secrets_re=compile_globs(pol.secret_globs, home),
+            secret_exceptions_re=compile_globs(pdefaults.SECRET_EXCEPTIONS, home),
+            honeytokens_re=compile_globs(honeytokens, home),
+            hosts=HostMatcher(pol.network.effective_allow, pol.network.deny),
+            monitor_pids=frozenset(monitors),
+            meta=meta,
+        )
+        lists: dict[str, list[Any]] = dict(self.ruleset.library.lists)
+        lists.update(
+            secrets=list(pol.secret_globs),
+            secret_exceptions=list(pdefaults.SECRET_EXCEPTIONS),
+            honeytokens=honeytokens,
+            workspace=ws,
+            temp_dirs=[expand_home(d, home) for d in pdefaults.WRITABLE_TEMP],
+            home=[home],
+            allowed_hosts=list(pol.network.effective_allow),
+            denied_hosts=list(pol.network.deny),
+            trusted_exec=trusted_dirs,
+        )
+        self.lists = lists
+        matchers: list[Matcher] = []
+        self._trackers: dict[int, SequenceTracker | ThresholdCounter] = {}
+        #: rule index -> matcher index of each step of a sequence rule
+        self._steps: dict[int, list[int]] = {}
+        for ri, rule in enumerate(self.rules):
+            if rule.sequence is not None:
+                self._steps[ri] = []
+                for si, st in enumerate(rule.sequence.steps):
+                    self._steps[ri].append(len(matchers))
+                    matchers.append(Matcher(ri, si, st.detection))
+                self._trackers[ri] = SequenceTracker(
+                    [(st.count, st.distinct is not None, st.key is not None) for st in rule.sequence.steps],
+                    rule.sequence.by, rule.sequence.within_ns,
+                )
+            else:
+                assert rule.detection is not None
+                matchers.append(Matcher(ri, -1, rule.detection))
+                if rule.threshold is not None:
+                    th = rule.threshold
+                    self._trackers[ri] = ThresholdCounter(th.count, th.within_ns, th.distinct is not None)
+        self.compiled = compile_matchers(matchers, lists, self.ruleset.library.macros, home,
+                                         per_path=self._per_path)
+        self._active = self.compiled.active
+        for m_idx in self._steps.values():
+            for i in m_idx[1:]:
+                self._active[i] = False  # nothing waits at a later step yet
+        by_type = self.compiled.by_type
+        self._fallback = self.compiled.fallback
+        self._dispatch: dict[str, MatchFn | None] = {t: by_type.get(t) for t in EVENT_TYPES}
+        self._matchers = matchers
+        self._nprocs = len(ctx.procs.procs)
+
+    # -- per event -------------------------------------------------------------------
+    def event(self, ev: Event) -> None:
+        t = ev.type
+        fx = self.fx
+        if t in _PROC_TYPES:
+            n = len(fx.procs.procs)
+            fx.procs_changed(t == "process.start" or n != self._nprocs)
+            self._nprocs = n
+        fn = self._dispatch.get(t, self._fallback)
+        if fn is not None:
+            hits = fn(ev, fx)
+            if hits:
+                for i in reversed(hits):
+                    self._hit(self._matchers[i], ev)
+        if t in _STATE_TYPES:
+            self.state.update(ev)
+
+    def _value(self, name: str, ev: Event) -> Any:
+        g = self._getters.get(name)
+        if g is None:
+            g = self._getters[name] = _getter(name)
+        self.fx.ev = ev
+        return g(ev, self.fx)
+
+    def _proc_ref(self, ev: Event, by: str) -> ProcRef:
+        """The event's process as a sequence scope needs it (ancestors only for ``lineage``)."""
+        if by == "run":
+            return ProcRef(ev.pid, None, _NO_PIDS)
+        if by != "lineage":
+            info = self.fx.procs.procs.get(ev.pid)
+            return ProcRef(ev.pid, info.ppid if info is not None else ev.ppid, _NO_PIDS)
+        cache = self.fx.per_pid
+        ref: ProcRef | None = cache.get(("ref", ev.pid))
+        if ref is None:
+            lin = self.fx.procs.lineage(ev.pid)
+            ppid = lin[0].ppid if lin else ev.ppid
+            ref = cache[("ref", ev.pid)] = ProcRef(ev.pid, ppid, frozenset(p.pid for p in lin[1:]))
+        return ref
+
+    def _scope_key(self, by: str, ev: Event) -> object:
+        if by in ("process", "child"):
+            return ev.pid
+        if by == "lineage":
+            cache = self.fx.per_pid
+            branch: int | None = cache.get(("branch", ev.pid))
+            if branch is None:
+                lin = self.fx.procs.lineage(ev.pid)
+                # the branch: the ancestor just below the run's root (or the root itself)
+                branch = cache[("branch", ev.pid)] = lin[-2].pid if len(lin) >= 2 else ev.pid
+            return branch
+        return None
+
+    def _hit(self, m: Matcher, ev: Event) -> None:
+        ri = m.rule_index
+        rule = self.rules[ri]
+        if rule.sequence is not None:
+            tracker = self._trackers[ri]
+            assert isinstance(tracker, SequenceTracker)
+            st = rule.sequence.steps[m.step]
+            key = self._value(st.key, ev) if st.key else None
+            value = _hashable(self._value(st.distinct, ev)) if st.distinct else None
+            ref = self._proc_ref(ev, tracker.by)
+            done = tracker.feed(m.step, ev.ts, ev.seq, ref, None if key is None else str(key), value)
+            for s, mi in enumerate(self._steps[ri]):
+                if s:
+                    self._active[mi] = tracker.waiting(s)
+            if done is not None:
+                seqs = sorted({s for step in done.seqs for s in step})
+                self._raise(rule, ev, seqs, self._sequence_message(rule, seqs, ev))
+            return
+        if rule.threshold is not None:
+            th = rule.threshold
+            counter = self._trackers[ri]
+            assert isinstance(counter, ThresholdCounter)
+            value = _hashable(self._value(th.distinct, ev)) if th.distinct else None
+            hit = counter.add(self._scope_key(th.by, ev), ev.ts, ev.seq, value)
+            if hit is not None:
+                msg = self._message(rule, ev) if rule.message else (
+                    f"{rule.title}: {len(hit)} within {duration(th.within_ns)}, last: {self._describe(ev)}"
+                )
+                self._raise(rule, ev, hit, msg)
+            return
+        msg = self._message(rule, ev)
+        dkey = (rule.id, ev.pid, msg)
+        if dkey in self._dedup:
+            return
+        if len(self._dedup) >= MAX_DEDUP:
+            self._dedup.clear()
+        self._dedup.add(dkey)
+        self._raise(rule, ev, [ev.seq], msg)
+
+    # -- messages ----------------------------------------------------------------------
+    def _describe(self, ev: Event) -> str:
+        self.fx.ev = ev
+        return describe(ev, self.fx.domain() if ev.type.startswith("net.") else None)
+
+    def _message(self, rule: Rule, ev: Event) -> str:
+        if not rule.message:
+            return f"{rule.title}: {self._describe(ev)}"
+
+        def sub(m: re.Match[str]) -> str:
+            v = self._value(m.group(1), ev)
+            if isinstance(v, list):
+                return " ".join(str(x) for x in v)
+            return "?" if v is None else str(v)
+
+        return _TEMPLATE.sub(sub, rule.message)
+
+    def _sequence_message(self, rule: Rule, seqs: list[int], last: Event) -> str:
+        if rule.message:
+            return self._message(rule, last)
+        return f"{rule.title}: ... {self._describe(last)} (events {', '.join(map(str, seqs[:6]))}" + (
+            ", ...)" if len(seqs) > 6 else ")"
+        )
+
+    # -- alerts ------------------------------------------------------------------------
+    def _raise(self, rule: Rule, ev: Event, seqs: list[int], message: str) -> None:
+        assert self.ctx is not None
+        fx = self.fx
+        fx.ev = ev
+        labels: dict[int, str] = self.ctx.meta.get("tool_calls") or {}
+        lineage = [
+            LineageEntry(pid=p.pid, exe=p.exe, argv=list(p.argv) if p.argv else None, cwd=p.cwd,
+                         tool_call=labels.get(p.pid))
+            for p in reversed(self.ctx.procs.lineage(ev.pid))
+        ]
+        argv = fx.argv()
+        alert = Alert(
+            ts=ev.ts,
+            rule_id=rule.id,
+            title=rule.title,
+            level=rule.level,
+            action=rule.action,
+            message=message,
+            event_seqs=seqs,
+            pid=ev.pid,
+            exe=fx.exe(),
+            argv=list(argv) if argv else None,
+            cwd=fx.cwd(),
+            lineage=lineage,
+            tags=list(rule.tags),
+        )
+        self.alerts.append(alert)
+        self.ctx.raise_alert(alert)
+        if rule.action == "kill" and self.mode == "enforce" and self.stopped_by is None:
+            self.stopped_by = rule.id
+            if self.ctx.stop_agent is not None:
+                self.ctx.stop_agent(rule.id)
+
+
+def command_of(alert: Alert) -> str:
+    return short_command(alert.argv, alert.exe)

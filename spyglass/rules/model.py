@@ -1,0 +1,113 @@
+"""Parsed rules: what a rule file says, checked, before compilation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from spyglass.policy.yamlsrc import Pos
+from spyglass.rules.condition import Cond
+
+#: operators (at most one per field test) and flags a field test may carry
+OPERATORS = ("contains", "startswith", "endswith", "re", "glob", "cidr", "under", "exists", "gt", "gte", "lt", "lte")
+FLAGS = ("all", "cased")
+MODIFIERS = OPERATORS + FLAGS
+SCOPES = ("run", "process", "lineage", "child")
+
+
+@dataclass
+class FieldTest:
+    field: str
+    operator: str | None  # None: equality
+    all: bool
+    cased: bool
+    values: list[Any]  # scalars; "$name" strings refer to lists
+    pos: Pos
+    source: str = ""
+
+
+@dataclass
+class Selection:
+    name: str
+    #: OR of alternatives, each an AND of field tests
+    alternatives: list[list[FieldTest]]
+    pos: Pos = field(default_factory=Pos)
+
+
+@dataclass
+class Detection:
+    selections: dict[str, Selection]
+    condition: Cond
+    condition_text: str
+    #: event types this detection can match; None: any
+    types: frozenset[str] | None
+
+
+@dataclass
+class Step:
+    name: str
+    detection: Detection
+    count: int = 1
+    distinct: str | None = None
+    key: str | None = None
+
+
+@dataclass
+class Sequence:
+    by: str  # run | process | lineage
+    within_ns: int | None
+    steps: list[Step]
+
+
+@dataclass
+class Threshold:
+    count: int
+    within_ns: int
+    by: str
+    distinct: str | None = None
+
+
+@dataclass
+class Rule:
+    id: str
+    title: str
+    level: str
+    action: str = "alert"
+    description: str = ""
+    tags: list[str] = field(default_factory=list)
+    message: str = ""
+    detection: Detection | None = None
+    threshold: Threshold | None = None
+    sequence: Sequence | None = None
+    enabled: bool = True
+    source: str = ""
+    pos: Pos = field(default_factory=Pos)
+
+    @property
+    def kind(self) -> str:
+        if self.sequence is not None:
+            return "sequence"
+        return "threshold" if self.threshold is not None else "event"
+
+    @property
+    def types(self) -> frozenset[str] | None:
+        """Event types this rule can be triggered by (None: any)."""
+        if self.sequence is not None:
+            out: set[str] = set()
+            for st in self.sequence.steps:
+                if st.detection.types is None:
+                    return None
+                out |= st.detection.types
+            return frozenset(out)
+        assert self.detection is not None
+        return self.detection.types
+
+
+@dataclass
+class Library:
+    """Shared lists (``$name`` in values) and macros (``$name`` in conditions)."""
+
+    lists: dict[str, list[Any]] = field(default_factory=dict)
+    macros: dict[str, Selection] = field(default_factory=dict)
+    list_pos: dict[str, tuple[str, Pos]] = field(default_factory=dict)
+    macro_pos: dict[str, tuple[str, Pos]] = field(default_factory=dict)

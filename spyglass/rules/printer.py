@@ -1,0 +1,37 @@
+"""The live alert printer: one line on stderr per alert, as it fires."""
+
+from __future__ import annotations
+
+import sys
+from typing import IO
+
+from spyglass.events import Alert
+from spyglass.rules.describe import short_command
+
+_COLORS = {"info": "2", "low": "36", "medium": "33", "high": "31", "critical": "1;31"}
+
+
+def format_alert_line(alert: Alert, color: bool = False) -> str:
+    """``spyglass: HIGH cred-secret-read pid 4242 (cat /h/.ssh/id_rsa): read secret ...``"""
+    level = alert.level.upper()
+    if color:
+        level = f"\033[{_COLORS.get(alert.level, '0')}m{level}\033[0m"
+    cmd = short_command(alert.argv, alert.exe, 50)
+    what = alert.message.replace("\n", " ")
+    return f"spyglass: {level} {alert.rule_id} pid {alert.pid} ({cmd}): {what}"
+
+
+class AlertPrinter:
+    """Pipeline sink: prints every alert raised by any sink."""
+
+    name = "alert-printer"
+
+    def __init__(self, stream: IO[str] | None = None, color: bool | None = None) -> None:
+        self.stream = stream
+        self.color = color
+
+    def alert(self, alert: Alert) -> None:
+        stream = self.stream or sys.stderr
+        color = self.color if self.color is not None else bool(getattr(stream, "isatty", lambda: False)())
+        stream.write(format_alert_line(alert, color) + "\n")
+        stream.flush()

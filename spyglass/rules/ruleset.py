@@ -1,0 +1,166 @@
+"""A rule set: the built-in pack plus the policy's rule files, checked as a whole.
+
+Loading is all or nothing: any error in any file (YAML, unknown key or
+field or modifier, bad regex, a condition naming a missing selection, a
+duplicate id, a list or macro defined twice) raises :class:`RuleSetError`
+listing every error with ``file:line:col``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from spyglass.errors import SourceError
+from spyglass.rules.model import Library, Rule
+from spyglass.rules.parse import library_names, parse_rule_text, retype, rule_files
+
+
+class RuleSetError(SourceError):
+    def __init__(self, errors: list[SourceError]) -> None:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more; `spyglass rules lint` lists them)" if len(errors) > 1 else ""
+        super().__init__(first.message + more, first.path, first.line, first.col)
+        self.errors = errors
+
+
+@dataclass
+class RuleSet:
+    rules: list[Rule] = field(default_factory=list)
+    library: Library = field(default_factory=Library)
+    files: list[str] = field(default_factory=list)
+
+    def get(self, rule_id: str) -> Rule | None:
+        for r in self.rules:
+            if r.id == rule_id:
+                return r
+        return None
+
+    @property
+    def enabled(self) -> list[Rule]:
+        return [r for r in self.rules if r.enabled]
+
+
+def pack_dir() -> Path:
+    return Path(__file__).resolve().parent / "pack"
+
+
+def _display(path: Path) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return rel if not rel.startswith("../..") else str(path)
+
+
+def parse_files(paths: Sequence[Path], *, pack: bool = True) -> tuple[RuleSet, list[SourceError]]:
+    """Parse rule files (and the built-in pack) into a RuleSet plus every error found."""
+    files: list[Path] = []
+    errors: list[SourceError] = []
+    if pack:
+        files += rule_files(pack_dir())
+    for p in paths:
+        if not p.exists():
+            errors.append(SourceError("no such file or directory", str(p)))
+            continue
+        files += rule_files(p)
+    seen_files: set[Path] = set()
+    unique: list[Path] = []
+    for f in files:
+        r = f.resolve()
+        if r not in seen_files:
+            seen_files.add(r)
+            unique.append(f)
+    texts: list[tuple[str, str]] = []
+    for f in unique:
+        shown = _display(f) if not str(f).startswith(str(pack_dir())) else f"spyglass/rules/pack/{f.name}"
+        try:
+            texts.append((shown, f.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as exc:
+            errors.append(SourceError(f"cannot read: {exc}", shown))
+    macros: set[str] = set()
+    lists: set[str] = set()
+    for shown, text in texts:
+        m, li = library_names(text, shown)
+        macros |= m
+        lists |= li
+    rs = RuleSet(files=[s for s, _ in texts])
+    seen: dict[str, Rule] = {}
+    for shown, text in texts:
+        parsed = parse_rule_text(text, shown, macros, lists)
+        errors += parsed.errors
+        for name, vals in parsed.library.lists.items():
+            if name in rs.library.lists:
+                where = parsed.library.list_pos[name][1]
+                first = rs.library.list_pos[name]
+                errors.append(SourceError(f"list {name!r} is already defined at {first[0]}:{first[1].line}",
+                                          shown, where.line, where.col))
+                continue
+            rs.library.lists[name] = vals
+            rs.library.list_pos[name] = parsed.library.list_pos[name]
+        for name, sel in parsed.library.macros.items():
+            if name in rs.library.macros:
+                where = parsed.library.macro_pos[name][1]
+                first = rs.library.macro_pos[name]
+                errors.append(SourceError(f"macro {name!r} is already defined at {first[0]}:{first[1].line}",
+                                          shown, where.line, where.col))
+                continue
+            rs.library.macros[name] = sel
+            rs.library.macro_pos[name] = parsed.library.macro_pos[name]
+        for rule in parsed.rules:
+            if rule.id in seen:
+                other = seen[rule.id]
+                errors.append(SourceError(f"rule id {rule.id!r} is already used at {other.source}:{other.pos.line}",
+                                          shown, rule.pos.line, rule.pos.col))
+                continue
+            seen[rule.id] = rule
+            rs.rules.append(rule)
+    for rule in rs.rules:
+        for det in _detections(rule):
+            retype(det, rs.library.macros)
+    return rs, errors
+
+
+def _detections(rule: Rule) -> Iterable[Any]:
+    if rule.detection is not None:
+        yield rule.detection
+    if rule.sequence is not None:
+        for st in rule.sequence.steps:
+            yield st.detection
+
+
+def load_ruleset(
+    policy: Any = None,
+    extra_paths: Iterable[str | Path] = (),
+    *,
+    pack: bool = True,
+) -> RuleSet:
+    """The rules a run uses: the pack, ``policy.rules.paths`` and ``extra_paths``,
+    with ``rules.disable`` and ``rules.overrides`` applied.  Raises RuleSetError."""
+    paths = [Path(p) for p in (*(policy.rules.paths if policy is not None else ()), *extra_paths)]
+    rs, errors = parse_files(paths, pack=pack)
+    if policy is not None:
+        ids = {r.id for r in rs.rules}
+        where = policy.source or "policy"
+        for rid in policy.rules.disable:
+            if rid not in ids:
+                errors.append(SourceError(f"rules.disable names an unknown rule {rid!r}", where))
+        for rid in policy.rules.overrides:
+            if rid not in ids:
+                errors.append(SourceError(f"rules.overrides names an unknown rule {rid!r}", where))
+    if errors:
+        raise RuleSetError(errors)
+    if policy is not None:
+        out: list[Rule] = []
+        for r in rs.rules:
+            if r.id in policy.rules.disable:
+                r = replace(r, enabled=False)
+            ov = policy.rules.overrides.get(r.id)
+            if ov is not None:
+                r = replace(r, level=ov.level or r.level, action=ov.action or r.action)
+            out.append(r)
+        rs.rules = out
+    return rs
