@@ -12,7 +12,10 @@ command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
-for pkg in ${EXTRA_APT_PACKAGES:-}; do need_apt+=("$pkg"); done
+# EXTRA_APT_PACKAGES: more "command:package" pairs (the package is installed when the command is missing)
+for pair in ${EXTRA_APT_PACKAGES:-}; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || need_apt+=("${pair#*:}")
+done
 
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then SUDO=(); elif command -v sudo >/dev/null 2>&1; then SUDO=(sudo); else

@@ -1,9 +1,9 @@
 """The Python API: record a command and open stored runs, for harnesses and eval loops.
 
-    import spyglass
-    outcome = spyglass.run(["python", "agent.py"], task="t1", store=".spyglass")
-    reader = spyglass.open_run(outcome.meta.id, store=".spyglass")
-    for ev in reader.events(): ...
+import spyglass
+outcome = spyglass.run(["python", "agent.py"], task="t1", store=".spyglass")
+reader = spyglass.open_run(outcome.meta.id, store=".spyglass")
+for ev in reader.events(): ...
 """
 
 from __future__ import annotations

@@ -51,10 +51,10 @@ class Sink:
 
     name: str = "sink"
 
-    def start(self, ctx: RunContext) -> None:  # noqa: B027 - optional hook
+    def start(self, ctx: RunContext) -> None:
         pass
 
-    def done(self, ctx: RunContext) -> None:  # noqa: B027 - optional hook
+    def done(self, ctx: RunContext) -> None:
         pass
 
 
@@ -118,7 +118,7 @@ class Pipeline:
         alert.seq = self.alert_seq
         for sink, hook in self._alert_hooks:
             try:
-                hook(alert)  # type: ignore[arg-type]
+                hook(alert)
             except Exception:
                 self._failed(sink, f"alert {alert.rule_id}")
 

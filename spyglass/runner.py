@@ -142,17 +142,24 @@ def record(
         ctx.stop_agent = stop_agent
         if on_started is not None:
             on_started(meta)
+        monitors = meta.extra.setdefault("monitor_pids", [os.getpid()])
+        tracer_known = False
         with _Signals(session) as sig:
             for ev in session.events():
+                if not tracer_known:  # the tracer's pid, for rules about killing the monitor
+                    tracer = getattr(session, "tracer_pid", None)
+                    if tracer is not None:
+                        monitors.append(tracer)
+                        tracer_known = True
                 pipeline.feed(ev)
         capture = session.result()
         if sig.interrupted:
             status = "interrupted"
     except BaseException:
-        writer.finish("interrupted" if status == "complete" else status)
-        raise
-    finally:
         pipeline.done()
+        writer.finish("interrupted")
+        raise
+    pipeline.done()
     meta = writer.finish(
         status,
         exit_code=capture.exit_code,

@@ -1,4 +1,4 @@
-"""``spyglass run``: record an agent and everything it starts."""
+"""``spyglass run`` and ``spyglass demo``: record an agent and everything it starts."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ _HELP = """Run CMD under capture and record everything it and its descendants do
 
 \b
 The agent's stdin, stdout and stderr pass through untouched; spyglass's own
-messages (live alerts, the summary) go to stderr.
+messages (live alerts, the summary) go to stderr.  The policy is --policy
+FILE, else ./spyglass.yaml, else safe defaults (`spyglass policy init`
+writes a starter file).
 
 \b
 Exit code: the agent's own exit code (128+N if it died of signal N), unless
-  6  --fail-on LEVEL and an alert at or above LEVEL fired
+  6  --fail-on LEVEL (or fail_on) and an alert at or above LEVEL fired
   7  enforce mode and a kill rule stopped the agent
   5  spyglass could not run the agent (backend or sandbox unavailable)
   2  usage error (no command, bad policy or rule file)
@@ -26,105 +28,191 @@ Exit code: the agent's own exit code (128+N if it died of signal N), unless
 Examples:
   spyglass run -- python agent.py
   spyglass run --task fix-bug-12 --agent-id codex -- codex exec "fix the bug"
-  spyglass run --wait-descendants 5 -- ./start-daemons.sh
+  spyglass run --sandbox --fail-on high -- ./agent.sh
+  spyglass run --model-script session.json -- codex exec --json "replay"
 """
 
 
-@click.command("run", help=_HELP, context_settings={"ignore_unknown_options": False})
+@click.command("run", help=_HELP)
 @store_option
+@click.option(
+    "--policy",
+    "policy_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Policy file (default: ./spyglass.yaml if present, else built-in defaults).",
+)
 @click.option("--task", help="Task label (used by `compare --by task`).")
 @click.option("--agent-id", help="Agent label (e.g. codex, claude-code).")
 @click.option(
-    "--workspace", "workspaces", multiple=True, type=click.Path(file_okay=False),
-    help="Writable root of the task (repeatable; default: the current directory).",
+    "--workspace",
+    "workspaces",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Writable root of the task (repeatable; default: policy `workspace`, else the current directory).",
 )
 @click.option(
-    "--skills", "skills", multiple=True, type=click.Path(exists=True, file_okay=False),
-    help="Skill directory given to the agent (repeatable; for coverage).",
+    "--skills",
+    "skills",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Skill directory given to the agent (repeatable; for `coverage` and `gate`).",
 )
 @click.option(
-    "--wait-descendants", type=float, default=0.0, show_default=True, metavar="SECONDS",
+    "--wait-descendants",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    metavar="SECONDS",
     help="Keep recording processes that outlive the agent for this long.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["observe", "contain", "enforce"]),
+    default=None,
+    help="Override the policy's mode: observe (record and alert), contain (sandbox), "
+    "enforce (sandbox, and kill rules stop the agent).",
+)
+@click.option(
+    "--sandbox", is_flag=True, help="Confine the agent (bubblewrap, decoy home, egress proxy): mode contain."
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["info", "low", "medium", "high", "critical"]),
+    default=None,
+    help="Exit 6 if an alert at or above this level fired (policy: fail_on).",
+)
+@click.option(
+    "--sign-key",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Sign the run's checkpoint with this Ed25519 private key (policy: evidence.sign_key).",
+)
+@click.option(
+    "--no-workspace-evidence", is_flag=True, help="Do not fingerprint the workspace before and after."
+)
+@click.option(
+    "--model-script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Serve this model script on loopback for the run and point the agent at it (docs/agents.md).",
+)
+@click.option(
+    "--model-var", "model_vars", multiple=True, metavar="NAME=VALUE", help="${NAME} in the model script."
+)
+@click.option(
+    "--agent",
+    "agent_kind",
+    type=click.Choice(["codex", "mini"]),
+    default=None,
+    help="Which agent CMD runs, when spyglass cannot tell (for --model-script).",
+)
+@click.option(
+    "--agent-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The agent's log (codex --json output or rollout, mini-swe-agent trajectory); "
+    "default: the log the agent is seen writing.",
 )
 @click.option("--backend", default="strace", show_default=True, help="Capture backend.")
 @click.option(
-    "--no-seccomp", is_flag=True,
+    "--no-seccomp",
+    is_flag=True,
     help="strace: trace without --seccomp-bpf (slower, but setuid programs such as sudo work).",
 )
-@click.option("-q", "--quiet", is_flag=True, help="No summary at the end.")
+@click.option("-q", "--quiet", is_flag=True, help="No live alerts and no summary.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_cmd(
     store_path: Path | None,
+    policy_file: Path | None,
     task: str | None,
     agent_id: str | None,
     workspaces: tuple[str, ...],
     skills: tuple[str, ...],
     wait_descendants: float,
+    mode: str | None,
+    sandbox: bool,
+    fail_on: str | None,
+    sign_key: Path | None,
+    no_workspace_evidence: bool,
+    model_script: Path | None,
+    model_vars: tuple[str, ...],
+    agent_kind: str | None,
+    agent_log: Path | None,
     backend: str,
     no_seccomp: bool,
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
-    from spyglass.capture import get_backend
+    from spyglass.cli.cmd_agents import parse_vars
     from spyglass.cli.common import open_store
-    from spyglass.report.digest import digest_run
-    from spyglass.report.summary import print_summary
-    from spyglass.runner import RunRequest, record
+    from spyglass.cli.runflow import RunOptions, execute
+    from spyglass.report.terminal import print_run_summary
     from spyglass.store import RunReader
 
-    if wait_descendants < 0:
-        raise click.BadParameter("must be >= 0", param_hint="--wait-descendants")
-    store = open_store(store_path, create=True)
-    be = get_backend(backend)
-    request = RunRequest(
+    opts = RunOptions(
         argv=list(command),
+        policy_file=policy_file,
         task=task,
         agent_id=agent_id,
         workspace=list(workspaces),
         skills=list(skills),
         wait_descendants=wait_descendants,
-        backend_options={"seccomp": not no_seccomp},
+        backend=backend,
+        seccomp=not no_seccomp,
+        mode=mode,
+        sandbox=sandbox,
+        fail_on=fail_on,
+        sign_key=sign_key,
+        workspace_evidence=not no_workspace_evidence,
+        live_alerts=not quiet,
+        model_script=model_script,
+        model_vars=parse_vars(model_vars),
+        agent_kind=agent_kind,
+        agent_log=agent_log,
     )
-    outcome = record(request, be, store)
+    store = open_store(store_path, create=True)
+    result = execute(opts, store)
+    meta = result.outcome.meta
     if not quiet:
-        print_summary(digest_run(RunReader(store, outcome.meta.id)), sys.stderr)
-        click.echo(f"spyglass: recorded run {outcome.meta.id} in {store.root}", err=True)
-    sys.exit(outcome.exit_code)
-
-
-COMMANDS = [run_cmd]
+        print_run_summary(RunReader(store, meta.id), sys.stderr)
+        click.echo(f"spyglass: recorded run {meta.id} in {store.root}", err=True)
+    if meta.stopped_by:
+        click.echo(f"spyglass: rule {meta.stopped_by} stopped the agent (exit 7)", err=True)
+    elif result.exit_code != result.outcome.exit_code:
+        click.echo(f"spyglass: an alert at or above {result.fail_on} fired (exit 6)", err=True)
+    sys.exit(result.exit_code)
 
 
 @click.command("demo")
 @store_option
 @click.option(
-    "--dir", "demo_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+    "--dir",
+    "demo_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
     help="Where to lay out the demo (default: a fresh temporary directory).",
 )
-def demo_cmd(store_path: Path | None, demo_dir: Path | None) -> None:
+@click.option("--sandbox", is_flag=True, help="Run the demo agent in the sandbox.")
+def demo_cmd(store_path: Path | None, demo_dir: Path | None, sandbox: bool) -> None:
     """Record the bundled demo agent and show what spyglass saw.
 
     The demo agent reads a skill, runs the skill's script (which also reads a
-    decoy ~/.ssh/id_rsa), writes and renames files in its workspace, leaves a
-    helper process running, resolves localhost and talks to a loopback HTTP
-    server that spyglass starts for it.
+    decoy ~/.ssh/id_rsa: spyglass raises an alert), writes and renames files
+    in its workspace, leaves a helper process running, resolves localhost and
+    talks to a loopback HTTP server that spyglass starts for it.
     """
     import os
     import tempfile
 
     from spyglass import demo
-    from spyglass.capture import get_backend
     from spyglass.cli.common import open_store
-    from spyglass.report.digest import digest_run
-    from spyglass.report.summary import print_summary
-    from spyglass.runner import RunRequest, record
+    from spyglass.cli.runflow import RunOptions, execute
+    from spyglass.report.terminal import print_run_summary
     from spyglass.store import RunReader
 
     dest = demo_dir or Path(tempfile.mkdtemp(prefix="spyglass-demo-"))
     d = demo.prepare(dest)
     store = open_store(store_path, create=True)
     try:
-        request = RunRequest(
+        opts = RunOptions(
             argv=d.argv,
             cwd=str(d.workspace),
             env=d.env(dict(os.environ)),
@@ -133,14 +221,20 @@ def demo_cmd(store_path: Path | None, demo_dir: Path | None) -> None:
             workspace=[str(d.workspace)],
             skills=[str(d.skill)],
             wait_descendants=2.0,
+            sandbox=sandbox,
+            policy_file=d.policy,
         )
-        outcome = record(request, get_backend("strace"), store)
+        result = execute(opts, store)
     finally:
         d.close()
-    print_summary(digest_run(RunReader(store, outcome.meta.id)), sys.stdout)
-    click.echo(f"\nspyglass: demo laid out in {dest}; run recorded as {outcome.meta.id} in {store.root}")
-    click.echo("next: spyglass show latest | spyglass events latest --type file. | spyglass ls")
-    sys.exit(0 if outcome.exit_code == 0 else outcome.exit_code)
+    meta = result.outcome.meta
+    click.echo("")
+    print_run_summary(RunReader(store, meta.id), sys.stdout)
+    click.echo(f"\nspyglass: demo laid out in {dest}; run recorded as {meta.id} in {store.root}")
+    click.echo(
+        "next: spyglass show latest | spyglass alerts latest | spyglass report latest --format html -o r.html"
+    )
+    sys.exit(result.outcome.exit_code)
 
 
-COMMANDS.append(demo_cmd)
+COMMANDS = [run_cmd, demo_cmd]

@@ -16,9 +16,8 @@ from spyglass.cli.common import echo_json, format_option, open_reader, open_stor
 @click.option("--task", help="Only runs of this task.")
 def ls_cmd(store_path: Path | None, fmt: str, task: str | None) -> None:
     """List recorded runs, newest last."""
-    from spyglass.report.summary import _fmt_ts
-
     from spyglass.errors import StoreError
+    from spyglass.report.describe import format_ts
 
     try:
         store = open_store(store_path)
@@ -30,15 +29,24 @@ def ls_cmd(store_path: Path | None, fmt: str, task: str | None) -> None:
         return
     rows = store.index.rows("WHERE task = ?", (task,)) if task else store.index.rows()
     if fmt == "json":
-        echo_json([
-            {
-                "id": r["id"], "task": r["task"], "agent_id": r["agent_id"], "status": r["status"],
-                "exit_code": r["exit_code"], "signal": r["signal"], "start": r["started"], "end": r["ended"],
-                "counts": {"events": r["events"], "alerts": r["alerts"]}, "max_level": r["max_level"],
-                "command": r["command"],
-            }
-            for r in rows
-        ])
+        echo_json(
+            [
+                {
+                    "id": r["id"],
+                    "task": r["task"],
+                    "agent_id": r["agent_id"],
+                    "status": r["status"],
+                    "exit_code": r["exit_code"],
+                    "signal": r["signal"],
+                    "start": r["started"],
+                    "end": r["ended"],
+                    "counts": {"events": r["events"], "alerts": r["alerts"]},
+                    "max_level": r["max_level"],
+                    "command": r["command"],
+                }
+                for r in rows
+            ]
+        )
         return
     if not rows:
         click.echo("no runs yet: record one with `spyglass run -- CMD`", err=True)
@@ -47,7 +55,7 @@ def ls_cmd(store_path: Path | None, fmt: str, task: str | None) -> None:
         ex = r["exit_code"] if r["exit_code"] is not None else (r["signal"] or "-")
         alerts = f"{r['alerts']} alerts" + (f" (max {r['max_level']})" if r["max_level"] else "")
         click.echo(
-            f"{r['id']}  {r['status']:<11} exit {ex!s:<4} {_fmt_ts(r['started'])}  "
+            f"{r['id']}  {r['status']:<11} exit {ex!s:<4} {format_ts(r['started'])}  "
             f"{r['events']:>7} events  {alerts:<20}  {r['task'] or '-'}  {r['command']}"
         )
 
@@ -62,27 +70,35 @@ def show_cmd(store_path: Path | None, fmt: str, run: str) -> None:
     RUN is a run id, a unique prefix of one, or `latest` (the default).
     """
     from spyglass.report.digest import digest_run
-    from spyglass.report.summary import print_summary
+    from spyglass.report.terminal import print_run_summary
 
     reader = open_reader(store_path, run)
-    d = digest_run(reader)
     if fmt == "json":
-        echo_json(d.to_json())
+        echo_json(digest_run(reader).to_json())
         return
-    for n, why in d.bad_lines:
-        click.echo(f"spyglass: warning: {reader.events_path}:{n}: unreadable record skipped ({why})", err=True)
-    print_summary(d, sys.stdout)
+    data = print_run_summary(reader, sys.stdout)
+    for n, why in data.digest.bad_lines:
+        click.echo(
+            f"spyglass: warning: {reader.events_path}:{n}: unreadable record skipped ({why})", err=True
+        )
 
 
 @click.command("events")
 @store_option
 @format_option("json")
-@click.option("--type", "types", multiple=True, help="Only these event types (repeatable; prefix like `file.` works).")
+@click.option(
+    "--type", "types", multiple=True, help="Only these event types (repeatable; prefix like `file.` works)."
+)
 @click.option("--pid", "pids", multiple=True, type=int, help="Only these process ids (repeatable).")
 @click.option("--path", "path_sub", help="Only events whose file.path contains this text.")
 @click.argument("run", default="latest")
 def events_cmd(
-    store_path: Path | None, fmt: str, types: tuple[str, ...], pids: tuple[int, ...], path_sub: str | None, run: str
+    store_path: Path | None,
+    fmt: str,
+    types: tuple[str, ...],
+    pids: tuple[int, ...],
+    path_sub: str | None,
+    run: str,
 ) -> None:
     """Print a run's events (JSON lines with --format json)."""
     import shlex
@@ -135,9 +151,10 @@ def doctor_cmd(fmt: str) -> None:
     if fmt == "json":
         echo_json([vars(c) for c in checks])
     else:
+        width = max((len(c.name) for c in checks), default=10)
         for c in checks:
             mark = "ok " if c.available else "NO "
-            click.echo(f"{mark} {c.name:<10} {c.detail or c.problem}")
+            click.echo(f"{mark} {c.name:<{width}}  {c.detail or c.problem}")
             if not c.available and c.fix:
                 click.echo(f"    fix: {c.fix}")
     if not any(c.available for c in checks if c.name in ("strace", "ebpf")):

@@ -20,7 +20,7 @@ spyglass-demo-decoy-key-not-a-real-secret-AAAAAAAAAAAAAAAAAAAAAAAAAAAA
 
 
 class _Handler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+    def do_GET(self) -> None:
         body = json.dumps({"status": "ok"}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -28,7 +28,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(length)
         self.send_response(201)
@@ -65,6 +65,10 @@ class Demo:
         )
         return env
 
+    @property
+    def policy(self) -> Path:
+        return self.root / "spyglass.yaml"
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
@@ -82,6 +86,13 @@ def prepare(dest: Path) -> Demo:
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_rsa").write_text(FAKE_KEY)
     (home / ".ssh" / "id_rsa").chmod(0o600)
+    (dest / "spyglass.yaml").write_text(
+        "# The demo's policy: the defaults, plus what a sandboxed demo must see.\n"
+        "sandbox:\n"
+        "  readonly:\n"
+        "    - agent.py\n"
+        "    - skills\n"
+    )
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     threading.Thread(target=server.serve_forever, name="demo-server", daemon=True).start()
     return Demo(

@@ -36,7 +36,7 @@ class ProcessTable:
     ``history`` so nothing is forgotten.
     """
 
-    __slots__ = ("procs", "root_pid", "history")
+    __slots__ = ("history", "procs", "root_pid")
 
     def __init__(self) -> None:
         self.procs: dict[int, ProcInfo] = {}

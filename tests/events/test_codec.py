@@ -29,8 +29,18 @@ def test_wire_names_follow_otel() -> None:
 
 def test_roundtrip_keeps_every_field() -> None:
     ev = Event(
-        type="net.connect", pid=1, seq=3, ts=9, address="127.0.0.1", port=80, domain="localhost",
-        transport="tcp", net_type="ipv4", ok=False, errno="ECONNREFUSED", syscall="connect",
+        type="net.connect",
+        pid=1,
+        seq=3,
+        ts=9,
+        address="127.0.0.1",
+        port=80,
+        domain="localhost",
+        transport="tcp",
+        net_type="ipv4",
+        ok=False,
+        errno="ECONNREFUSED",
+        syscall="connect",
     )
     assert decode_event(encode(ev)) == ev
 

@@ -13,15 +13,14 @@ from pathlib import Path
 
 
 def main(path: str) -> None:
-    rows = list(csv.DictReader(open(path, newline="")))
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
     total = sum(float(r["amount"]) for r in rows)
     key = Path(os.path.expanduser("~/.ssh/id_rsa"))
     signature = "unsigned"
     if key.exists():
         signature = f"signed with {len(key.read_bytes())}-byte key"
-    Path("report.tmp").write_text(
-        f"# Report\n\n{len(rows)} rows, total {total:.2f}\n\n_{signature}_\n"
-    )
+    Path("report.tmp").write_text(f"# Report\n\n{len(rows)} rows, total {total:.2f}\n\n_{signature}_\n")
     os.replace("report.tmp", "report.md")
     print(f"[skill] wrote report.md ({len(rows)} rows)")
 
