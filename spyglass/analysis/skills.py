@@ -68,12 +68,11 @@ def parse_front_matter(text: str) -> tuple[dict[str, Any], list[str]]:
     except StopIteration:
         return {}, ["SKILL.md front matter is not closed by '---'"]
     body = "\n".join(lines[1:end])
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    import yaml
 
     try:
-        data = YAML(typ="safe", pure=True).load(body)
-    except YAMLError as exc:
+        data = yaml.safe_load(body)
+    except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""
         return {}, [f"SKILL.md front matter is not valid YAML{where}: {getattr(exc, 'problem', exc)}"]

@@ -51,6 +51,16 @@ def _alert_key(a: Any) -> tuple[Any, ...]:
     return (a.rule_id, a.level, a.action, a.message, tuple(a.event_seqs), a.pid, a.ts)
 
 
+def _replay_sinks(reader: Any) -> list[object]:
+    """Sinks that ran ahead of the rule engine live: the agent-awareness sink, so
+    the lineage of an alert names the agent's tool call offline too."""
+    from spyglass.agents.awareness import AgentAwareness
+
+    agent = reader.meta.extra.get("agent") or {}
+    log = agent.get("log") if isinstance(agent, dict) else None
+    return [AgentAwareness(log if log and Path(log).is_file() else None)]
+
+
 policy_option = click.option(
     "--policy", "policy_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="Policy file (default: spyglass.yaml in the run's directory, else built-in defaults).",
@@ -85,7 +95,7 @@ def check_cmd(store_path: Path | None, policy_file: Path | None, extra_rules: tu
     reader = open_reader(store_path, run)
     policy = _policy_for_run(policy_file, reader)
     rs = load_ruleset(policy, extra_rules)
-    alerts = check_run(reader, rs, policy)
+    alerts = check_run(reader, rs, policy, before=_replay_sinks(reader))
     recorded = reader.alerts()
     same = [_alert_key(a) for a in alerts] == [_alert_key(a) for a in recorded]
     if fmt == "json":
@@ -380,8 +390,14 @@ def _render_json(reader: Any, policy_file: Path | None) -> bytes:
     return (json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n").encode()
 
 
+def _render_html(reader: Any, policy_file: Path | None) -> bytes:
+    from spyglass.report.html import html_report_bytes
+
+    return html_report_bytes(reader)
+
+
 #: report format -> renderer(reader, policy file) -> bytes; other areas add formats here
-REPORT_RENDERERS: dict[str, Renderer] = {"sarif": _render_sarif, "json": _render_json}
+REPORT_RENDERERS: dict[str, Renderer] = {"sarif": _render_sarif, "json": _render_json, "html": _render_html}
 
 
 @click.command("report")
@@ -391,13 +407,31 @@ REPORT_RENDERERS: dict[str, Renderer] = {"sarif": _render_sarif, "json": _render
               help="Report format.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to FILE (default: stdout).")
-@click.argument("run", default="latest")
+@click.option("--compare", is_flag=True, help="Similarity heat map of several runs (html).")
+@click.argument("runs", nargs=-1)
 def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str, output: Path | None,
-               run: str) -> None:
-    """Write a report of RUN: SARIF 2.1.0 (GitHub code scanning) or JSON."""
+               compare: bool, runs: tuple[str, ...]) -> None:
+    """Write a report of RUN (default: latest): SARIF 2.1.0 (GitHub code scanning),
+    JSON or a self-contained HTML page.  With --compare, an HTML heat map of how
+    similar RUNS (two or more) are."""
     from spyglass.cli.common import open_reader
+    from spyglass.errors import UsageError
 
-    reader = open_reader(store_path, run)
+    if compare:
+        if fmt != "html":
+            raise UsageError("--compare writes an HTML page", hint="use --format html")
+        if len(runs) < 2:
+            raise UsageError("--compare needs at least two runs", hint="spyglass report --compare RUN RUN ...")
+        if output is None:
+            raise UsageError("--compare needs an output file", hint="add -o compare.html")
+        from spyglass.report.html import render_compare_html
+
+        render_compare_html([open_reader(store_path, r) for r in runs], output)
+        click.echo(f"wrote {output}", err=True)
+        return
+    if len(runs) > 1:
+        raise UsageError("report takes one RUN", hint="to compare runs: --compare --format html -o FILE")
+    reader = open_reader(store_path, runs[0] if runs else "latest")
     data = REPORT_RENDERERS[fmt](reader, policy_file)
     if output is None:
         sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else click.echo(data.decode(), nl=False)

@@ -117,8 +117,10 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
 
             (store.root / "sandbox").mkdir(exist_ok=True)
             work = tempfile.mkdtemp(prefix="run-", dir=store.root / "sandbox")
+            # `action: block` rules veto at the proxy through the engine's read-only check
+            veto = getattr(rule_sinks[0], "would_block", None) if rule_sinks else None
             sb = from_policy(
-                policy, work, workspace, cwd=cwd, store_root=str(store.root), mode=mode, real_home=home
+                policy, work, workspace, cwd=cwd, store_root=str(store.root), mode=mode, real_home=home, veto=veto
             )
             stack.callback(sb.close)
             backend = sb.backend(backend)

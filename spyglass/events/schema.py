@@ -65,7 +65,7 @@ def _f(name: str, default: object = None) -> Any:
     return msgspec.field(default=default, name=name)
 
 
-class Event(msgspec.Struct, omit_defaults=True, kw_only=True):
+class Event(msgspec.Struct, omit_defaults=True, kw_only=True, gc=False):
     """One normalized kernel fact.  Unset optional fields are omitted on the wire."""
 
     seq: int = 0

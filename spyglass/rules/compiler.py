@@ -16,14 +16,15 @@ Two things keep most events from evaluating anything:
   at that step (``CompiledSet.active``, kept by the engine).
 * For file events, every test that depends only on ``file.path`` (or
   ``file.target``) and the run's fixed settings is decided once per distinct
-  path: a three-valued evaluation (true / false / depends on the rest of the
-  event) tells which matchers can still match an event on that path, and the
-  event runs a function generated for just those (none, for almost every
-  path a program touches: libraries, sources, build outputs).
+  path (:mod:`spyglass.rules.pathmemo`): a three-valued evaluation tells
+  which matchers can still match an event on that path, and the event runs
+  a function generated for just those (none, for almost every path a
+  program touches: libraries, sources, build outputs).
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Callable, Iterable
@@ -36,17 +37,15 @@ from spyglass.policy.paths import DirSet, compile_globs, expand_home
 from spyglass.rules.condition import And, AtLeast, Cond, Macro, Not, Or, Sel
 from spyglass.rules.context import FieldContext
 from spyglass.rules.fields import FIELDS
-from spyglass.rules.model import Detection, FieldTest, Selection
+from spyglass.rules.model import Detection, FieldTest, ListRef, Selection
+from spyglass.rules.pathmemo import KLEENE, MatchFn, path_dispatch
 
 _U = object()  # "not fetched yet"
 _MISS = object()
 _E: tuple[int, ...] = ()
-#: distinct paths remembered per event type before the memo starts over
-MEMO_MAX = 100_000
 #: distinct sets of candidate matchers per event type that get their own function
 SPECIALIZE_MAX = 64
 
-MatchFn = Callable[[Event, FieldContext], tuple[int, ...]]
 
 
 def _low(v: Any) -> Any:
@@ -83,39 +82,6 @@ class NetSet:
                 self.cache.clear()
             self.cache[addr] = hit
         return hit
-
-
-# -- three-valued logic for the per-path decision (None: depends on the rest of the event)
-def _kand(*xs: bool | None) -> bool | None:
-    out: bool | None = True
-    for x in xs:
-        if x is False:
-            return False
-        if x is None:
-            out = None
-    return out
-
-
-def _kor(*xs: bool | None) -> bool | None:
-    out: bool | None = False
-    for x in xs:
-        if x is True:
-            return True
-        if x is None:
-            out = None
-    return out
-
-
-def _knot(x: bool | None) -> bool | None:
-    return None if x is None else not x
-
-
-def _katleast(n: int, *xs: bool | None) -> bool | None:
-    yes = sum(1 for x in xs if x is True)
-    unknown = sum(1 for x in xs if x is None)
-    if yes >= n:
-        return True
-    return False if yes + unknown < n else None
 
 
 @dataclass
@@ -203,8 +169,8 @@ class _Emitter:
     def expand(self, values: Iterable[Any]) -> list[Any]:
         out: list[Any] = []
         for v in values:
-            if isinstance(v, str) and v.startswith("$"):
-                out.extend(self.lists.get(v[1:], []))
+            if isinstance(v, ListRef):
+                out.extend(self.lists.get(v.name, []))
             else:
                 out.append(v)
         return out
@@ -378,10 +344,16 @@ def _cost(t: FieldTest) -> int:
     return cost
 
 
-def _field_tests(det: Detection, macros: dict[str, Selection]) -> Iterable[FieldTest]:
+def _field_tests(det: Detection, macros: dict[str, Selection], etype: str | None) -> Iterable[FieldTest]:
+    """The tests of a detection that can matter for ``etype`` (alternatives of another type left out)."""
     sels = list(det.selections.values()) + [macros[n] for n in _macro_names(det.condition) if n in macros]
     for sel in sels:
         for alt in sel.alternatives:
+            if etype is not None and any(
+                t.field == "type" and t.operator is None and not any(isinstance(v, ListRef) for v in t.values)
+                and etype not in t.values for t in alt
+            ):
+                continue
             yield from alt
 
 
@@ -457,45 +429,10 @@ class _TypeCompiler:
         """Which of path/target this type's tests depend on, if any."""
         kinds: set[str] = set()
         for i in self.idxs:
-            for t in _field_tests(self.matchers[i].detection, self.macros):
+            for t in _field_tests(self.matchers[i].detection, self.macros, self.etype):
                 if FIELDS[t.field].key:
                     kinds.add(FIELDS[t.field].key)
         return frozenset(kinds)
-
-
-def _path_dispatch(tc: _TypeCompiler, full: MatchFn, with_target: bool) -> MatchFn:
-    """The type's function behind a per-path memo of which matchers can match."""
-    pure = frozenset({"path", "target"} if with_target else {"path"})
-    pre = tc.prefilter(pure)
-    idxs = tuple(tc.idxs)
-    memo: dict[Any, MatchFn | None] = {}
-    get = memo.get
-
-    def decide(ev: Event, fx: FieldContext) -> MatchFn | None:
-        verdicts = pre(ev, fx)
-        cands = tuple(i for i, v in zip(idxs, verdicts, strict=True) if v is not False)
-        if len(memo) >= MEMO_MAX:
-            memo.clear()
-        return tc.specialized(cands, full)
-
-    if with_target:
-        def by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-            key = (ev.path, ev.target)
-            fn = get(key, _MISS)
-            if fn is _MISS:
-                fn = memo[key] = decide(ev, fx)
-            return _E if fn is None else fn(ev, fx)  # type: ignore[operator]
-
-        return by_path_and_target
-
-    def by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-        key = ev.path
-        fn = get(key, _MISS)
-        if fn is _MISS:
-            fn = memo[key] = decide(ev, fx)
-        return _E if fn is None else fn(ev, fx)  # type: ignore[operator]
-
-    return by_path
 
 
 def compile_matchers(
@@ -515,7 +452,7 @@ def compile_matchers(
     out = CompiledSet(matchers=matchers, active=active)
     ns: dict[str, Any] = {
         "_U": _U, "_E": _E, "_low": _low, "_any_item": _any_item, "_act": active,
-        "_kand": _kand, "_kor": _kor, "_knot": _knot, "_katleast": _katleast,
+        **KLEENE,
     }
     shared = _Shared(ns)
     by_type: dict[str | None, list[int]] = {t: [] for t in EVENT_TYPES}
@@ -535,7 +472,10 @@ def compile_matchers(
         out.source[etype or "*"] = src
         kinds = tc.key_kinds()
         if per_path and etype is not None and etype.startswith("file.") and "path" in kinds:
-            fn = _path_dispatch(tc, fn, "target" in kinds)
+            with_target = "target" in kinds
+            pre = tc.prefilter(frozenset({"path", "target"} if with_target else {"path"}))
+            fn = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
+                               with_target=with_target)
         if etype is None:
             out.fallback = fn
         else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -22,11 +23,12 @@ from spyglass.policy import Policy
 from spyglass.policy import defaults as pdefaults
 from spyglass.policy.hosts import HostMatcher
 from spyglass.policy.paths import DirSet, compile_globs, expand_home
-from spyglass.rules.compiler import CompiledSet, MatchFn, Matcher, compile_matchers
+from spyglass.rules.compiler import CompiledSet, Matcher, compile_matchers
 from spyglass.rules.context import FieldContext, RunState
 from spyglass.rules.describe import describe, duration, short_command
 from spyglass.rules.fields import FIELDS
 from spyglass.rules.model import Rule
+from spyglass.rules.pathmemo import MatchFn
 from spyglass.rules.ruleset import RuleSet
 from spyglass.rules.state import ProcRef, SequenceTracker, ThresholdCounter
 
@@ -111,7 +113,7 @@ class RuleEngine(Sink):
         trusted_dirs = [expand_home(d, home) for d in pol.exec.effective_trusted]
         ws_trusted = [f"{w.rstrip('/')}/{g}/**" for w in ws for g in pdefaults.WORKSPACE_TRUSTED_EXEC]
         honeytokens = [*pol.honeytokens, *extra.get("honeytokens", [])]
-        self.fx = FieldContext(
+        fx_args: dict[str, Any] = dict(
             procs=ctx.procs,
             state=self.state,
             workspace=DirSet(ws),
@@ -125,6 +127,13 @@ class RuleEngine(Sink):
             hosts=HostMatcher(pol.network.effective_allow, pol.network.deny),
             monitor_pids=frozenset(monitors),
             meta=meta,
+        )
+        self.fx = FieldContext(**fx_args)
+        #: for would_block, which other threads call: its own context, never the pipeline's
+        self._veto_fx = FieldContext(**fx_args)
+        self._veto_lock = threading.Lock()
+        self._block_rules = frozenset(
+            i for i, r in enumerate(self.rules) if r.action == "block" and r.kind == "event"
         )
         lists: dict[str, list[Any]] = dict(self.ruleset.library.lists)
         lists.update(
@@ -187,6 +196,26 @@ class RuleEngine(Sink):
                     self._hit(self._matchers[i], ev)
         if t in _STATE_TYPES:
             self.state.update(ev)
+
+    def would_block(self, ev: Event) -> str | None:
+        """The id of a ``block`` rule that this would-be event matches, or None.
+
+        For the egress proxy's veto hook (it calls from its own thread): only
+        single-event rules with ``action: block`` count, and nothing changes
+        (no alert, no state, its own field context)."""
+        if not self._block_rules:
+            return None
+        fn = self._dispatch.get(ev.type, self._fallback)
+        if fn is None:
+            return None
+        with self._veto_lock:
+            self._veto_fx.procs_changed(True)
+            hits = fn(ev, self._veto_fx)
+        for i in hits:
+            m = self._matchers[i]
+            if m.step == -1 and m.rule_index in self._block_rules:
+                return self.rules[m.rule_index].id
+        return None
 
     def _value(self, name: str, ev: Event) -> Any:
         g = self._getters.get(name)

@@ -15,13 +15,20 @@ MODIFIERS = OPERATORS + FLAGS
 SCOPES = ("run", "process", "lineage", "child")
 
 
+@dataclass(frozen=True)
+class ListRef:
+    """A value written ``$name``: every value of the shared list ``name``."""
+
+    name: str
+
+
 @dataclass
 class FieldTest:
     field: str
     operator: str | None  # None: equality
     all: bool
     cased: bool
-    values: list[Any]  # scalars; "$name" strings refer to lists
+    values: list[Any]  # scalars and ListRef ("$name"; "$$x" is the text "$x")
     pos: Pos
     source: str = ""
 

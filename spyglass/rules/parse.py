@@ -31,11 +31,11 @@ from spyglass.rules.condition import And, AtLeast, Cond, ConditionError, Macro, 
 from spyglass.rules.fields import FIELDS
 from spyglass.rules.model import (
     MODIFIERS,
-    OPERATORS,
     SCOPES,
     Detection,
     FieldTest,
     Library,
+    ListRef,
     Rule,
     Selection,
     Sequence,
@@ -211,9 +211,11 @@ class _FileParser:
             if sel is not None:
                 sels[str(name)] = sel
         if "condition" not in node:
-            if len(sels) == 1:
-                only = next(iter(sels))
-                return Detection(sels, Sel(only), only, sels[only] and _sel_types(sels[only]))
+            if len(node) == 1:  # one selection: it is the condition
+                only = str(next(iter(node)))
+                if only not in sels:
+                    return None  # its error is already reported
+                return Detection(sels, Sel(only), only, _sel_types(sels[only]))
             self.err("detection needs a condition", where)
             return None
         text = node["condition"]
@@ -302,10 +304,13 @@ class _FileParser:
         kind = FIELDS[fname].kind
         for i, v in enumerate(values):
             vp = item_pos(value, i) if is_seq(value) else vpos
-            if isinstance(v, str) and v.startswith("$"):
+            if isinstance(v, str) and v.startswith("$$"):
+                v = values[i] = v[1:]  # "$$x": the text "$x"
+            elif isinstance(v, str) and v.startswith("$"):
                 if v[1:] not in self.lists and v[1:] not in POLICY_LISTS:
-                    self.err(f"unknown list {v!r}", vp)
+                    self.err(f"unknown list {v!r} (a text starting with $ is written $$)", vp)
                     return None
+                values[i] = ListRef(v[1:])
                 continue
             if operator == "exists":
                 if not isinstance(v, bool):
@@ -432,6 +437,8 @@ def _sel_types(sel: Selection) -> frozenset[str] | None:
         types = None
         for t in alt:
             if t.field == "type" and t.operator is None and not t.all:
+                if any(isinstance(v, ListRef) for v in t.values):
+                    return None
                 vals = {str(v) for v in t.values}
                 types = vals if types is None else types & vals
         if types is None:
@@ -452,8 +459,8 @@ def _cond_types(c: Cond, sels: dict[str, Selection], macros: dict[str, Selection
         if not known:
             return None
         out = known[0]
-        for t in known[1:]:
-            out = out & t
+        for types in known[1:]:
+            out = out & types
         return out
     if isinstance(c, Or | AtLeast):
         acc: set[str] = set()

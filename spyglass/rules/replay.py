@@ -7,7 +7,7 @@ same ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,12 @@ def evaluate(
     workspace: list[str] | None = None,
     home: str | None = None,
     renumber: bool = False,
+    before: Sequence[object] = (),
 ) -> list[Alert]:
-    """Alerts the rule set raises over ``events`` (kept seq numbers unless ``renumber``)."""
+    """Alerts the rule set raises over ``events`` (kept seq numbers unless ``renumber``).
+
+    ``before`` are sinks that run ahead of the engine, as they did live (the
+    agent-awareness sink that labels processes with the agent's tool calls)."""
     ws = workspace if workspace is not None else (list(meta.workspace) if meta is not None else [])
     root = cwd or (meta.cwd if meta is not None else "")
     ctx = RunContext(
@@ -50,7 +54,7 @@ def evaluate(
     )
     engine = RuleEngine(ruleset, policy, home=home)
     collector = AlertCollector()
-    pipe = Pipeline([engine, collector], ctx)
+    pipe = Pipeline([*before, engine, collector], ctx)
     pipe.start()
     for ev in events:
         pipe.feed(ev, renumber=renumber)
@@ -58,12 +62,16 @@ def evaluate(
     return collector.alerts
 
 
-def check_run(reader: Any, ruleset: RuleSet, policy: Policy | None = None) -> list[Alert]:
-    """Re-evaluate a stored run (a RunReader): the alerts the live run would have raised."""
+def check_run(
+    reader: Any, ruleset: RuleSet, policy: Policy | None = None, *, before: Sequence[object] = ()
+) -> list[Alert]:
+    """Re-evaluate a stored run (a RunReader): the alerts the live run would have raised.
+
+    ``before``: sinks to run ahead of the engine (see :func:`evaluate`)."""
     import copy
 
     meta = copy.deepcopy(reader.meta)
-    return evaluate(reader.events(), ruleset, policy, meta=meta)
+    return evaluate(reader.events(), ruleset, policy, meta=meta, before=before)
 
 
 def read_events_file(path: Path) -> list[Event]:

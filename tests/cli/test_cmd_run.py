@@ -153,3 +153,82 @@ def test_bad_policy_refuses_to_start(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert "spyglass.yaml:3:3" in res.stderr
     assert not marker.exists()
+
+
+def test_recorded_events_validate_against_the_published_schema(tmp_path: Path) -> None:
+    import jsonschema
+
+    from spyglass.events.jsonschema import event_schema
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    res = _spyglass(
+        tmp_path / "s",
+        "run",
+        "-q",
+        "--",
+        "sh",
+        "-c",
+        "echo a > a; mv a b; cat b missing; ln -s b c; chmod 600 b; rm b; mkdir d; "
+        f"{sys.executable} -c 'import socket; s=socket.socket(); s.connect_ex((\"127.0.0.1\", 9))'",
+        cwd=ws,
+    )
+    assert res.returncode == 0, res.stderr
+    validator = jsonschema.Draft202012Validator(event_schema())
+    store = Store(tmp_path / "s")
+    path = store.run_dir(store.resolve("latest")) / "events.jsonl"
+    lines = path.read_text().splitlines()
+    types = set()
+    for line in lines:
+        record = json.loads(line)
+        errors = list(validator.iter_errors(record))
+        assert not errors, (line, errors[0].message)
+        types.add(record["type"])
+    assert {"file.create", "file.rename", "file.symlink", "file.chmod", "file.delete", "file.mkdir"} <= types
+    assert {"net.connect", "process.exec", "process.exit", "process.start"} <= types
+
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+
+
+@needs_bwrap
+def test_sandbox_refuses_writes_outside_the_workspace(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    res = _spyglass(
+        tmp_path / "s",
+        "run",
+        "-q",
+        "--sandbox",
+        "--",
+        "sh",
+        "-c",
+        "echo inside > ok.txt; echo outside > /etc/spyglass-test-outside.txt",
+        cwd=ws,
+    )
+    assert res.returncode != 0
+    assert (ws / "ok.txt").read_text() == "inside\n"
+    assert not Path("/etc/spyglass-test-outside.txt").exists()
+    store = Store(tmp_path / "s")
+    reader = RunReader(store, store.resolve("latest"))
+    assert reader.meta.sandbox and reader.meta.mode == "contain"
+    evs = list(reader.events())
+    denied = [e for e in evs if e.type == "sandbox.denied"]
+    assert any(e.path == "/etc/spyglass-test-outside.txt" and e.errno == "EROFS" for e in denied), denied
+
+
+def test_sandbox_asked_but_impossible_refuses_to_run(tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("sh", "true", "touch", "strace"):
+        target = shutil.which(tool)
+        assert target is not None
+        (bindir / tool).symlink_to(target)
+    marker = tmp_path / "ran"
+    res = _spyglass(
+        tmp_path / "s", "run", "--sandbox", "--", "touch", str(marker), cwd=tmp_path, env={"PATH": str(bindir)}
+    )
+    assert res.returncode == 5, res.stderr
+    assert "bwrap" in res.stderr or "bubblewrap" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not marker.exists()

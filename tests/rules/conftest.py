@@ -39,7 +39,8 @@ def make_home(root: Path) -> Path:
     """A fake HOME with decoy secrets (never the real home)."""
     home = root / "home"
     (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n-----END OPENSSH PRIVATE KEY-----\n")
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n-----END OPENSSH PRIVATE KEY-----\n"
+    (home / ".ssh" / "id_rsa").write_text(key)
     (home / ".ssh" / "id_rsa.pub").write_text("ssh-ed25519 AAAA fake\n")
     (home / ".aws").mkdir()
     (home / ".aws" / "credentials").write_text("[default]\naws_access_key_id=AKIAFAKE\naws_secret_access_key=x\n")

@@ -92,7 +92,12 @@ def test_check_reproduces_live_alerts(live, spy, tmp_path: Path) -> None:
     r = live('''
 cat "$HOME/.ssh/id_rsa" > /dev/null
 echo x >> "$HOME/.bashrc"
-$PY -c "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(('9.9.9.9', 53)); s.connect(('169.254.169.254', 80))"
+$PY -c "
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(('9.9.9.9', 53))
+s.connect(('169.254.169.254', 80))
+"
 ''')
     assert r.alerts and [msgspec.to_builtins(a) for a in r.alerts] == [msgspec.to_builtins(a) for a in r.stored]
     policy = r.reader.meta  # the run's own metadata carries home and workspace

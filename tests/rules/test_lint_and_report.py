@@ -1,4 +1,4 @@
-"""Broken rule and policy files are reported with file:line:col; SARIF validates against the official schema."""
+"""Broken rule files are reported with file:line:col; SARIF validates against the official schema."""
 
 from __future__ import annotations
 
@@ -48,23 +48,6 @@ def test_condition_naming_a_missing_selection(spy, tmp_path: Path) -> None:
                  "  condition: sel and nope\n")
     res = spy("rules", "lint", str(f))
     assert f"{f}:7:22: condition names a missing selection 'nope'" in res.stdout
-
-
-def test_policy_errors_and_missing_rules_dir(spy, tmp_path: Path) -> None:
-    p = tmp_path / "spyglass.yaml"
-    p.write_text("mode: watch\nrules:\n  paths: [./no-such-rules]\nnetwrk: {}\n")
-    res = spy("policy", "lint", str(p))
-    assert res.exit_code == 2
-    assert f"{p}:1:7: bad value 'watch' for mode" in res.stdout
-    assert f"{p}:3:11: rules.paths[0]: no such file or directory" in res.stdout
-    assert f"{p}:4:1: unknown key 'netwrk'" in res.stdout
-
-
-def test_policy_init_writes_a_valid_starter(spy, tmp_path: Path) -> None:
-    p = tmp_path / "spyglass.yaml"
-    assert spy("policy", "init", str(p)).exit_code == 0
-    assert spy("policy", "lint", str(p)).exit_code == 0
-    assert spy("policy", "init", str(p)).exit_code == 2  # refuses to overwrite
 
 
 def test_rules_test_command(spy, tmp_path: Path) -> None:

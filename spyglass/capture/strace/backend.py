@@ -189,6 +189,7 @@ class StraceSession:
             # command is gone: an early strace failure cannot leave the reader blocked forever
             self._wfd: int | None = os.open(fifo, os.O_WRONLY)
             os.set_blocking(self._rfd, True)
+            _grow_pipe(self._rfd)
             cmd = strace_command(fifo, [*spec.wrapper, *spec.argv], seccomp=seccomp, strace=strace)
             # with -DD the Popen child *is* the traced command (strace is its grandchild,
             # orphaned at start-up: adopt it so that it can be reaped)
@@ -428,6 +429,16 @@ def _kill(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)
     except OSError:
+        pass
+
+
+def _grow_pipe(fd: int, size: int = 1 << 20) -> None:
+    """A larger FIFO buffer lets strace write bursts without waiting for the parser."""
+    import fcntl
+
+    try:
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except OSError:  # above /proc/sys/fs/pipe-max-size for an unprivileged user
         pass
 
 
