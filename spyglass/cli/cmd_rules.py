@@ -313,11 +313,9 @@ def policy_show(policy_file: Path | None, fmt: str) -> None:
         echo_json(data)
         return
     click.echo(f"# policy: {policy.source or 'built-in defaults'}  (digest {policy.digest[:12]})")
-    from ruamel.yaml import YAML
+    import yaml
 
-    yaml = YAML()
-    yaml.default_flow_style = False
-    yaml.dump(_plain(data), sys.stdout)
+    yaml.safe_dump(_plain(data), sys.stdout, default_flow_style=False, sort_keys=False)
 
 
 def _plain(v: Any) -> Any:

@@ -44,9 +44,28 @@ def category(event_type: str) -> str:
     return "security"  # priv.change, sys.sensitive, sandbox.denied
 
 
+def _launcher_label(argv: list[str]) -> str | None:
+    """A short name for spyglass's own sandbox launcher processes (bwrap, the relay)."""
+    name = argv[0].rsplit("/", 1)[-1] if argv else ""
+    inner = argv[argv.index("--") + 1 :] if "--" in argv else []
+    if name == "bwrap" and "--unshare-net" in argv:
+        return "[sandbox: bwrap] " + _launcher_inner(inner)
+    if any(a.endswith("/spyglass/relay.py") for a in argv[:4]):
+        return "[sandbox: proxy relay] " + _launcher_inner(inner)
+    return None
+
+
+def _launcher_inner(inner: list[str]) -> str:
+    label = _launcher_label(inner)
+    return label if label is not None else shlex.join(inner)
+
+
 def command_text(argv: list[str] | None, exe: str | None = None, *, limit: int = 0) -> str:
-    """A shell-quoted command line; with ``limit``, shortened at a word boundary."""
-    text = shlex.join(argv) if argv else (exe or "?")
+    """A shell-quoted command line; with ``limit``, shortened at a word boundary.
+
+    The sandbox's own launchers (bwrap with its many mount options, the proxy
+    relay) are shown by name with the command they start."""
+    text = (_launcher_label(argv) or shlex.join(argv)) if argv else (exe or "?")
     return shorten(text, limit) if limit else text
 
 

@@ -43,9 +43,10 @@ class RunState:
             if ev.path:
                 self._add(ev.path)
         elif t in _LINK_TYPES:
-            for p in (ev.path, ev.target):
-                if p:
-                    self._add(p)
+            # the link is new; what it points at was not written by making it (exec events
+            # name the file a symlink resolves to, so a link to a dropped file is still caught)
+            if ev.path:
+                self._add(ev.path)
         elif t == "file.rename":
             if ev.path:
                 self.written.discard(ev.path)

@@ -53,7 +53,7 @@ def _display(path: Path) -> str:
         rel = os.path.relpath(path)
     except ValueError:
         return str(path)
-    return rel if not rel.startswith("../..") else str(path)
+    return rel if not rel.startswith("..") else str(path)  # relative only inside the working directory
 
 
 def parse_files(paths: Sequence[Path], *, pack: bool = True) -> tuple[RuleSet, list[SourceError]]:

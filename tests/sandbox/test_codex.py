@@ -81,6 +81,7 @@ def test_codex_starts_reads_its_config_and_runs_a_command(tmp_path: Path, codex:
             tmp_path,
             f"OPENAI_API_KEY=sandbox-test {codex} exec --skip-git-repo-check 'write it' >codex.log 2>&1",
             pass_home=["~/.codex"],
+            readonly=[str(AGENTS)],  # the installed CLI, wherever the checkout is (even under /tmp)
             allow=["model.test", "127.0.0.0/8"],  # the stub listens on loopback
             resolve_extra={"model.test:80": ("127.0.0.1", stub.port)},
             rules=False,

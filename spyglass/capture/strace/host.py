@@ -74,12 +74,13 @@ def realpath_in_root(root: str, path: str) -> str | None:
 
 
 def realpath_dir(pid: int, abs_dir: str) -> str:
-    """Resolve symlinks in a directory path of live process ``pid``; identity if it is gone."""
+    """Resolve symlinks in a path as live process ``pid`` sees it; once it is gone, as the
+    host sees it (the same file system unless the process ran in a mount namespace)."""
     root = f"/proc/{pid}/root"
     try:
         os.stat(root)
     except OSError:
-        return abs_dir
+        root = "/"
     resolved = realpath_in_root(root, abs_dir)
     return resolved if resolved is not None else abs_dir
 

@@ -221,9 +221,7 @@ class StraceParser:
                 return True
             pc = _PID_CHANGED.search(body)
             if pc is not None:  # exec by a thread: it continues as the leader
-                self._pending[int(pc.group(1))] = _Pending(
-                    name, body[: pc.start()], ts, tid, pid_changed=True
-                )
+                self._pending[int(pc.group(1))] = _Pending(name, body[: pc.start()], ts, tid, pid_changed=True)
                 return True
             if body.endswith(_DETACHED):
                 self._pending[tid] = _Pending(name, body[: -len(_DETACHED)], ts, tid)
@@ -293,9 +291,7 @@ class StraceParser:
                 parent = st.procs[st.leader_of[p.tid]]
                 return self._adopt(parent, tid, "CLONE_THREAD" in p.args, ts, p.name, out)
         # born before we looked: the root, or a process strace attached to
-        proc = Proc(
-            pid=tid, ppid=None, cwd=st.initial_cwd, ruid=st.uid, euid=st.uid, rgid=st.gid, egid=st.gid
-        )
+        proc = Proc(pid=tid, ppid=None, cwd=st.initial_cwd, ruid=st.uid, euid=st.uid, rgid=st.gid, egid=st.gid)
         if self.root_pid is None:
             self.root_pid = tid
         st.procs[tid] = proc
@@ -358,6 +354,13 @@ class StraceParser:
         exe = st.resolve(c, raw, dirfd)
         argv = [unquote(x) for x in _STRING.findall(argv_text)]
         ok = pid_changed or c.ok
+        typed: str | None = None
+        if ok and st.realpath_dir is not None and not exe.startswith("/proc/"):
+            # the kernel runs the file a symlink points at (a venv's python is a link to the
+            # interpreter): that file is the executable; the path as resolved lexically stays in raw_path
+            real = st.realpath_dir(c.proc.pid, exe)
+            if real and real != exe:
+                typed, exe = exe, real
         proc = c.proc
         if ok:
             proc.argv, proc.exe = argv, exe
@@ -367,6 +370,9 @@ class StraceParser:
             proc.threads.clear()
         rb: dict[str, str] | None = None
         exe_text, rb = to_text(exe, "process.executable.path", rb)
+        typed_text: str | None = None
+        if typed is not None:
+            typed_text, rb = to_text(typed, "file.raw_path", rb)
         cwd_text, rb = to_text(proc.cwd, "process.working_directory", rb)
         args_text: list[str] = []
         for i, arg in enumerate(argv):
@@ -382,6 +388,7 @@ class StraceParser:
                 ok=ok,
                 errno=None if ok else c.err,
                 exe=exe_text,
+                raw_path=typed_text,
                 argv=args_text,
                 cwd=cwd_text,
                 uid=proc.euid,
