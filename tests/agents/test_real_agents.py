@@ -197,7 +197,12 @@ def record_agent(root: Path, agent: str, injected: bool) -> Recorded:
         log_path=root / "stub-requests.jsonl",
     )
     policy = root / "spyglass.yaml"
-    policy.write_text(f'network:\n  builtin_allow: false\n  allow: ["127.0.0.1:{stub.port}"]\n')
+    # the agents are installed under the checkout, which may live under /tmp: trust that install
+    # as a user trusts the place they installed their agent to
+    policy.write_text(
+        f'network:\n  builtin_allow: false\n  allow: ["127.0.0.1:{stub.port}"]\n'
+        f'exec:\n  trusted: ["{AGENTS}"]\n'
+    )
     store = root / "store"
     try:
         if agent == "codex":
