@@ -7,17 +7,14 @@ as used when the run read or executed one of its files other than
 start-up, so that read alone proves nothing.  A skill that is nothing but a
 SKILL.md counts as used when it was read.
 
-Coverage comes from :mod:`spyglass.analysis.coverage` (imported here, lazily,
-so that evidence does not depend on analysis at import time); without it, a
-smaller built-in check over the same events is used.
+Coverage comes from :mod:`spyglass.analysis.coverage` (imported lazily, so
+that evidence does not load analysis until a gate asks for a skill).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spyglass.evidence.facts import RunFacts
@@ -37,58 +34,9 @@ class _SkillUse:
     touched: dict[str, list[str]] = field(default_factory=dict)  # rel -> verbs
 
 
-def _front_matter_name(skill_md: Path) -> str | None:
-    try:
-        text = skill_md.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    m = re.match(r"---\s*\n(.*?)\n(?:---|\.\.\.)\s*(?:\n|$)", text, re.S)
-    if not m:
-        return None
-    nm = re.search(r"^name:\s*['\"]?([^'\"\n]+?)['\"]?\s*$", m.group(1), re.M)
-    return nm.group(1).strip() if nm else None
+def _skill_uses(reader: RunReader) -> list[_SkillUse]:
+    from spyglass.analysis.coverage import coverage_run
 
-
-def _builtin_uses(reader: RunReader, facts: RunFacts) -> list[_SkillUse]:
-    out: list[_SkillUse] = []
-    for d in reader.meta.skills:
-        root = Path(d)
-        if root.name == SKILL_FILE:
-            root = root.parent
-        dirs = (
-            [root]
-            if (root / SKILL_FILE).is_file()
-            else sorted(p.parent for p in root.glob("*/" + SKILL_FILE))
-        )
-        for sd in dirs or [root]:
-            files = (
-                sorted(
-                    str(p.relative_to(sd))
-                    for p in sd.rglob("*")
-                    if p.is_file() and "__pycache__" not in p.parts and not p.name.startswith(".")
-                )
-                if sd.is_dir()
-                else []
-            )
-            name = _front_matter_name(sd / SKILL_FILE) or sd.name
-            use = _SkillUse(name, str(sd), files)
-            prefix = str(sd).rstrip("/") + "/"
-            for accesses in facts.skill_access.values():
-                for a in accesses:
-                    if a.path.startswith(prefix):
-                        verbs = use.touched.setdefault(a.path[len(prefix) :], [])
-                        verb = "executed" if a.how == "exec" else "read"
-                        if verb not in verbs:
-                            verbs.append(verb)
-            out.append(use)
-    return out
-
-
-def _analysis_uses(reader: RunReader) -> list[_SkillUse] | None:
-    try:
-        from spyglass.analysis.coverage import coverage_run
-    except ImportError:
-        return None
     out: list[_SkillUse] = []
     for cov in coverage_run(reader):
         out.append(
@@ -112,10 +60,7 @@ def skill_outcome(name: str, skill: str, reader: RunReader, facts: RunFacts) -> 
             evidence=ev,
             summary="the run recorded no skill directories (record with `run --skills DIR`)",
         )
-    uses = _analysis_uses(reader)
-    if uses is None:
-        uses = _builtin_uses(reader, facts)
-        ev.details.append("skill coverage analysis not available: built-in check used")
+    uses = _skill_uses(reader)
     match = [u for u in uses if u.name == skill or os.path.basename(u.dir.rstrip("/")) == skill]
     if not match:
         known = ", ".join(sorted({u.name for u in uses})) or "none"
