@@ -88,9 +88,11 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
         for p in stdlib.rglob("__pycache__"):
             shutil.rmtree(p, ignore_errors=True)
 
+    (base / "empty").mkdir()
     execs = 300 if quick else 1000
     noop = lambda: None  # noqa: E731
     return {
+        "true (start-up cost)": (["true"], base / "empty", noop),
         "untar": (["tar", "xf", str(tar_path), "-C", str(untar_dir)], base, reset_untar),
         "find": (["find", "/usr/lib", "-name", "*.so*"], base, noop),
         "git status x5": (["sh", "-c", "for i in 1 2 3 4 5; do git status -s >/dev/null; done"], repo, noop),
