@@ -157,12 +157,13 @@ def main() -> None:
         f"\nspyglass capture overhead, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
         f"median of {args.repeat}{' (quick)' if args.quick else ''}\n"
     )
-    print("| workload | bare s | strace/bare | spyglass/bare | spyglass/strace |")
-    print("|---|---:|---:|---:|---:|")
+    print("| workload | bare s | strace s | spyglass s | strace/bare | spyglass/bare | spyglass/strace |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, med in rows:
         print(
-            f"| {name} | {med['bare']:.3f} | {med['strace'] / med['bare']:.2f} | "
-            f"{med['spyglass'] / med['bare']:.2f} | {med['spyglass'] / med['strace']:.2f} |"
+            f"| {name} | {med['bare']:.3f} | {med['strace']:.3f} | {med['spyglass']:.3f} | "
+            f"{med['strace'] / med['bare']:.2f} | {med['spyglass'] / med['bare']:.2f} | "
+            f"{med['spyglass'] / med['strace']:.2f} |"
         )
     print(f"\nparser throughput: {rate:,.0f} strace lines/s ({len(lines):,} lines of an untar trace)")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,7 +35,3 @@ def spy(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
         return runner.invoke(cli, list(args), input=input, catch_exceptions=False)
 
     yield invoke
-
-
-needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")

@@ -1,6 +1,6 @@
 """Everything a report shows about one run, gathered in one streaming pass.
 
-The pass feeds the lead digest (counts, process table, files, hosts), the
+The pass feeds the run digest (counts, process table, files, hosts), the
 behaviour profile (when the analysis package is there), per-process and
 per-time-bucket counters, and picks a bounded set of events for the
 timeline: every event an alert points at with a few events either side, then
