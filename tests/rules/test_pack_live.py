@@ -304,4 +304,4 @@ os.execv('/proc/self/fd/%d' % fd, ['payload'])
 ''', extra_env={"MONPID": str(os.getpid())})
     _assert_fired(r, "evasion-io-uring", "evasion-history-tamper", "evasion-evidence-tamper",
                   "evasion-kill-monitor", "sys-kill-foreign", "evasion-memfd-then-exec",
-                  "evasion-memfd-create")
+                  "evasion-memfd-create", "evasion-memfd-exec")

@@ -96,7 +96,11 @@ def h_ptrace(st: TraceState, c: Call) -> Event | None:
 
 def h_memfd(st: TraceState, c: Call) -> Event | None:
     flags = c.arg(1)
-    detail = "memfd:" + unquote(c.arg(0))
+    name = unquote(c.arg(0))
+    detail = "memfd:" + name
+    if c.ok and c.ret is not None:
+        # the new descriptor names the memory file: an exec of /proc/self/fd/N then says so
+        c.proc.fds[c.ret] = f"/memfd:{name} (deleted)"
     if flags and flags != "0":
         detail += " " + flags
     return _sensitive(st, c, detail)

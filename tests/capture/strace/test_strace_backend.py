@@ -385,3 +385,28 @@ def test_kill_tree_from_a_signal_handler(tmp_path: Path) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
     assert reads > 0 and session.result().signal == "SIGKILL"
+
+
+def test_exec_of_a_memfd_names_the_memory_file(tmp_path: Path) -> None:
+    code = (
+        "import os\n"
+        "keep = open(__file__ if '__file__' in dir() else '/etc/hostname')\n"
+        "keep.close()\n"
+        "fd = os.memfd_create('payload', 0)\n"
+        "os.write(fd, open('/bin/true', 'rb').read())\n"
+        "os.execv(f'/proc/self/fd/{fd}', ['payload'])\n"
+    )
+    events, res = run(py(code), tmp_path)
+    assert res.exit_code == 0
+    execs = [e for e in events if e.type == "process.exec" and e.argv == ["payload"]]
+    assert [e.exe for e in execs] == ["/memfd:payload (deleted)"]
+
+
+def test_exec_through_a_symlink_names_the_file_it_points_at(tmp_path: Path) -> None:
+    link = tmp_path / "mytrue"
+    link.symlink_to("/bin/true")
+    events, res = run([str(link)], tmp_path)
+    assert res.exit_code == 0
+    (ex,) = [e for e in events if e.type == "process.exec"]
+    assert ex.exe == os.path.realpath("/bin/true")
+    assert ex.raw_path == str(link)
