@@ -24,21 +24,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from spyglass.report.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
 from spyglass.report.collect import collect_run  # noqa: E402
 from spyglass.report.html import render_html, render_html_text  # noqa: E402
 from spyglass.store import RunReader, Store  # noqa: E402
 
 EVENTS_PER_SCALE = 23  # events one repetition of the sample's skill script adds
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _sample_module() -> object:
@@ -53,14 +44,14 @@ def _browser_times(path: Path, repeat: int) -> tuple[float, float, int]:
     """(median ms until interactive from navigation start, median ms for load, DOM nodes)."""
     from playwright.sync_api import sync_playwright
 
-    exe = shutil.which("chromium")
+    exe = chromium_path()
     if exe is None:
         raise SystemExit("chromium is not installed: apt-get install chromium (or pass --no-browser)")
     ready: list[float] = []
     loaded: list[float] = []
     nodes = 0
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=exe, args=list(CHROMIUM_ARGS))
         errors: list[str] = []
         try:
             for _ in range(repeat):

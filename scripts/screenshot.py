@@ -23,18 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from spyglass.report.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
 from spyglass.store import RunReader, Store  # noqa: E402
-
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _sample_run(tmp: Path) -> RunReader:
@@ -58,36 +48,7 @@ def _demo_run(tmp: Path) -> RunReader:
     if proc.returncode != 0:
         raise SystemExit(f"spyglass demo failed (exit {proc.returncode}):\n{proc.stderr}\nTry --sample.")
     store = Store(store_dir)
-    reader = RunReader(store, store.resolve("latest"))
-    if reader.alerts():
-        return reader
-    return _with_offline_alerts(store, reader) or reader
-
-
-def _with_offline_alerts(store: Store, reader: RunReader) -> RunReader | None:
-    """The demo's events re-recorded with the alerts `spyglass check` finds in them
-    (while `spyglass demo` does not run the rule engine live)."""
-    import msgspec
-
-    from spyglass.pipeline import Pipeline, RunContext
-    from spyglass.policy import load_policy
-    from spyglass.rules.replay import check_run
-    from spyglass.rules.ruleset import load_ruleset
-    from spyglass.store import RunWriter, new_run_id
-
-    policy = load_policy(None, reader.meta.cwd)
-    alerts = check_run(reader, load_ruleset(policy), policy)
-    if not alerts:
-        return None
-    meta = msgspec.structs.replace(reader.meta, id=new_run_id(), status="running", counts={})
-    writer = RunWriter(store, meta)
-    pipe = Pipeline([writer], RunContext(run_id=meta.id, meta={"run": meta}))
-    for ev in reader.events():
-        pipe.feed(ev, renumber=False)
-    for a in alerts:
-        writer.alert(a)
-    writer.finish("complete", exit_code=reader.meta.exit_code)
-    return RunReader(store, meta.id)
+    return RunReader(store, store.resolve("latest"))
 
 
 def main() -> None:
@@ -102,21 +63,16 @@ def main() -> None:
 
     from spyglass.report.html import render_html
 
-    exe = shutil.which("chromium")
+    exe = chromium_path()
     if exe is None:
         raise SystemExit("chromium is not installed: apt-get install chromium")
     tmp = Path(tempfile.mkdtemp(prefix="spyglass-screenshot-"))
     try:
         reader = _sample_run(tmp) if args.sample else _demo_run(tmp)
-        if not reader.alerts():
-            print(
-                "note: the run has no alerts (is the rule engine wired into `spyglass demo`?)",
-                file=sys.stderr,
-            )
         report = render_html(reader, tmp / "report.html")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+            browser = pw.chromium.launch(executable_path=exe, args=list(CHROMIUM_ARGS))
             try:
                 page = browser.new_page(viewport={"width": args.width, "height": 900})
                 page.goto(report.resolve().as_uri())

@@ -13,29 +13,12 @@ from typing import Any
 
 import pytest
 
+from spyglass.report.browser import CHROMIUM_ARGS, chromium_path
 from spyglass.store import RunReader, Store
 
 HERE = Path(__file__).resolve().parent
 ARTIFACTS = HERE.parent.parent / "test-artifacts" / "report"
 
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def chromium_path() -> str | None:
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
 
 
 @dataclass
@@ -55,7 +38,7 @@ def open_page(url: str, width: int = 1280, height: int = 900) -> Iterator[tuple[
         raise RuntimeError("chromium is not installed (apt-get install chromium)")
     log = PageLog()
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=exe, args=list(CHROMIUM_ARGS))
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
             page.on("request", lambda r: log.requests.append(r.url))
@@ -102,60 +85,18 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
-def _demo_backend_works() -> bool:
-    if shutil.which("strace") is None:
-        return False
-    try:
-        import spyglass.capture.strace.backend  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _with_offline_alerts(store: Store, reader: RunReader) -> RunReader | None:
-    """The demo's events re-recorded with the alerts the rule pack raises over them
-    (for as long as `spyglass demo` does not run the rule engine live)."""
-    try:
-        from spyglass.pipeline import Pipeline, RunContext
-        from spyglass.policy import load_policy
-        from spyglass.rules.replay import check_run
-        from spyglass.rules.ruleset import load_ruleset
-        from spyglass.store import RunWriter, new_run_id
-
-        policy = load_policy(None, reader.meta.cwd)
-        alerts = check_run(reader, load_ruleset(policy), policy)
-    except Exception:
-        return None
-    if not alerts:
-        return None
-    import msgspec
-
-    meta = msgspec.structs.replace(reader.meta, id=new_run_id(), status="running", counts={})
-    writer = RunWriter(store, meta)
-    pipe = Pipeline([writer], RunContext(run_id=meta.id, meta={"run": meta}))
-    for ev in reader.events():
-        pipe.feed(ev, renumber=False)
-    for a in alerts:
-        writer.alert(a)
-    writer.finish("complete", exit_code=reader.meta.exit_code)
-    return RunReader(store, meta.id)
-
-
 @pytest.fixture
 def demo_run(tmp_path: Path, spy: Any, store_dir: Path) -> tuple[RunReader, str]:
-    """The bundled demo recorded live when the strace backend works here, else the sample run.
+    """The bundled demo recorded live (with its alerts) where strace is installed, else the sample run.
 
     Returns the reader and where the run came from ("demo" or "sample")."""
-    if _demo_backend_works():
+    if shutil.which("strace") is not None:
         res = spy("demo", "--dir", str(tmp_path / "demo"))
-        if res.exit_code == 0:
-            store = Store(store_dir)
-            reader = RunReader(store, store.resolve("latest"))
-            if reader.alerts():
-                return reader, "demo"
-            again = _with_offline_alerts(store, reader)
-            if again is not None:
-                return again, "demo"
+        assert res.exit_code == 0, res.output
+        store = Store(store_dir)
+        reader = RunReader(store, store.resolve("latest"))
+        assert reader.alerts(), "the demo raised no alert"
+        return reader, "demo"
     store = Store(tmp_path / "sample-store", create=True)
     rid = load_sample_module().build_sample_run(store, tmp_path / "sample")
     return RunReader(store, rid), "sample"
