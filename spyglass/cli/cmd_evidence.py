@@ -131,17 +131,6 @@ def _policy(policy_path: Path | None, cwd: str) -> Any:
     return load_policy(str(policy_path) if policy_path else None, cwd)
 
 
-def _test_patterns(policy: Any) -> list[str]:
-    from spyglass.evidence.testruns import DEFAULT_TEST_PATTERNS
-
-    configured = tuple(getattr(getattr(policy, "evidence", None), "test_patterns", ()) or ())
-    from spyglass.policy.defaults import DEFAULT_TEST_PATTERNS as POLICY_DEFAULT
-
-    if not configured or configured == tuple(POLICY_DEFAULT):
-        return list(dict.fromkeys([*configured, *DEFAULT_TEST_PATTERNS]))
-    return list(configured)
-
-
 @click.command("gate", help=_GATE_HELP)
 @store_option
 @format_option("json", "junit")
@@ -209,7 +198,7 @@ def gate_cmd(
     reqs = parse_requirements(texts)
     claims = load_claims(claims_path) if claims_path is not None else None
     opts = GateOptions(
-        test_patterns=[*_test_patterns(policy), *test_patterns],
+        test_patterns=[*policy.evidence.test_patterns, *test_patterns],
         edit_ignore=[*DEFAULT_EDIT_IGNORE, *ignore_edits],
         pubkey_raw=_pubkey_raw(pubkey),
     )

@@ -20,17 +20,10 @@ from pathlib import Path
 import msgspec
 
 from spyglass.evidence.ignore import GitIgnore, GlobSet
+from spyglass.policy.defaults import DEFAULT_MANIFEST_EXCLUDE
 
 #: excluded unless the caller (or the policy's ``evidence.manifest_exclude``) says otherwise
-DEFAULT_EXCLUDES: tuple[str, ...] = (
-    ".git/objects/**",
-    "**/__pycache__/**",
-    "**/.pytest_cache/**",
-    "**/.mypy_cache/**",
-    "**/.ruff_cache/**",
-    "**/node_modules/**",
-    ".spyglass/**",
-)
+DEFAULT_EXCLUDES: tuple[str, ...] = tuple(DEFAULT_MANIFEST_EXCLUDE)
 DEFAULT_MAX_FILES = 50_000
 DEFAULT_MAX_HASH_BYTES = 256 << 20
 #: how many pruned directories a manifest names one by one

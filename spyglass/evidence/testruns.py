@@ -32,26 +32,9 @@ import msgspec
 from spyglass.events import Event
 from spyglass.evidence.ignore import GlobSet
 from spyglass.evidence.writes import EDIT_TYPES, event_paths
+from spyglass.policy.defaults import DEFAULT_TEST_PATTERNS as POLICY_TEST_PATTERNS
 
-DEFAULT_TEST_PATTERNS: tuple[str, ...] = (
-    "pytest",
-    "py.test",
-    "python -m pytest",
-    "python -m unittest",
-    "npm test",
-    "npm run test",
-    "yarn test",
-    "pnpm test",
-    "go test",
-    "cargo test",
-    "make test",
-    "make check",
-    "tox",
-    "nox",
-    "mvn test",
-    "gradle test",
-    "ctest",
-)
+DEFAULT_TEST_PATTERNS: tuple[str, ...] = tuple(POLICY_TEST_PATTERNS)
 
 #: writes to these (relative to a workspace root) are never the agent's "last edit"
 DEFAULT_EDIT_IGNORE: tuple[str, ...] = (

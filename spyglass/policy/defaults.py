@@ -182,13 +182,33 @@ ALLOWED_HOSTS: Final = (
     "security.debian.org",
 )
 
-DEFAULT_MANIFEST_EXCLUDE: Final = (".git/objects/**", "node_modules/**")
+#: workspace paths left out of the before/after manifests (caches the tools themselves write)
+DEFAULT_MANIFEST_EXCLUDE: Final = (
+    ".git/objects/**",
+    "**/__pycache__/**",
+    "**/.pytest_cache/**",
+    "**/.mypy_cache/**",
+    "**/.ruff_cache/**",
+    "**/node_modules/**",
+    ".spyglass/**",
+)
+#: command lines recognised as test runs (evidence.test_patterns replaces this list)
 DEFAULT_TEST_PATTERNS: Final = (
     "pytest",
+    "py.test",
     "python -m pytest",
+    "python -m unittest",
     "npm test",
+    "npm run test",
+    "yarn test",
+    "pnpm test",
     "go test",
     "cargo test",
     "make test",
+    "make check",
     "tox",
+    "nox",
+    "mvn test",
+    "gradle test",
+    "ctest",
 )

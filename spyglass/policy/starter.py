@@ -55,10 +55,17 @@ sandbox:
 
 evidence:
   # sign_key: path/to/ed25519.key
-  manifest_exclude: [".git/objects/**", "node_modules/**"]
+  manifest_exclude:
+    - .git/objects/**
+    - "**/__pycache__/**"
+    - "**/.pytest_cache/**"
+    - "**/node_modules/**"
+    - .spyglass/**
   max_files: 50000
   max_diff_bytes: 262144
-  test_patterns: ["pytest", "python -m pytest", "npm test", "go test", "cargo test", "make test", "tox"]
+  # test_patterns replaces the built-in list (pytest, python -m pytest, npm test, go test,
+  # cargo test, make test, tox and more; `spyglass policy show` prints it)
+  # test_patterns: ["pytest", "npm test"]
 
 # Requirements checked by `spyglass gate`.
 gate:

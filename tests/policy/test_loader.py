@@ -30,7 +30,16 @@ def test_no_file_gives_the_safe_defaults(tmp_path: Path) -> None:
     assert p.rules.paths == () and p.rules.disable == () and p.rules.overrides == {}
     assert p.sandbox.pass_home == () and p.gate == () and p.analysis.grading_paths == ()
     assert p.evidence.sign_key is None and p.evidence.max_files == 50000 and p.evidence.max_diff_bytes == 262144
-    assert p.evidence.manifest_exclude == (".git/objects/**", "node_modules/**")
+    assert p.evidence.manifest_exclude == (
+        ".git/objects/**",
+        "**/__pycache__/**",
+        "**/.pytest_cache/**",
+        "**/.mypy_cache/**",
+        "**/.ruff_cache/**",
+        "**/node_modules/**",
+        ".spyglass/**",
+    )
+    assert "python -m pytest" in p.evidence.test_patterns and "cargo test" in p.evidence.test_patterns
     assert "pytest" in p.evidence.test_patterns
     assert p.digest == hashlib.sha256(b"spyglass-default-policy-v1").hexdigest()
 
@@ -64,7 +73,8 @@ def test_values_are_typed_and_paths_resolved(tmp_path: Path) -> None:
         "evidence: {sign_key: keys/k.pem, max_files: 10}\n"
         "gate: [tests-passed-after-last-edit]\n"
         "analysis: {grading_paths: ['tests/**']}\n",
-        "spyglass.yaml", base_dir=str(tmp_path),
+        "spyglass.yaml",
+        base_dir=str(tmp_path),
     )
     assert p.workspace == (str(tmp_path), str(tmp_path.parent / "other"))
     assert p.secret_globs[-1] == "~/.foo/**" and p.honeytokens == ("~/.config/decoy/token",)
@@ -113,14 +123,17 @@ def test_bad_values_are_all_reported_in_file_order(tmp_path: Path) -> None:
 def test_a_missing_rules_directory(tmp_path: Path) -> None:
     (tmp_path / "rules").mkdir()
     assert errors_of("rules:\n  paths: [./rules, ./nope]\n", tmp_path) == [
-        "spyglass.yaml:2:20: rules.paths[1]: no such file or directory: ./nope"]
+        "spyglass.yaml:2:20: rules.paths[1]: no such file or directory: ./nope"
+    ]
 
 
 def test_yaml_mistakes(tmp_path: Path) -> None:
     assert errors_of("mode: observe\n---\nmode: enforce\n", tmp_path) == [
-        "spyglass.yaml:3:1: a policy file holds one YAML document"]
+        "spyglass.yaml:3:1: a policy file holds one YAML document"
+    ]
     assert errors_of("- a\n- b\n", tmp_path) == [
-        "spyglass.yaml:1:1: a policy file is a mapping of keys (mode, workspace, ...)"]
+        "spyglass.yaml:1:1: a policy file is a mapping of keys (mode, workspace, ...)"
+    ]
     with pytest.raises(SourceError, match=r"duplicate key 'mode'") as exc:
         parse_policy("mode: observe\nmode: enforce\n", "spyglass.yaml", base_dir=str(tmp_path))
     assert (exc.value.line, exc.value.col) == (2, 1)
