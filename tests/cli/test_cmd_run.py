@@ -232,3 +232,26 @@ def test_sandbox_asked_but_impossible_refuses_to_run(tmp_path: Path) -> None:
     assert "bwrap" in res.stderr or "bubblewrap" in res.stderr
     assert "Traceback" not in res.stderr
     assert not marker.exists()
+
+
+def test_default_policy_leaves_interpreter_caches_out_of_the_workspace_diff(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "mod.py").write_text("X = 1\n")
+    res = _spyglass(
+        tmp_path / "s",
+        "run",
+        "-q",
+        "--",
+        sys.executable,
+        "-c",
+        "import sys; sys.dont_write_bytecode = False; import mod; open('out.txt', 'w').write('x')",
+        cwd=ws,
+        env={"PYTHONDONTWRITEBYTECODE": ""},
+    )
+    assert res.returncode == 0, res.stderr
+    assert list((ws / "__pycache__").glob("mod.*.pyc")), "the workload made no bytecode cache"
+    data = json.loads(_spyglass(tmp_path / "s", "changes", "latest", "--format", "json").stdout)
+    text = json.dumps(data)
+    assert "out.txt" in text
+    assert "__pycache__" not in text
