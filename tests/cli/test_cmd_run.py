@@ -89,7 +89,8 @@ def test_kill_9_of_the_monitor_leaves_an_incomplete_readable_run(tmp_path: Path)
         events_file: Path | None = None
         while time.monotonic() < deadline:
             runs = list((store / "runs").glob("*/events.jsonl")) if (store / "runs").exists() else []
-            if runs and b"second.txt" in runs[0].read_bytes():
+            # wait for the write itself (the command line that names the file comes first)
+            if runs and f'"file.path":"{ws / "second.txt"}"'.encode() in runs[0].read_bytes():
                 events_file = runs[0]
                 break
             time.sleep(0.1)
