@@ -143,6 +143,7 @@ def record(
         if on_started is not None:
             on_started(meta)
         monitors = meta.extra.setdefault("monitor_pids", [os.getpid()])
+        groups = meta.extra.setdefault("monitor_pgids", [os.getpgrp()])
         tracer_known = False
         with _Signals(session) as sig:
             for ev in session.events():
@@ -150,10 +151,13 @@ def record(
                     tracer = getattr(session, "tracer_pid", None)
                     if tracer is not None:
                         monitors.append(tracer)
+                        _add_group(groups, tracer)
                         tracer_known = True
                 pipeline.feed(ev)
         capture = session.result()
-        if sig.interrupted:
+        if capture.monitor_lost:
+            status = "monitor-lost"  # never "complete": the record stops while the run went on
+        elif sig.interrupted:
             status = "interrupted"
     except BaseException:
         pipeline.done()
@@ -176,3 +180,12 @@ def record(
         still_running=[{"pid": s.pid, "argv": s.argv} for s in capture.still_running],
     )
     return RunOutcome(meta=meta, capture=capture, sink_errors=pipeline.errors)
+
+
+def _add_group(groups: list[int], pid: int) -> None:
+    try:
+        pgid = os.getpgid(pid)
+    except OSError:
+        return
+    if pgid not in groups:
+        groups.append(pgid)

@@ -229,6 +229,15 @@ def verify_run(
         result.streams[stream] = check.result
         result.problems.extend(check.problems)
         result.notes.extend(check.notes)
+    if meta.status == "monitor-lost":
+        result.problems.append(
+            Problem(
+                "run",
+                "monitor-lost",
+                "the tracer stopped while processes of the run were alive: what they did after that is not recorded",
+                tampered=False,
+            )
+        )
     if cp is None:
         if meta.status in ("running", "incomplete"):
             result.problems.append(

@@ -343,9 +343,12 @@ class FieldContext:
         t = self.ev.target_pid
         if t is None:
             return False
+        extra = getattr(self.meta, "extra", None)
+        if t < -1:  # a process group: does it hold spyglass or its tracer?
+            groups = extra.get("monitor_pgids") if isinstance(extra, dict) else None
+            return any(_int(g) == -t for g in groups or ())
         if t in self.monitor_pids or t == getattr(self.meta, "monitor_pid", None):
             return True
-        extra = getattr(self.meta, "extra", None)
         pids = extra.get("monitor_pids") if isinstance(extra, dict) else None
         if not pids:
             return False
@@ -366,3 +369,10 @@ class FieldContext:
         t = self.ev.target_pid
         p = self.procs.procs.get(t) if t is not None else None
         return p.command_line if p is not None else None
+
+
+def _int(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[call-overload, no-any-return]
+    except (TypeError, ValueError):
+        return None

@@ -62,8 +62,17 @@ TRACE_SET: tuple[str, ...] = (
     "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid", "capset",
     "ptrace", "memfd_create", "io_uring_setup", "mount", "umount2", "unshare", "setns", "bpf",
     "init_module", "finit_module", "kill", "tkill", "tgkill",
+    "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "process_vm_readv", "process_vm_writev",
+    "name_to_handle_at", "open_by_handle_at", "ioctl",
 )  # fmt: skip
 
+#: Descriptor bookkeeping (dup/close) so that /proc/self/fd/N and *at() paths stay right;
+#: traced unless ``options={"fd_tracking": False}`` (each is one more stopped call).
+FD_SET: tuple[str, ...] = ("dup", "dup2", "dup3", "fcntl", "close")
+
+#: What happens to processes still alive when the grace period after the root's exit is over
+DESCENDANTS = ("kill", "follow", "detach")
+_DETACH_SECCOMP = "left running with strace's seccomp filter: its traced system calls now fail with ENOSYS"
 _KILL_GRACE = 5.0  # seconds to let a killed tree report its deaths before detaching anyway
 _DRAIN_LIMIT = 0.25  # seconds spent draining queued output before detaching
 _FIX_INSTALL = "sudo apt-get install strace"
@@ -78,13 +87,19 @@ _SECCOMP_NOTE = (
 
 
 def strace_command(
-    output: str, argv: Sequence[str], *, seccomp: bool = True, strace: str = "strace"
+    output: str,
+    argv: Sequence[str],
+    *,
+    seccomp: bool = True,
+    strace: str = "strace",
+    fd_tracking: bool = True,
 ) -> list[str]:
     """The strace command line that writes to ``output`` and runs ``argv``."""
     cmd = [strace, "-DD", "-f", "-q", "-yy", "-ttt", "-s", "4096", "--decode-pids=pidns", "-I2"]
     if seccomp:
         cmd.append("--seccomp-bpf")
-    cmd += ["-e", "trace=" + ",".join(TRACE_SET), "-o", output, "--", *argv]
+    calls = TRACE_SET + FD_SET if fd_tracking else TRACE_SET
+    cmd += ["-e", "trace=" + ",".join(calls), "-o", output, "--", *argv]
     return cmd
 
 
@@ -169,6 +184,8 @@ class StraceSession:
             gid=os.getegid(),
             realpath_dir=host.realpath_dir,
             hosts_file=host.hosts_file,
+            fd_link=host.fd_link,
+            pgid_of=host.pgid_of,
         )
         self._result = CaptureResult()
         # guards the parser and the FIFO ends across threads; re-entrant because stop() and
@@ -180,6 +197,9 @@ class StraceSession:
         self._tracer: int | None = None  # strace's own pid (it runs as the command's grandchild)
         self._comm = os.path.basename(strace)[:15]  # its /proc/<pid>/comm
         self._adopting = False
+        self._ended_tree = False  # we killed the tree at the end of the grace period
+        descendants = spec.options.get("descendants", "detach")
+        self.descendants = descendants if descendants in DESCENDANTS else "detach"
         self._dir = tempfile.mkdtemp(prefix="spyglass-strace-")
         fifo = os.path.join(self._dir, "trace")
         try:
@@ -190,7 +210,13 @@ class StraceSession:
             self._wfd: int | None = os.open(fifo, os.O_WRONLY)
             os.set_blocking(self._rfd, True)
             _grow_pipe(self._rfd)
-            cmd = strace_command(fifo, [*spec.wrapper, *spec.argv], seccomp=seccomp, strace=strace)
+            cmd = strace_command(
+                fifo,
+                [*spec.wrapper, *spec.argv],
+                seccomp=seccomp,
+                strace=strace,
+                fd_tracking=spec.options.get("fd_tracking") is not False,
+            )
             # with -DD the Popen child *is* the traced command (strace is its grandchild,
             # orphaned at start-up: adopt it so that it can be reaped)
             host.adopt_orphans(True)
@@ -249,10 +275,13 @@ class StraceSession:
         with self._lock:
             for line in lines:
                 out.extend(self.parser.feed(line.decode("utf-8", "surrogateescape")))
-        if self._killing:  # kill_tree() is in progress: children born now die too
-            for ev in out:
-                if ev.type == "process.start":
-                    _kill(ev.pid)
+        for ev in out:
+            if self._killing and ev.type == "process.start":  # kill_tree() in progress: newborns die too
+                _kill(ev.pid)
+            elif ev.target_pid is not None and ev.target_pid in self.parser.state.untraced:
+                # a CLONE_UNTRACED child cannot be observed: it is not allowed to run
+                _kill(ev.target_pid)
+                ev.detail = f"{ev.detail}; killed"
         self._queue.put(out)
 
     def _watch(self) -> None:
@@ -302,13 +331,16 @@ class StraceSession:
                 # after kill_tree() the tree is dying: give strace time to report every death
                 killing = True
                 deadline = time.monotonic() + _KILL_GRACE
-            elif deadline is None and parser.root_exited:
+            elif deadline is None and parser.root_exited and self.descendants != "follow":
                 deadline = time.monotonic() + max(0.0, grace)
             if deadline is not None and not self._detached:
                 now = time.monotonic()
                 # at the deadline, first drain what has already arrived (bounded for chatty trees)
                 if now >= deadline and (self._queue.empty() or now >= deadline + _DRAIN_LIMIT):
-                    self._detach()
+                    if self.descendants == "kill" and not killing:
+                        self._end_tree()  # the grace period is over: the tree ends with the run
+                    else:
+                        self._detach()
         yield from self._finish()
 
     def _finish(self) -> Iterator[Event]:
@@ -330,18 +362,55 @@ class StraceSession:
                 res.exit_code = rc
         if parser.root_pid is None:
             res.notes.append(f"strace produced no trace (exit status {rc})")
+        if not self._detached and parser.root_pid is not None:
+            yield from self._check_lost()
         if self._detached:
             now = time.time_ns()
             for proc in parser.live():
                 if not _running(proc.pid):
                     continue
                 res.still_running.append(StillRunning(proc.pid, proc.argv))
-                yield Event(type="process.detach", ts=now, pid=proc.pid, argv=proc.argv)
+                detail = _DETACH_SECCOMP if self.seccomp else "left running, no longer recorded"
+                yield Event(type="process.detach", ts=now, pid=proc.pid, argv=proc.argv, detail=detail)
             if res.still_running:
                 res.notes.append(f"detached from {len(res.still_running)} process(es) still running")
                 if self.seccomp:
                     res.notes.append(_SECCOMP_NOTE.format(n=len(res.still_running)))
         self._cleanup()
+
+    def _check_lost(self) -> Iterator[Event]:
+        """strace is gone though we never asked it to stop: were processes of the run still alive?
+
+        Then the run was blinded (its tracer killed or told to detach): the result says
+        ``monitor_lost``, an event says so, and what is left of the tree is killed unless
+        ``options={"on_monitor_lost": "keep"}``.
+        """
+        parser, res = self.parser, self._result
+        alive = [p for p in parser.live() if _running(p.pid)]
+        if not alive and parser.root_exited:
+            return
+        res.monitor_lost = True
+        names = ", ".join(f"{p.pid} ({' '.join(p.argv or [])[:60]})" for p in alive[:5]) or "the agent"
+        detail = f"monitor-lost: the tracer stopped while {len(alive) or 1} process(es) of the run were alive: {names}"
+        keep = self.spec.options.get("on_monitor_lost") == "keep"
+        if not keep:
+            for p in alive:
+                _kill(p.pid)
+            if self._proc.poll() is None:
+                _kill(self._proc.pid)
+            detail += "; killed"
+        res.notes.append(detail)
+        pid = parser.root_pid if parser.root_pid is not None else self._proc.pid
+        yield Event(type="sys.sensitive", ts=time.time_ns(), pid=pid, detail=detail)
+
+    def _end_tree(self) -> None:
+        """``descendants: kill``: the processes still alive after the grace period are killed."""
+        with self._lock:
+            alive = [p for p in self.parser.live() if _running(p.pid)]
+        if alive:
+            names = ", ".join(f"{p.pid} ({' '.join(p.argv or [])[:60]})" for p in alive[:5])
+            self._result.notes.append(f"killed {len(alive)} process(es) still running after the run: {names}")
+        self.kill_tree()
 
     def _drain(self) -> None:
         """After the stream was abandoned: discard the rest, then clean up (and reap strace)."""

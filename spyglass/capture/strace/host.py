@@ -175,3 +175,20 @@ def reap_zombies(comm: str) -> int:
         except ChildProcessError:
             pass
     return reaped
+
+
+def fd_link(pid: int, fd: int) -> str | None:
+    """What descriptor ``fd`` of live process ``pid`` names (an absolute path), or None."""
+    try:
+        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return None
+    return target if target.startswith("/") else None
+
+
+def pgid_of(pid: int) -> int | None:
+    """The process group of live process ``pid``, or None when it is gone."""
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None

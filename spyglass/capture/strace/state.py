@@ -12,6 +12,10 @@ from spyglass.events.schema import Event
 
 #: ``hosts_file(pid, path) -> {address: name}`` for a hosts file the process opened
 HostsFile = Callable[[int, str], dict[str, str]]
+#: ``fd_link(pid, fd) -> path`` of a live process's descriptor (``/proc/<pid>/fd/<fd>``), or None
+FdLink = Callable[[int, int], "str | None"]
+#: ``pgid_of(pid) -> process group`` of a live process, or None
+PgidOf = Callable[[int], "int | None"]
 
 
 @dataclass(slots=True)
@@ -114,8 +118,14 @@ class TraceState(ProcLookup):
         gid: int,
         realpath_dir: RealpathDir | None,
         hosts_file: HostsFile | None,
+        fd_link: FdLink | None = None,
+        pgid_of: PgidOf | None = None,
     ) -> None:
         self.initial_cwd = cwd
+        self.fd_link = fd_link
+        self.pgid_of = pgid_of
+        self.handles: dict[str, str] = {}  # "type:f_handle" from name_to_handle_at -> path
+        self.untraced: set[int] = set()  # children made with CLONE_UNTRACED (never traced)
         self.uid = uid
         self.gid = gid
         self.realpath_dir = realpath_dir
