@@ -234,7 +234,7 @@ def verify_run(
             Problem(
                 "run",
                 "monitor-lost",
-                "the tracer stopped while processes of the run were alive: what they did after that is not recorded",
+                "monitor lost: the tracer stopped while the run went on; what its processes did next is unrecorded",
                 tampered=False,
             )
         )
