@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Capture overhead: bare command vs raw ``strace --seccomp-bpf`` (same syscall set)
 vs ``spyglass run``, on the workloads of the capture notes, plus parser throughput.
+The ``strace -fd`` column is raw strace without the descriptor bookkeeping calls
+(dup*/fcntl/close): ``strace/-fd`` is what tracking them costs.
 
 Prints a table of median wall times and ratios measured in the same run (these
 machines are noisy: compare ratios, not seconds).  Usage:
@@ -135,6 +137,9 @@ def main() -> None:
             modes: dict[str, Callable[[], float]] = {
                 "bare": lambda argv=argv, cwd=cwd: timed(argv, cwd),
                 "strace": lambda argv=argv, cwd=cwd: timed(strace_command(str(trace_out), argv), cwd),
+                "strace -fd": lambda argv=argv, cwd=cwd: timed(
+                    strace_command(str(trace_out), argv, fd_tracking=False), cwd
+                ),
                 "spyglass": lambda argv=argv, cwd=cwd: timed([*spyglass, "run", "-q", "--", *argv], cwd, env),
             }
             times: dict[str, list[float]] = {m: [] for m in modes}
@@ -157,13 +162,17 @@ def main() -> None:
         f"\nspyglass capture overhead, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
         f"median of {args.repeat}{' (quick)' if args.quick else ''}\n"
     )
-    print("| workload | bare s | strace s | spyglass s | strace/bare | spyglass/bare | spyglass/strace |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| workload | bare s | strace s | spyglass s | strace/bare | spyglass/bare | spyglass/strace "
+        "| strace -fd/bare | strace/-fd |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, med in rows:
         print(
             f"| {name} | {med['bare']:.3f} | {med['strace']:.3f} | {med['spyglass']:.3f} | "
             f"{med['strace'] / med['bare']:.2f} | {med['spyglass'] / med['bare']:.2f} | "
-            f"{med['spyglass'] / med['strace']:.2f} |"
+            f"{med['spyglass'] / med['strace']:.2f} | {med['strace -fd'] / med['bare']:.2f} | "
+            f"{med['strace'] / med['strace -fd']:.2f} |"
         )
     print(f"\nparser throughput: {rate:,.0f} strace lines/s ({len(lines):,} lines of an untar trace)")
 

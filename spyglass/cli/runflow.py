@@ -33,6 +33,7 @@ class RunOptions:
     workspace: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
     wait_descendants: float = 0.0
+    descendants: str | None = None  # kill | follow | detach; None: the policy's, else by mode
     backend: str = "strace"
     seccomp: bool = True
     mode: str | None = None  # None: the policy's
@@ -139,7 +140,7 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
             mode=mode,
             sandbox=sandbox_on,
             policy_digest=policy.digest,
-            backend_options={"seccomp": opts.seccomp},
+            backend_options={"seccomp": opts.seccomp, "descendants": descendants_choice(opts, policy, mode)},
             extra=extra,
         )
         request.extra.setdefault("home", home)
@@ -151,6 +152,15 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
     elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):
         code = EXIT_ALERT
     return FlowResult(outcome=outcome, exit_code=code, fail_on=fail_on)
+
+
+def descendants_choice(opts: RunOptions, policy: Any, mode: str) -> str:
+    """What happens to processes that outlive the agent: the option, the policy, else kill when
+    sandboxed (contain/enforce) and detach (with a high alert) when only observing."""
+    chosen = opts.descendants or getattr(policy, "descendants", None)
+    if chosen in ("kill", "follow", "detach"):
+        return str(chosen)
+    return "kill" if mode in ("contain", "enforce") else "detach"
 
 
 def check_level(level: str | None) -> str | None:
