@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Capture overhead: bare command vs raw ``strace --seccomp-bpf`` (same syscall set)
 vs ``spyglass run``, on the workloads of the capture notes, plus parser throughput.
-The ``strace -fd`` column is raw strace without the descriptor bookkeeping calls
-(dup*/fcntl/close): ``strace/-fd`` is what tracking them costs.
+The ``strace +fd`` column is raw strace with the optional descriptor bookkeeping
+calls (dup*/fcntl/close) traced too: ``+fd/strace`` is what tracking them costs.
 
 Prints a table of median wall times and ratios measured in the same run (these
 machines are noisy: compare ratios, not seconds).  Usage:
@@ -137,8 +137,8 @@ def main() -> None:
             modes: dict[str, Callable[[], float]] = {
                 "bare": lambda argv=argv, cwd=cwd: timed(argv, cwd),
                 "strace": lambda argv=argv, cwd=cwd: timed(strace_command(str(trace_out), argv), cwd),
-                "strace -fd": lambda argv=argv, cwd=cwd: timed(
-                    strace_command(str(trace_out), argv, fd_tracking=False), cwd
+                "strace +fd": lambda argv=argv, cwd=cwd: timed(
+                    strace_command(str(trace_out), argv, fd_tracking=True), cwd
                 ),
                 "spyglass": lambda argv=argv, cwd=cwd: timed([*spyglass, "run", "-q", "--", *argv], cwd, env),
             }
@@ -164,15 +164,15 @@ def main() -> None:
     )
     print(
         "| workload | bare s | strace s | spyglass s | strace/bare | spyglass/bare | spyglass/strace "
-        "| strace -fd/bare | strace/-fd |"
+        "| strace +fd/bare | +fd/strace |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, med in rows:
         print(
             f"| {name} | {med['bare']:.3f} | {med['strace']:.3f} | {med['spyglass']:.3f} | "
             f"{med['strace'] / med['bare']:.2f} | {med['spyglass'] / med['bare']:.2f} | "
-            f"{med['spyglass'] / med['strace']:.2f} | {med['strace -fd'] / med['bare']:.2f} | "
-            f"{med['strace'] / med['strace -fd']:.2f} |"
+            f"{med['spyglass'] / med['strace']:.2f} | {med['strace +fd'] / med['bare']:.2f} | "
+            f"{med['strace +fd'] / med['strace']:.2f} |"
         )
     print(f"\nparser throughput: {rate:,.0f} strace lines/s ({len(lines):,} lines of an untar trace)")
 

@@ -115,6 +115,8 @@ def h_open_by_handle(st: TraceState, c: Call) -> Event | None:
             path = st.fd_link(c.pid, c.ret)
         except Exception:  # a host callback must never break parsing
             path = None
+        if path is not None and not path.startswith("/"):
+            path = None
     if c.ok and c.ret is not None and path is not None:
         c.proc.fds[c.ret] = path
     if path is None:

@@ -66,8 +66,10 @@ TRACE_SET: tuple[str, ...] = (
     "name_to_handle_at", "open_by_handle_at", "ioctl",
 )  # fmt: skip
 
-#: Descriptor bookkeeping (dup/close) so that /proc/self/fd/N and *at() paths stay right;
-#: traced unless ``options={"fd_tracking": False}`` (each is one more stopped call).
+#: Descriptor bookkeeping (dup/close), traced only with ``options={"fd_tracking": True}``: each is
+#: one more stopped call, and a directory walk makes many (benchmarks/bench_capture.py: find /usr/lib
+#: ran ~10x slower with them).  Without them ``/proc/self/fd/N`` is resolved by reading the live
+#: process's descriptor link as the call is parsed, and ``*at()`` calls carry strace's own fd paths.
 FD_SET: tuple[str, ...] = ("dup", "dup2", "dup3", "fcntl", "close")
 
 #: What happens to processes still alive when the grace period after the root's exit is over
@@ -92,7 +94,7 @@ def strace_command(
     *,
     seccomp: bool = True,
     strace: str = "strace",
-    fd_tracking: bool = True,
+    fd_tracking: bool = False,
 ) -> list[str]:
     """The strace command line that writes to ``output`` and runs ``argv``."""
     cmd = [strace, "-DD", "-f", "-q", "-yy", "-ttt", "-s", "4096", "--decode-pids=pidns", "-I2"]
@@ -215,7 +217,7 @@ class StraceSession:
                 [*spec.wrapper, *spec.argv],
                 seccomp=seccomp,
                 strace=strace,
-                fd_tracking=spec.options.get("fd_tracking") is not False,
+                fd_tracking=spec.options.get("fd_tracking") is True,
             )
             # with -DD the Popen child *is* the traced command (strace is its grandchild,
             # orphaned at start-up: adopt it so that it can be reaped)

@@ -178,12 +178,11 @@ def reap_zombies(comm: str) -> int:
 
 
 def fd_link(pid: int, fd: int) -> str | None:
-    """What descriptor ``fd`` of live process ``pid`` names (an absolute path), or None."""
+    """What descriptor ``fd`` of live process ``pid`` names (a path, or ``pipe:[N]``-style text)."""
     try:
-        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        return os.readlink(f"/proc/{pid}/fd/{fd}")
     except OSError:
         return None
-    return target if target.startswith("/") else None
 
 
 def pgid_of(pid: int) -> int | None:

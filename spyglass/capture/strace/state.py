@@ -12,7 +12,8 @@ from spyglass.events.schema import Event
 
 #: ``hosts_file(pid, path) -> {address: name}`` for a hosts file the process opened
 HostsFile = Callable[[int, str], dict[str, str]]
-#: ``fd_link(pid, fd) -> path`` of a live process's descriptor (``/proc/<pid>/fd/<fd>``), or None
+#: ``fd_link(pid, fd) -> link`` of a live process's descriptor (``/proc/<pid>/fd/<fd>``: a path, or
+#: ``pipe:[N]``-style text), or None when it cannot be read
 FdLink = Callable[[int, int], "str | None"]
 #: ``pgid_of(pid) -> process group`` of a live process, or None
 PgidOf = Callable[[int], "int | None"]
@@ -143,6 +144,16 @@ class TraceState(ProcLookup):
         return proc.cwd if proc is not None else None
 
     def fd_path(self, pid: int, fd: int) -> str | None:
+        """What descriptor ``fd`` names: the live process's own link when it can be read (a table
+        entry may be stale: descriptors are closed and reused without the tracer seeing it), else the
+        path last seen for it."""
+        if self.fd_link is not None:
+            try:
+                live = self.fd_link(pid, fd)
+            except Exception:  # a host callback must never break parsing
+                live = None
+            if live is not None:
+                return live if live.startswith("/") else None
         proc = self.procs.get(self.leader_of.get(pid, pid))
         return proc.fds.get(fd) if proc is not None else None
 

@@ -85,3 +85,17 @@ def test_clone_untraced_child_is_reported(parse, one) -> None:
     assert parser.state.untraced == {77}
     plain, _ = parse(lines=["5 1700000000.000001 clone(child_stack=NULL, flags=SIGCHLD) = 77"])
     assert [e.type for e in plain] == ["process.start", "process.start"]
+
+
+def test_live_descriptor_link_beats_a_stale_table_entry(parse, pick) -> None:
+    """Without dup/close tracing an fd may be reused unseen: the process's own link decides."""
+    lines = [
+        '5 1700000000.000001 openat(AT_FDCWD</w>, "/w/d", O_RDONLY|O_DIRECTORY) = 3</w/d>',
+        '5 1700000000.000002 openat(AT_FDCWD</w>, "/proc/self/fd/3/x", O_RDONLY) = -1 ENOENT (No such file)',
+    ]
+    events, _ = parse(lines=lines, fd_link=lambda pid, fd: "/w/other" if fd == 3 else None)
+    assert pick(events, type="file.read")[-1].path == "/w/other/x"
+    events, _ = parse(lines=lines, fd_link=lambda pid, fd: "pipe:[9]" if fd == 3 else None)
+    assert pick(events, type="file.read")[-1].path == "/proc/5/fd/3/x"
+    events, _ = parse(lines=lines)  # no live process to ask: the last path seen
+    assert pick(events, type="file.read")[-1].path == "/w/d/x"
