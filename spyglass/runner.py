@@ -20,6 +20,7 @@ from typing import Any
 
 from spyglass import __version__
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
+from spyglass.errors import EXIT_CANNOT_RUN
 from spyglass.pipeline import Pipeline, RunContext
 from spyglass.store import RunMeta, RunWriter, Store, new_run_id
 from spyglass.store.writer import Signer
@@ -155,13 +156,17 @@ def record(
                         tracer_known = True
                 pipeline.feed(ev)
         capture = session.result()
-        if capture.monitor_lost:
+        if capture.failed_to_start:
+            status = "failed"  # the agent never ran: never "complete"
+            capture.notes.append(capture.failed_to_start)
+        elif capture.monitor_lost:
             status = "monitor-lost"  # never "complete": the record stops while the run went on
         elif sig.interrupted:
             status = "interrupted"
-    except BaseException:
+    except BaseException as exc:
         pipeline.done()
-        writer.finish("interrupted")
+        # the agent could not be started (no sandbox, no backend): a failed run, never complete
+        writer.finish("failed" if getattr(exc, "exit_code", None) == EXIT_CANNOT_RUN else "interrupted")
         raise
     pipeline.done()
     meta = writer.finish(

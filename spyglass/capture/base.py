@@ -62,6 +62,7 @@ class CaptureResult:
     still_running: list[StillRunning] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     monitor_lost: bool = False  # the tracer stopped while processes of the run were alive
+    failed_to_start: str | None = None  # why the command never ran (a sandbox that did not start)
 
     @property
     def shell_exit_code(self) -> int:

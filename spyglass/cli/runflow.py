@@ -147,7 +147,11 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
         outcome = record(request, backend, store, [*pre_sinks, *rule_sinks, *post_sinks], signer=signer)
 
     code = outcome.exit_code
-    if outcome.meta.stopped_by:
+    if outcome.capture.failed_to_start:
+        from spyglass.errors import EXIT_CANNOT_RUN
+
+        code = EXIT_CANNOT_RUN
+    elif outcome.meta.stopped_by:
         code = EXIT_KILLED
     elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):
         code = EXIT_ALERT

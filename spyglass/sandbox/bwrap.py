@@ -116,11 +116,13 @@ def plan_mounts(
     visible: Iterable[str] = (),
     hide_sockets: Iterable[str] = (),
     base: str | None = None,
+    protected: Iterable[str] = (),
 ) -> list[Mount]:
     """The sandbox's mount plan.  ``visible`` lists host directories that must stay
     readable even under a hidden tree (the Python that runs the relay); relative
     paths in ``writable``/``readonly``/``hidden`` are relative to ``base``
-    (default: the first workspace root), ``~/`` to the real home."""
+    (default: the first workspace root), ``~/`` to the real home.  ``protected`` paths
+    inside the workspace stay read-only (``.git/config``, ``.git/hooks`` ...)."""
     home = os.path.normpath(real_home)
     root_dir = base or (workspace[0] if workspace else os.getcwd())
 
@@ -150,7 +152,7 @@ def plan_mounts(
         m.append(Mount(RO_BIND, p, _real(p), optional=True, role="pass-home"))
     for v in visible:
         rv = _real(v)
-        if any(_under(rv, h) for h in (home, *hidden_dirs)):
+        if any(_under(rv, h) for h in (home, *hidden_dirs, "/tmp", "/var/tmp")):
             m.append(Mount(RO_BIND, rv, rv, optional=True, role="runtime"))
     if relay_script is not None:
         m.append(Mount(RO_BIND, RELAY_PATH, relay_script, role="relay"))
@@ -164,8 +166,14 @@ def plan_mounts(
     for r in readonly:
         p = resolve(r)
         m.append(Mount(RO_BIND, p, p, optional=True, role="readonly"))
-    for h in hidden:
-        p = resolve(h)
+    for r in protected:
+        p = _real(r)
+        if _visible_in(m, p):
+            m.append(Mount(RO_BIND, p, p, optional=True, role="protected"))
+    # outermost first: a hidden path inside another (a run's work directory inside a store that
+    # is inside the workspace) is then already out of sight and gets no mount of its own
+    for h in sorted((resolve(h) for h in hidden), key=lambda p: (p.count("/"), p)):
+        p = h
         if not _visible_in(m, p):
             continue  # already out of sight (under a private /tmp or a hidden tree)
         if os.path.isdir(p):

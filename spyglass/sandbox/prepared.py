@@ -25,8 +25,8 @@ from typing import Any
 from spyglass.capture.base import CaptureBackend
 from spyglass.errors import SandboxError
 from spyglass.sandbox import bwrap as bw
-from spyglass.sandbox import doctor, seccomp
-from spyglass.sandbox.decoy import DecoyHome, build_decoy_home, canary_patterns
+from spyglass.sandbox import doctor, layout, seccomp
+from spyglass.sandbox.decoy import DecoyHome, build_decoy_home, canary_patterns, copy_pass_home
 from spyglass.sandbox.denials import DenialDeriver
 from spyglass.sandbox.egress import EgressPolicy
 from spyglass.sandbox.guards import ContainmentGuard
@@ -35,10 +35,6 @@ from spyglass.sandbox.proxy import EgressProxy, Resolver, Veto
 from spyglass.sandbox.session import EventBus, MachineryFilter, SandboxedBackend
 
 DEFAULT_RELAY_PORT = 3128
-#: pass_home entries up to this size are copied into the decoy home (writable, the
-#: original untouched); larger ones are bind-mounted read-only
-COPY_MAX_BYTES = 64 * 1024 * 1024
-COPY_MAX_FILES = 5000
 _DROP_ENV = (
     "SSH_AUTH_SOCK",
     "SSH_AGENT_PID",
@@ -73,51 +69,6 @@ def proxy_env(url: str) -> dict[str, str]:
         }
     )
     return env
-
-
-def _small_enough(path: str) -> bool:
-    if not os.path.isdir(path) or os.path.islink(path):
-        return True
-    total = files = 0
-    for root, dirs, names in os.walk(path):
-        files += len(names) + len(dirs)
-        for n in names:
-            try:
-                total += os.lstat(os.path.join(root, n)).st_size
-            except OSError:
-                pass
-        if files > COPY_MAX_FILES or total > COPY_MAX_BYTES:
-            return False
-    return True
-
-
-def copy_pass_home(entries: Sequence[str], real_home: str, decoy_home: Path) -> tuple[list[str], list[str]]:
-    """Copy the small ``pass_home`` entries into the decoy home: (copied rel paths, entries left to bind)."""
-    copied: list[str] = []
-    bind: list[str] = []
-    for entry in entries:
-        p = bw.expand_home(entry, real_home)
-        if not bw.is_under(p, real_home) or p == real_home or not os.path.lexists(p):
-            continue
-        rel = os.path.relpath(p, real_home)
-        if not _small_enough(p):
-            bind.append(entry)
-            continue
-        dest = decoy_home / rel
-        try:
-            if dest.is_dir() and not dest.is_symlink():
-                shutil.rmtree(dest)
-            elif dest.exists() or dest.is_symlink():
-                dest.unlink()
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if os.path.isdir(p) and not os.path.islink(p):
-                shutil.copytree(p, dest, symlinks=True)
-            else:
-                shutil.copy2(p, dest, follow_symlinks=False)
-            copied.append(rel)
-        except OSError:
-            bind.append(entry)
-    return copied, bind
 
 
 def _legacy_tiocsti() -> bool:
@@ -169,6 +120,8 @@ class PreparedSandbox:
         self.denials = DenialDeriver(self.pathmap)
         self.machinery = MachineryFilter(bwrap_path, relay_python, bw.RELAY_PATH)
         self.killed_at: int | None = None
+        self.env_pass: tuple[str, ...] = tuple(settings.get("env_pass") or ())
+        self.env_held_back: list[str] = []
         self._closed = False
 
     # ------------------------------------------------------------ launch
@@ -198,9 +151,10 @@ class PreparedSandbox:
         return self.env_for(None)
 
     def env_for(self, base: Mapping[str, str] | None) -> dict[str, str]:
-        """The agent's environment: ``base`` (default: ours) with HOME, TMPDIR, PATH
-        fixed for the sandbox, agent sockets dropped and the proxy variables set."""
-        env = dict(os.environ if base is None else base)
+        """The agent's environment: ``base`` (default: ours) filtered to the allowlist and
+        ``sandbox.env.pass`` (:mod:`.layout`), HOME, TMPDIR, PATH fixed for the sandbox, agent
+        sockets dropped and the proxy variables set."""
+        env, self.env_held_back = layout.filter_env(os.environ if base is None else base, self.env_pass)
         for name in _DROP_ENV:
             env.pop(name, None)
         env["HOME"] = self.real_home
@@ -351,6 +305,7 @@ def prepare(
     veto: Veto | None = None,
     bwrap: str | None = None,
     check: bool = True,
+    env_pass: Sequence[str] = (),
 ) -> PreparedSandbox:
     """Build everything a sandboxed run needs; raise SandboxError (with the remedy)
     when a sandbox cannot be built here.
@@ -396,7 +351,7 @@ def prepare(
     socket_dir = tempfile.mkdtemp(prefix="spyglass-proxy-")
     sock = os.path.join(socket_dir, "proxy.sock")
 
-    hide = [*hidden, str(work)]
+    hide = [*hidden, str(work), *layout.system_secrets()]
     if store_root:
         hide.append(str(Path(store_root).resolve()))
     mounts = bw.plan_mounts(
@@ -414,6 +369,7 @@ def prepare(
         visible=[sys.base_prefix],
         hide_sockets=[s for s in bw.host_unix_sockets() if s != sock],
         base=os.path.realpath(cwd or workspace[0]),
+        protected=layout.protected_paths(workspace),
     )
     try:
         policy = EgressPolicy(allow, deny, allow_host_loopback=allow_host_loopback)
@@ -447,6 +403,7 @@ def prepare(
         "hidden": list(hidden),
         "pass_home": list(pass_home),
         "pass_home_copied": copied,
+        "env_pass": list(env_pass),
     }
     prepared = PreparedSandbox(
         work_dir=work,
@@ -498,6 +455,7 @@ def from_policy(
         readonly=paths(sb.readonly),
         hidden=paths(sb.hidden),
         pass_home=list(sb.pass_home),
+        env_pass=[*getattr(sb, "env_pass", ()), *options.pop("env_pass", ())],
         allow=list(policy.network.effective_allow),
         deny=list(policy.network.deny),
         real_home=home,
