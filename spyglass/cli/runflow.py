@@ -145,12 +145,28 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
         request.extra.setdefault("home", home)
         outcome = record(request, backend, store, [*pre_sinks, *rule_sinks, *post_sinks], signer=signer)
 
+    notes = apply_retention(policy, store, outcome.meta.id)
     code = outcome.exit_code
     if outcome.meta.stopped_by:
         code = EXIT_KILLED
     elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):
         code = EXIT_ALERT
-    return FlowResult(outcome=outcome, exit_code=code, fail_on=fail_on)
+    return FlowResult(outcome=outcome, exit_code=code, fail_on=fail_on, notes=notes)
+
+
+def apply_retention(policy: Any, store: Store, run_id: str) -> list[str]:
+    """The policy's ``retention`` limits, applied after a run (the run just recorded is never deleted)."""
+    if not policy.retention.enabled:
+        return []
+    from spyglass.store import retention
+
+    rt = policy.retention
+    limits = retention.Limits.parse(rt.max_age, rt.max_size, rt.max_runs_per_task, rt.keep_level)
+    plan = retention.plan(retention.entries(store), limits)  # the newest run (this one) is never deleted
+    assert all(d.run.id != run_id for d in plan.delete)
+    gone = retention.apply(store, plan)
+    return [f"retention: deleted {len(gone)} old run(s) ({retention.fmt_size(plan.total_before - plan.total_after)})"] \
+        if gone else []
 
 
 def check_level(level: str | None) -> str | None:
