@@ -45,6 +45,7 @@ class RunOptions:
     model_vars: dict[str, str] = field(default_factory=dict)
     agent_kind: str | None = None
     agent_log: Path | None = None
+    record_tty: bool = False
 
 
 @dataclass
@@ -127,6 +128,13 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
             extra.update(sb.run_extra())
             pre_sinks.extend(sb.sinks)
 
+        stdio = None
+        if opts.record_tty or policy.terminal.record:
+            from spyglass.tty import TerminalRecorder
+
+            recorder = TerminalRecorder(store.run_dir, patterns=policy.terminal.redact)
+            post_sinks.append(recorder)
+            stdio = recorder.stdio
         request = RunRequest(
             argv=list(opts.argv),
             cwd=cwd,
@@ -141,6 +149,7 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
             policy_digest=policy.digest,
             backend_options={"seccomp": opts.seccomp},
             extra=extra,
+            stdio=stdio,
         )
         request.extra.setdefault("home", home)
         outcome = record(request, backend, store, [*pre_sinks, *rule_sinks, *post_sinks], signer=signer)
