@@ -149,3 +149,17 @@ def test_sandbox_check_runs_the_default_layout() -> None:
     )
     assert res.returncode == 0, res.stdout + res.stderr
     assert "ok  default layout" in res.stdout
+
+
+def test_demo_runs_in_the_sandbox(tmp_path: Path) -> None:
+    full = {**os.environ}
+    full.pop("SPYGLASS_STORE", None)
+    res = subprocess.run(
+        [sys.executable, "-m", "spyglass", "demo", "--sandbox", "--store", str(tmp_path / "s"), "--dir",
+         str(tmp_path / "demo")],
+        env=full, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "[agent] done" in res.stdout + res.stderr
+    s = Store(tmp_path / "s")
+    assert RunReader(s, s.resolve("latest")).meta.status == "complete"
