@@ -116,15 +116,19 @@ def _run(cmd: list[str], timeout: float = 10.0) -> tuple[int, str]:
     return proc.returncode, text
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` exists and is not a zombie."""
+def _state(pid: int) -> bytes:
+    """The state letter of ``pid`` (``R``, ``S``, ``T``, ``Z`` ...), empty when it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
-        return False
-    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
-    return state not in (b"Z", b"X", b"")
+        return b""
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    return _state(pid) not in (b"Z", b"X", b"")
 
 
 class StraceBackend:
@@ -325,7 +329,7 @@ class StraceSession:
             try:
                 batch = self._queue.get(timeout=timeout)
             except queue.Empty:
-                batch = []
+                batch = self._resume_stopped_tracer()
             if batch is None:
                 break
             yield from batch
@@ -382,6 +386,21 @@ class StraceSession:
                 if self.seccomp:
                     res.notes.append(_SECCOMP_NOTE.format(n=len(res.still_running)))
         self._cleanup()
+
+    def _resume_stopped_tracer(self) -> list[Event]:
+        """A quiet stream may mean a stopped tracer (SIGSTOP/SIGTSTP from the run): every tracee then
+        blocks at its next traced call.  Resume it and say so."""
+        tracer = self._tracer
+        if tracer is None or _state(tracer) not in (b"T", b"t"):
+            return []
+        try:
+            os.kill(tracer, signal.SIGCONT)
+        except OSError:
+            return []
+        pid = self.parser.root_pid if self.parser.root_pid is not None else self._proc.pid
+        detail = f"monitor-stopped: the tracer (pid {tracer}) was found stopped and was resumed"
+        self._result.notes.append(detail)
+        return [Event(type="sys.sensitive", ts=time.time_ns(), pid=pid, detail=detail)]
 
     def _check_lost(self) -> Iterator[Event]:
         """strace is gone though we never asked it to stop: were processes of the run still alive?

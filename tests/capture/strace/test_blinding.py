@@ -74,6 +74,14 @@ def test_tracer_stopped_by_the_agent_marks_the_run_monitor_lost(tmp_path: Path, 
     assert verify.returncode != 0 and "monitor" in (verify.stdout + verify.stderr)
 
 
+def test_stopped_tracer_is_resumed_and_reported(tmp_path: Path) -> None:
+    res, reader, _ = _run(tmp_path, "sigstop")
+    assert res.returncode == 0, res.stderr
+    rules = _rules(reader)
+    assert "evasion-kill-monitor" in rules and "evasion-monitor-lost" in rules
+    assert any((e.detail or "").startswith("monitor-stopped:") for e in reader.events())
+
+
 def test_untraced_child_is_killed_and_reported(tmp_path: Path) -> None:
     res, reader, _ = _run(tmp_path, "untraced")
     assert "evasion-untraced-child" in _rules(reader), res.stderr

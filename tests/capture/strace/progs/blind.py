@@ -44,6 +44,9 @@ def main() -> None:
     elif mode == "killpg-sigint":
         os.killpg(os.getpgid(t), signal.SIGINT)
         linger()
+    elif mode == "sigstop":
+        os.kill(t, signal.SIGSTOP)
+        os.close(os.open("/dev/null", os.O_RDONLY))  # blocks until the tracer runs again
     elif mode == "kill9":
         os.kill(t, signal.SIGKILL)
         linger()
