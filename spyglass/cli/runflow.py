@@ -113,6 +113,10 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
                 )
             )
         sandbox_on = mode in ("contain", "enforce")
+        broker = None
+        if policy.broker:
+            broker, env = open_broker(policy, env, sandbox_on)
+            stack.callback(broker.close)
         if sandbox_on:
             from spyglass.sandbox import from_policy
 
@@ -121,7 +125,8 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
             # `action: block` rules veto at the proxy through the engine's read-only check
             veto = getattr(rule_sinks[0], "would_block", None) if rule_sinks else None
             sb = from_policy(
-                policy, work, workspace, cwd=cwd, store_root=str(store.root), mode=mode, real_home=home, veto=veto
+                policy, work, workspace, cwd=cwd, store_root=str(store.root), mode=mode, real_home=home, veto=veto,
+                broker=broker,
             )
             stack.callback(sb.close)
             backend = sb.backend(backend)
@@ -132,7 +137,9 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
         if opts.record_tty or policy.terminal.record:
             from spyglass.tty import TerminalRecorder
 
-            recorder = TerminalRecorder(store.run_dir, patterns=policy.terminal.redact)
+            recorder = TerminalRecorder(
+                store.run_dir, patterns=policy.terminal.redact, literals=broker.values if broker else ()
+            )
             post_sinks.append(recorder)
             stdio = recorder.stdio
         request = RunRequest(
@@ -161,6 +168,21 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
     elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):
         code = EXIT_ALERT
     return FlowResult(outcome=outcome, exit_code=code, fail_on=fail_on, notes=notes)
+
+
+def open_broker(policy: Any, env: dict[str, str], sandbox_on: bool) -> tuple[Any, dict[str, str]]:
+    """The run's brokered secrets, their values obtained now; the agent's environment without the values."""
+    from spyglass.sandbox.broker import Broker, BrokerError
+
+    if not sandbox_on:
+        raise BrokerError(
+            "secrets.broker needs the sandbox: only traffic through spyglass's egress proxy can carry the secret",
+            hint="run with --sandbox (or mode: contain/enforce), or remove secrets.broker from the policy",
+        )
+    broker = Broker(policy.broker, environ=env, base_dir=policy.base_dir).open()
+    sources = {e.from_env for e in policy.broker if e.from_env}
+    values = set(broker.values)
+    return broker, {k: v for k, v in env.items() if k not in sources and v not in values}
 
 
 def apply_retention(policy: Any, store: Store, run_id: str) -> list[str]:

@@ -49,6 +49,26 @@ _DROP_ENV = (
 _NO_PROXY = "localhost,127.0.0.1,::1"
 
 
+SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+BROKER_CA = "/run/spyglass/ca.pem"
+#: with brokered secrets, common clients trust the system bundle plus the run's CA (inside the sandbox only)
+BROKER_CA_ENV = {
+    "SSL_CERT_FILE": SYSTEM_CA_BUNDLE,
+    "REQUESTS_CA_BUNDLE": SYSTEM_CA_BUNDLE,
+    "CURL_CA_BUNDLE": SYSTEM_CA_BUNDLE,
+    "GIT_SSL_CAINFO": SYSTEM_CA_BUNDLE,
+    "NODE_EXTRA_CA_CERTS": BROKER_CA,
+}
+
+
+def broker_mounts(bundle: Path, ca: Path) -> list[bw.Mount]:
+    """The system bundle with the run's CA added, over the system bundle's path; the CA alone beside the relay."""
+    return [
+        bw.Mount(bw.RO_BIND, SYSTEM_CA_BUNDLE, str(bundle), role="ca"),
+        bw.Mount(bw.RO_BIND, BROKER_CA, str(ca), role="ca"),
+    ]
+
+
 def proxy_env(url: str) -> dict[str, str]:
     """The variables that point common clients at the relay."""
     env: dict[str, str] = {}
@@ -170,6 +190,8 @@ class PreparedSandbox:
         self.machinery = MachineryFilter(bwrap_path, relay_python, bw.RELAY_PATH)
         self.killed_at: int | None = None
         self._closed = False
+        self.broker: Any = None  # spyglass.sandbox.broker.Broker, with secrets.broker
+        self.interceptor: Any = None
 
     # ------------------------------------------------------------ launch
     @property
@@ -210,6 +232,9 @@ class PreparedSandbox:
                 ":".join(p for p in env["PATH"].split(":") if p and self._visible(p)) or "/usr/bin:/bin"
             )
         env.update(proxy_env(f"http://127.0.0.1:{self.relay_port}"))
+        if self.broker:
+            env.update(self.broker.agent_env())
+            env.update(BROKER_CA_ENV)
         return env
 
     def _visible(self, path: str) -> bool:
@@ -312,6 +337,8 @@ class PreparedSandbox:
         self._closed = True
         if self.proxy is not None:
             self.proxy.close()
+        if self.interceptor is not None:
+            self.interceptor.close()
         shutil.rmtree(self.socket_dir, ignore_errors=True)
         # copies of the user's own entries (agent auth, config) do not outlive the run
         for rel in self.settings.get("pass_home_copied", []):
@@ -351,6 +378,8 @@ def prepare(
     veto: Veto | None = None,
     bwrap: str | None = None,
     check: bool = True,
+    broker: Any = None,
+    upstream_ca: str | None = None,
 ) -> PreparedSandbox:
     """Build everything a sandboxed run needs; raise SandboxError (with the remedy)
     when a sandbox cannot be built here.
@@ -421,21 +450,38 @@ def prepare(
         shutil.rmtree(socket_dir, ignore_errors=True)
         raise
     bus = EventBus()
+    interceptor = None
+    if broker:  # brokered secrets: their hosts go through the TLS interceptor, its CA is trusted inside
+        from spyglass.sandbox.intercept import Interceptor
+
+        try:
+            interceptor = Interceptor(broker, work / "intercept", upstream_ca=upstream_ca).start()
+        except Exception:
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise
+        mounts += broker_mounts(*interceptor.trust_files(work))
     proxy = EgressProxy(
         sock,
         policy,
-        canary_patterns=canary_patterns(decoy.canary),
+        canary_patterns=[*canary_patterns(decoy.canary), *(broker.placeholders if broker else [])],
         sink=bus.put,
         resolver=resolver,
         block_canary=block_canary,
         veto=veto,
+        interceptor=interceptor,
     )
     try:
         proxy.start()
     except Exception as exc:
+        if interceptor is not None:
+            interceptor.close()
         shutil.rmtree(socket_dir, ignore_errors=True)
         raise SandboxError(f"the egress proxy could not start: {exc}") from exc
     sinks: list[object] = [ContainmentGuard(enforce=(mode == "enforce"))] if guards else []
+    if broker:
+        from spyglass.sandbox.broker import BrokerGuard
+
+        sinks.append(BrokerGuard(broker, enforce=(mode == "enforce")))
     settings: dict[str, Any] = {
         "mode": mode,
         "allow": list(allow),
@@ -447,6 +493,7 @@ def prepare(
         "hidden": list(hidden),
         "pass_home": list(pass_home),
         "pass_home_copied": copied,
+        "broker": [s.name for s in broker.secrets] if broker else [],
     }
     prepared = PreparedSandbox(
         work_dir=work,
@@ -465,6 +512,7 @@ def prepare(
         sinks=sinks,
         settings=settings,
     )
+    prepared.broker, prepared.interceptor = broker, interceptor
     with contextlib.suppress(Exception):
         (work / "sandbox.json").write_text(json.dumps(prepared.describe(), indent=2) + "\n")
     return prepared
