@@ -24,6 +24,7 @@ from typing import Any
 
 from spyglass.capture.base import CaptureBackend
 from spyglass.errors import SandboxError
+from spyglass.pipeline import SandboxView
 from spyglass.sandbox import bwrap as bw
 from spyglass.sandbox import doctor, seccomp
 from spyglass.sandbox.decoy import DecoyHome, build_decoy_home, canary_patterns
@@ -221,7 +222,7 @@ class PreparedSandbox:
         return os.path.exists(self.pathmap.to_host(path))
 
     def backend(self, inner: CaptureBackend) -> SandboxedBackend:
-        """``inner`` launching through this sandbox (hand it to ``runner.record``)."""
+        """``inner`` launching through this sandbox (hand it to ``session.record``)."""
         return SandboxedBackend(inner, self)
 
     # ------------------------------------------------------------ control
@@ -288,10 +289,21 @@ class PreparedSandbox:
         }
 
     def run_extra(self) -> dict[str, Any]:
-        """What the runner puts into ``RunRequest.extra``: the sandbox's facts under
+        """What the session puts into ``RunRequest.extra``: the sandbox's facts under
         ``"sandbox"``, and the honeytoken paths where the rule engine looks for them."""
         info = self.describe()
         return {"sandbox": info, "honeytokens": [*info["honeytokens"], *info["honeytokens_view"]]}
+
+    def view(self) -> SandboxView:
+        """The typed view the run context hands to every sink."""
+        info = self.describe()
+        return SandboxView(
+            home_view=self.real_home,
+            home_host=str(self.decoy.path),
+            honeytokens=[*info["honeytokens"], *info["honeytokens_view"]],
+            canary=self.decoy.canary,
+            facts=info,
+        )
 
     def summary(self) -> str:
         parts: list[str] = []

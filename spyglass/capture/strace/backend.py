@@ -208,6 +208,11 @@ class StraceSession:
         """strace's own pid, once it is known (after its first output)."""
         return self._tracer
 
+    @property
+    def lost_events(self) -> int:
+        """strace stops each traced process at each call: it drops nothing."""
+        return 0
+
     # --- threads ------------------------------------------------------------
 
     def _read(self) -> None:

@@ -1,0 +1,106 @@
+"""The recording session: the CLI and the Python API run the same session;
+sinks that fail are never silent."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import spyglass
+from spyglass.errors import SpyglassError
+from spyglass.events import Event
+from spyglass.pipeline import ERROR_LOG, RunContext
+from spyglass.store import Store, open_run
+
+needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+
+
+def _home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n")
+    return home
+
+
+def _summary(store: Path) -> dict[str, object]:
+    reader = open_run("latest", Store(store))
+    run_dir = reader.dir
+    meta = reader.meta
+    return {
+        "alerts": sorted({a.rule_id for a in reader.alerts()}),
+        "evidence": sorted(p.name for p in (run_dir / "evidence").iterdir()),
+        "exit_code": meta.exit_code,
+        "status": meta.status,
+        "mode": meta.mode,
+        "home": meta.extra.get("home"),
+        "workspace_changes": meta.extra.get("workspace_changes"),
+        "tracer_known": len(meta.extra.get("monitor_pids", [])) == 2,
+    }
+
+
+@needs_strace
+def test_the_cli_and_the_api_record_the_same_run(
+    tmp_path: Path, spy, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    home = _home(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(ws)
+    script = "cat ~/.ssh/id_rsa > /dev/null; echo done > out.txt"
+
+    res = spy("run", "-q", "--", "sh", "-c", script)
+    assert res.exit_code == 0, res.output
+    cli_store = tmp_path / "store"  # the spy fixture's SPYGLASS_STORE
+    via_cli = _summary(cli_store)
+
+    (ws / "out.txt").unlink()
+    api_store = tmp_path / "api-store"
+    outcome = spyglass.run(["sh", "-c", script], store=api_store, cwd=str(ws))
+    via_api = _summary(api_store)
+
+    assert "cred-secret-read" in via_cli["alerts"]  # type: ignore[operator]
+    assert via_api == via_cli
+    assert via_api["tracer_known"] is True
+    assert {"manifest-before.json", "manifest-after.json", "changes.json", "changes.patch"} <= set(via_api["evidence"])  # type: ignore[arg-type]
+    assert outcome.exit_code == 0 and outcome.verdict_code == 0 and not outcome.partial
+
+
+class _BrokenAtStart:
+    name = "broken-at-start"
+
+    def start(self, ctx: RunContext) -> None:
+        raise ValueError("bad glob '[]]x'")
+
+
+class _BrokenOnEvents:
+    name = "broken-on-events"
+
+    def event(self, ev: Event) -> None:
+        raise RuntimeError("boom")
+
+
+@needs_strace
+def test_a_sink_that_cannot_start_stops_the_run_before_the_agent_starts(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    with pytest.raises(SpyglassError) as err:
+        spyglass.run(["touch", str(marker)], store=tmp_path / "s", cwd=str(tmp_path), sinks=[_BrokenAtStart()])
+    assert str(err.value) == "broken-at-start could not start: bad glob '[]]x'"
+    assert err.value.exit_code == 2
+    assert not marker.exists()
+
+
+@needs_strace
+def test_a_sink_failing_during_the_run_marks_the_evidence_partial(tmp_path: Path, spy) -> None:  # type: ignore[no-untyped-def]
+    outcome = spyglass.run(["true"], store=tmp_path / "store", cwd=str(tmp_path), sinks=[_BrokenOnEvents()])
+    assert outcome.partial and outcome.sink_errors["broken-on-events"] > 0
+    meta = open_run(outcome.meta.id, Store(tmp_path / "store")).meta
+    assert meta.extra["evidence"]["partial"] is True
+    res = spy("show", outcome.meta.id)
+    assert "partial" in res.output and "broken-on-events" in res.output
+    res = spy("show", outcome.meta.id, "--format", "json")
+    assert json.loads(res.stdout)["run"]["extra"]["evidence"]["partial"] is True
+    ERROR_LOG.clear()  # the failure was the point of this test
