@@ -164,7 +164,8 @@ class Pipeline:
 
     def _failed(self, sink: object, what: str) -> None:
         name = self.sink_name(sink)
-        ERROR_LOG.append((name, what))
+        if len(ERROR_LOG) < 1000:
+            ERROR_LOG.append((name, what))
         self.errors[name] = self.errors.get(name, 0) + 1
         if self.errors[name] <= 3:
             log.exception("%s failed on %s (the stream goes on)", name, what)
