@@ -187,6 +187,8 @@ def record(
                         ctx.monitor_pids.append(tracer)
                         tracer_known = True
                 pipeline.feed(ev)
+        if not tracer_known and session.tracer_pid is not None:
+            ctx.monitor_pids.append(session.tracer_pid)
         capture = session.result()
         if sig.interrupted:
             status = "interrupted"

@@ -104,3 +104,24 @@ def test_a_sink_failing_during_the_run_marks_the_evidence_partial(tmp_path: Path
     assert "partial" in res.output and "broken-on-events" in res.output
     res = spy("show", outcome.meta.id, "--format", "json")
     assert json.loads(res.stdout)["run"]["extra"]["evidence"]["partial"] is True
+
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+
+@needs_strace
+@needs_bwrap
+def test_a_sandboxed_run_records_the_tracer_among_the_monitor_pids(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outcome = spyglass.run(
+        ["sh", "-c", "cat ~/.ssh/id_rsa > /dev/null 2>&1; true"],
+        store=tmp_path / "store",
+        cwd=str(ws),
+        env={"PATH": "/usr/bin:/bin", "HOME": str(_home(tmp_path))},
+        sandbox=True,
+    )
+    meta = outcome.meta
+    assert meta.sandbox and meta.mode == "contain"
+    pids = meta.extra["monitor_pids"]
+    assert len(pids) == 2 and all(isinstance(p, int) for p in pids)
