@@ -184,7 +184,6 @@ GLOB_KEYS: tuple[tuple[str, ...], ...] = (
     ("secrets",),
     ("honeytokens",),
     ("evidence", "manifest_exclude"),
-    ("evidence", "test_patterns"),
     ("analysis", "grading_paths"),
     ("analysis", "ignore_paths"),
 )

@@ -2,10 +2,9 @@ r"""Path helpers shared by the policy, the rules, the evidence and the analysis:
 the one glob dialect, home expansion, "is under".
 
 Every path pattern of a policy (``secrets``, ``honeytokens``,
-``evidence.manifest_exclude``, ``evidence.test_patterns``,
-``analysis.grading_paths``, ``analysis.ignore_paths``) is translated here, by
+``evidence.manifest_exclude``, ``analysis.grading_paths``, ``analysis.ignore_paths``) is translated here, by
 :func:`glob_to_regex`, and checked when the policy loads.  The table of what
-each form means is in docs/policy.md ("Path patterns"):
+each form means is in docs/rules.md ("Path patterns"):
 
 =================  ===========================================================
 ``*``              any characters within one path segment (not ``/``)
@@ -19,8 +18,8 @@ each form means is in docs/policy.md ("Path patterns"):
 ``~``, ``~/x``     the run's home directory (the agent's ``HOME``)
 ``/abs/x``         an absolute path
 ``x``              (no ``/``) a name at any depth
-``rel/x``          relative: under a workspace root (exclude, test, grading and
-                   ignore paths); at any depth for ``secrets`` and ``honeytokens``
+``rel/x``          relative: under a workspace root (exclude, grading and ignore
+                   paths); at any depth for ``secrets`` and ``honeytokens``
 =================  ===========================================================
 
 The ``.gitignore`` reader (:mod:`spyglass.evidence.ignore`) keeps git's own
