@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from spyglass.errors import SandboxError
+from spyglass.pipeline import default_home
 from spyglass.sandbox import bwrap as bw
 from spyglass.sandbox import doctor, seccomp
 from spyglass.sandbox.decoy import build_decoy_home, canary_patterns
@@ -75,7 +76,7 @@ def prepare(
             raise SandboxError(
                 f"workspace {w} is not a directory", hint="create it or fix the policy's workspace"
             )
-    home = os.path.normpath(real_home or os.path.expanduser("~"))
+    home = os.path.normpath(real_home or default_home())
     work = Path(work_dir).resolve()
     work.mkdir(parents=True, exist_ok=True)
     tmp_dir, var_tmp = work / "tmp", work / "var-tmp"
@@ -188,7 +189,7 @@ def from_policy(
     """:func:`prepare` with the values of a :class:`spyglass.policy.Policy`
     (``sandbox.*``, ``network.allow``/``deny`` with the built-in allow list,
     ``mode``); relative policy paths are relative to the policy file's directory."""
-    home = real_home or os.path.expanduser("~")
+    home = real_home or default_home()
 
     def paths(values: Sequence[str]) -> list[str]:
         return [v if v.startswith("~") else policy.resolve_path(v, home) for v in values]

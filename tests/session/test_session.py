@@ -125,3 +125,37 @@ def test_a_sandboxed_run_records_the_tracer_among_the_monitor_pids(tmp_path: Pat
     assert meta.sandbox and meta.mode == "contain"
     pids = meta.extra["monitor_pids"]
     assert len(pids) == 2 and all(isinstance(p, int) for p in pids)
+
+
+@needs_strace
+def test_a_bad_path_pattern_stops_spyglass_run_with_its_place(tmp_path: Path, spy, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "spyglass.yaml").write_text("evidence:\n  manifest_exclude:\n    - \"[]]x\"\n")
+    marker = tmp_path / "ran"
+    res = spy("run", "-q", "--", "touch", str(marker))
+    assert res.exit_code == 2
+    assert res.stderr.startswith("spyglass: error: spyglass.yaml:3:7: evidence.manifest_exclude[0]: bad path pattern")
+    assert len(res.stderr.strip().splitlines()) == 1 and not marker.exists()
+
+
+@needs_strace
+def test_a_feature_sink_that_cannot_start_stops_spyglass_run_in_one_line(tmp_path: Path, spy, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from spyglass.errors import MissingToolError
+    from spyglass.session import sinks
+
+    class NeedsATool:
+        name = "needs-a-tool"
+
+        def start(self, ctx: RunContext) -> None:
+            raise MissingToolError("frobnicate", "frob-utils")
+
+    monkeypatch.setattr(sinks, "FEATURE_SINKS", [lambda plan: [NeedsATool()]])
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "ran"
+    res = spy("run", "-q", "--", "touch", str(marker))
+    assert res.exit_code == 5
+    assert res.stderr.strip() == (
+        "spyglass: error: needs-a-tool could not start: frobnicate is not installed "
+        "(install it: sudo apt-get install frob-utils)"
+    )
+    assert not marker.exists()
