@@ -174,6 +174,8 @@ def run_cmd(
     if not quiet:
         print_run_summary(RunReader(store, meta.id), sys.stderr)
         click.echo(f"spyglass: recorded run {meta.id} in {store.root}", err=True)
+        for note in result.notes:
+            click.echo(f"spyglass: {note}", err=True)
     if meta.stopped_by:
         click.echo(f"spyglass: rule {meta.stopped_by} stopped the agent (exit 7)", err=True)
     elif result.verdict_code != result.exit_code:

@@ -78,6 +78,20 @@ class AnalysisPolicy:
 
 
 @dataclass(frozen=True)
+class RetentionPolicy:
+    """Limits ``spyglass prune`` applies, and every ``run`` after it finishes (all unset: keep everything)."""
+
+    max_age: str | None = None  # "30d"
+    max_size: str | None = None  # "5G"
+    max_runs_per_task: int | None = None
+    keep_level: str | None = "high"  # runs with alerts at or above are kept; null: no protection
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_age is not None or self.max_size is not None or self.max_runs_per_task is not None
+
+
+@dataclass(frozen=True)
 class Policy:
     mode: Mode = "observe"
     fail_on: str | None = None
@@ -94,6 +108,7 @@ class Policy:
     evidence: EvidencePolicy = field(default_factory=EvidencePolicy)
     gate: tuple[str, ...] = ()
     analysis: AnalysisPolicy = field(default_factory=AnalysisPolicy)
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     #: the file it came from (None: built-in defaults)
     source: str | None = None
     base_dir: str = ""

@@ -17,6 +17,7 @@ from spyglass.capture import get_backend
 from spyglass.capture.base import CaptureBackend
 from spyglass.errors import EXIT_ALERT, EXIT_KILLED, UsageError
 from spyglass.pipeline import SandboxView, default_home
+from spyglass.policy import Policy
 from spyglass.session.options import RunOptions
 from spyglass.session.record import RunOutcome, RunRequest, record
 from spyglass.session.sinks import Plan, assemble
@@ -116,6 +117,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
         )
         outcome = record(request, backend, store, assemble(plan), signer=signer)
 
+    outcome.notes.extend(apply_retention(policy, store, outcome.meta.id))
     code = outcome.exit_code
     if outcome.meta.stopped_by:
         code = EXIT_KILLED
@@ -124,6 +126,22 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     outcome.verdict_code = code
     outcome.fail_on = fail_on
     return outcome
+
+
+def apply_retention(policy: Policy, store: Store, run_id: str) -> list[str]:
+    """The policy's ``retention`` limits, applied after a run (the run just recorded is never deleted)."""
+    if not policy.retention.enabled:
+        return []
+    from spyglass.store import retention
+
+    rt = policy.retention
+    limits = retention.Limits.parse(rt.max_age, rt.max_size, rt.max_runs_per_task, rt.keep_level)
+    plan = retention.plan(retention.entries(store), limits)  # the newest run (this one) is never deleted
+    assert all(d.run.id != run_id for d in plan.delete)
+    gone = retention.apply(store, plan)
+    if not gone:
+        return []
+    return [f"retention: deleted {len(gone)} old run(s) ({retention.fmt_size(plan.total_before - plan.total_after)})"]
 
 
 def check_level(level: str | None) -> str | None:

@@ -64,6 +64,8 @@ class RunOutcome:
     sink_errors: dict[str, int]
     verdict_code: int | None = None
     fail_on: str | None = None
+    #: what the session did after the run, for the user (retention: old runs deleted)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
