@@ -42,6 +42,7 @@ def run(
     live_alerts: bool = False,
     seccomp: bool = True,
     agent_log: str | Path | None = None,
+    record_tty: bool = False,
 ) -> RunOutcome:
     """Run ``argv`` under capture and store the run; returns its outcome.
 
@@ -73,6 +74,7 @@ def run(
         workspace_evidence=workspace_evidence,
         live_alerts=live_alerts,
         agent_log=Path(agent_log) if agent_log is not None else None,
+        record_tty=record_tty,
         sinks=list(sinks),
     )
     return run_session(opts, st)

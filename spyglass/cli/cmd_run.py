@@ -117,6 +117,12 @@ Examples:
     is_flag=True,
     help="strace: trace without --seccomp-bpf (slower, but setuid programs such as sudo work).",
 )
+@click.option(
+    "--record-tty",
+    is_flag=True,
+    help="Record the agent's terminal output and the operator's input (asciicast v2, evidence/terminal.cast; "
+    "secrets masked). Policy: terminal.record.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No live alerts and no summary.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_cmd(
@@ -138,6 +144,7 @@ def run_cmd(
     agent_log: Path | None,
     backend: str,
     no_seccomp: bool,
+    record_tty: bool,
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -162,6 +169,7 @@ def run_cmd(
         fail_on=fail_on,
         sign_key=sign_key,
         workspace_evidence=not no_workspace_evidence,
+        record_tty=record_tty,
         live_alerts=not quiet,
         model_script=model_script,
         model_vars=parse_vars(model_vars),

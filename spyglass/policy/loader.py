@@ -28,6 +28,7 @@ from spyglass.policy.model import (
     RuleOverride,
     RulesPolicy,
     SandboxPolicy,
+    TerminalPolicy,
 )
 from spyglass.policy.paths import check_glob, expand_home
 from spyglass.policy.yamlsrc import Pos, load_documents, pos_at, to_plain
@@ -221,6 +222,7 @@ def _semantic_errors(data: dict[str, Any], root: Any, path: str, base_dir: str) 
             except ValueError as exc:
                 errors.append(SourceError(f"network.{key}[{i}]: {exc}", path, *_lc(pos_at(root, ["network", key, i]))))
     errors.extend(_retention_errors(data, root, path))
+    errors.extend(_terminal_errors(data, root, path))
     rules = data.get("rules")
     rules = rules if isinstance(rules, dict) else {}
     paths = rules.get("paths")
@@ -255,6 +257,22 @@ def _retention_errors(data: dict[str, Any], root: Any, path: str) -> list[Source
     return errors
 
 
+def _terminal_errors(data: dict[str, Any], root: Any, path: str) -> list[SourceError]:
+    import re
+
+    term = data.get("terminal")
+    pats = term.get("redact") if isinstance(term, dict) else None
+    errors = []
+    for i, pat in enumerate(pats if isinstance(pats, list) else []):
+        if isinstance(pat, str):
+            try:
+                re.compile(pat)
+            except re.error as exc:
+                errors.append(SourceError(f"terminal.redact[{i}]: bad regular expression: {exc}", path,
+                                          *_lc(pos_at(root, ["terminal", "redact", i]))))
+    return errors
+
+
 def _str_or_none(v: Any) -> str | None:
     return None if v is None else str(v)
 
@@ -275,6 +293,7 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
     ev = data.get("evidence") or {}
     an = data.get("analysis") or {}
     rt = data.get("retention") or {}
+    term = data.get("terminal") or {}
     ev_defaults = EvidencePolicy()
     return Policy(
         mode=data.get("mode", "observe"),
@@ -309,6 +328,7 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
             max_age=_str_or_none(rt.get("max_age")), max_size=_str_or_none(rt.get("max_size")),
             max_runs_per_task=rt.get("max_runs_per_task"), keep_level=rt.get("keep_level", "high"),
         ),
+        terminal=TerminalPolicy(record=bool(term.get("record", False)), redact=_t(term.get("redact"))),
         source=path,
         base_dir=base_dir,
         digest=digest,

@@ -78,6 +78,15 @@ class AnalysisPolicy:
 
 
 @dataclass(frozen=True)
+class TerminalPolicy:
+    """``run --record-tty``: the agent's terminal on record (asciicast v2 in the run's evidence)."""
+
+    record: bool = False
+    #: regular expressions masked in the recording (built-in token shapes are always masked)
+    redact: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class RetentionPolicy:
     """Limits ``spyglass prune`` applies, and every ``run`` after it finishes (all unset: keep everything)."""
 
@@ -109,6 +118,7 @@ class Policy:
     gate: tuple[str, ...] = ()
     analysis: AnalysisPolicy = field(default_factory=AnalysisPolicy)
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    terminal: TerminalPolicy = field(default_factory=TerminalPolicy)
     #: the file it came from (None: built-in defaults)
     source: str | None = None
     base_dir: str = ""

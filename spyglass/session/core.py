@@ -97,6 +97,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             backend = sb.backend(backend)
             extra.update(sb.run_extra())
             sandbox_view = sb.view()
+        sinks = assemble(plan)
         request = RunRequest(
             argv=list(opts.argv),
             cwd=plan.cwd,
@@ -114,8 +115,9 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             home=plan.home,
             policy=policy,
             sandbox_view=sandbox_view,
+            stdio=plan.stdio,
         )
-        outcome = record(request, backend, store, assemble(plan), signer=signer)
+        outcome = record(request, backend, store, sinks, signer=signer)
 
     outcome.notes.extend(apply_retention(policy, store, outcome.meta.id))
     code = outcome.exit_code

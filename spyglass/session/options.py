@@ -37,5 +37,6 @@ class RunOptions:
     model_vars: dict[str, str] = field(default_factory=dict)
     agent_kind: str | None = None
     agent_log: Path | None = None
+    record_tty: bool = False  # or the policy's terminal.record
     #: more sinks, after the built-in ones (a harness's own collectors)
     sinks: list[object] = field(default_factory=list)

@@ -49,6 +49,7 @@ class RunRequest:
     home: str | None = None  # None: default_home(env)
     policy: Policy | None = None
     sandbox_view: SandboxView | None = None
+    stdio: tuple[int, int, int] | None = None
 
 
 @dataclass
@@ -169,8 +170,10 @@ def record(
             wait_descendants=request.wait_descendants,
             wrapper=list(request.wrapper),
             options=dict(request.backend_options),
+            stdio=request.stdio,
         )
         session = backend.start(spec)
+        pipeline.launched()
 
         def stop_agent(reason: str) -> None:
             if not stopped_by:

@@ -42,6 +42,8 @@ class Plan:
     engine: RuleEngine | None = None
     #: sinks set up earlier by the session (the model stub changes the environment)
     early: list[object] = field(default_factory=list)
+    #: the command's stdin, stdout, stderr when a sink owns them (the terminal recorder)
+    stdio: tuple[int, int, int] | None = None
 
 
 SinkFactory = Callable[[Plan], Iterable[object]]
@@ -82,8 +84,18 @@ def _workspace_evidence(plan: Plan) -> Iterable[object]:
     ]
 
 
+def _terminal(plan: Plan) -> Iterable[object]:
+    if not (plan.opts.record_tty or plan.policy.terminal.record):
+        return []
+    from spyglass.tty import TerminalRecorder
+
+    recorder = TerminalRecorder(plan.store.run_dir, patterns=plan.policy.terminal.redact)
+    plan.stdio = recorder.stdio
+    return [recorder]
+
+
 #: sinks of optional features, in order, after the built-in ones (append yours here)
-FEATURE_SINKS: list[SinkFactory] = []
+FEATURE_SINKS: list[SinkFactory] = [_terminal]
 
 
 def assemble(plan: Plan) -> list[object]:
