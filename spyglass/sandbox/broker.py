@@ -234,9 +234,7 @@ class BrokerGuard:
     def done(self, ctx: Any) -> None:
         """The agent is gone: revoke minted values now, and say in the run what was brokered."""
         self.broker.close()
-        run = ctx.meta.get("run") if isinstance(getattr(ctx, "meta", None), dict) else None
-        if run is not None:
-            run.extra["broker"] = {"secrets": self.broker.describe(), "revoked": self.broker.revoked}
+        ctx.note_fact("broker", {"secrets": self.broker.describe(), "revoked": self.broker.revoked})
 
     def process_exec(self, ev: Event) -> None:
         argv = " ".join(ev.argv or ())
@@ -275,3 +273,18 @@ class BrokerGuard:
         ))
         if self.enforce and self.ctx.stop_agent is not None:
             self.ctx.stop_agent(MISUSE_RULE)
+
+
+def open_for_run(entries: Sequence[Any], env: Mapping[str, str], *, base_dir: str,
+                 sandbox_on: bool) -> tuple[Broker, dict[str, str]]:
+    """The run's brokered secrets with their values obtained now, and the agent's environment
+    without them (a ``from_env`` variable and any variable holding a value are dropped)."""
+    if not sandbox_on:
+        raise BrokerError(
+            "secrets.broker needs the sandbox: only traffic through spyglass's egress proxy can carry the secret",
+            hint="run with --sandbox (or mode: contain/enforce), or remove secrets.broker from the policy",
+        )
+    broker = Broker(entries, environ=env, base_dir=base_dir).open()
+    sources = {e.from_env for e in entries if e.from_env}
+    values = set(broker.values)
+    return broker, {k: v for k, v in env.items() if k not in sources and v not in values}
