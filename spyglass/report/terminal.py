@@ -280,6 +280,10 @@ def _gate(data: ReportData) -> list[Line]:
 def summary_lines(data: ReportData, *, max_items: int = 15) -> list[Line]:
     """The summary as (style, text) lines, none of them cut."""
     out = _header(data)
+    evidence = data.meta.extra.get("evidence")
+    if isinstance(evidence, dict) and evidence.get("partial"):
+        failed = ", ".join(f"{k} ({v}x)" for k, v in sorted((evidence.get("sink_errors") or {}).items()))
+        out.append(("yellow", f"Evidence is partial: {failed or 'a component'} failed during the run"))
     out.append(("", ""))
     out.extend(_alerts(data, max_items))
     out.append(("", ""))

@@ -21,14 +21,11 @@ import base64
 import json
 import os
 import secrets
-import shutil
 import string
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from spyglass.sandbox import bwrap as bw
 
 CANARY_ALPHABET = string.ascii_letters + string.digits
 CANARY_LENGTH = 24  # a multiple of 4: spliced into base64 text it stays aligned
@@ -276,54 +273,3 @@ def _write(path: Path, content: str, mode: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content)
     os.chmod(path, mode)
-
-
-#: pass_home entries up to this size are copied into the decoy home (writable, the
-#: original untouched); larger ones are bind-mounted read-only
-COPY_MAX_BYTES = 64 * 1024 * 1024
-COPY_MAX_FILES = 5000
-
-
-def _small_enough(path: str) -> bool:
-    if not os.path.isdir(path) or os.path.islink(path):
-        return True
-    total = files = 0
-    for root, dirs, names in os.walk(path):
-        files += len(names) + len(dirs)
-        for n in names:
-            try:
-                total += os.lstat(os.path.join(root, n)).st_size
-            except OSError:
-                pass
-        if files > COPY_MAX_FILES or total > COPY_MAX_BYTES:
-            return False
-    return True
-
-
-def copy_pass_home(entries: Sequence[str], real_home: str, decoy_home: Path) -> tuple[list[str], list[str]]:
-    """Copy the small ``pass_home`` entries into the decoy home: (copied rel paths, entries left to bind)."""
-    copied: list[str] = []
-    bind: list[str] = []
-    for entry in entries:
-        p = bw.expand_home(entry, real_home)
-        if not bw.is_under(p, real_home) or p == real_home or not os.path.lexists(p):
-            continue
-        rel = os.path.relpath(p, real_home)
-        if not _small_enough(p):
-            bind.append(entry)
-            continue
-        dest = decoy_home / rel
-        try:
-            if dest.is_dir() and not dest.is_symlink():
-                shutil.rmtree(dest)
-            elif dest.exists() or dest.is_symlink():
-                dest.unlink()
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if os.path.isdir(p) and not os.path.islink(p):
-                shutil.copytree(p, dest, symlinks=True)
-            else:
-                shutil.copy2(p, dest, follow_symlinks=False)
-            copied.append(rel)
-        except OSError:
-            bind.append(entry)
-    return copied, bind

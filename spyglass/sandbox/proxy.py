@@ -28,64 +28,36 @@ import logging
 import os
 import struct
 import threading
-import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from typing import Any
 
-from spyglass.events import Event
 from spyglass.sandbox import attribution, wire
 from spyglass.sandbox.decoy import CanaryScanner
 from spyglass.sandbox.egress import Decision, EgressPolicy, ip_literal, normalize_host
+from spyglass.sandbox.proxy_request import (
+    BLOCKED,
+    CANARY,
+    DENY_HEADER,
+    MISUSE,
+    PREFETCH_BODY,
+    RELAY_HEADER_LEN,
+    RELAY_MAGIC,
+    EventSink,
+    Veto,
+    _CanaryFound,
+    _Refused,
+    _Request,
+    request_event,
+)
 from spyglass.sandbox.resolve import Resolver, default_resolver, static_resolver
 
-__all__ = ["EgressProxy", "Resolver", "Veto", "default_resolver", "static_resolver"]
+__all__ = [
+    "BLOCKED", "CANARY", "DENY_HEADER", "RELAY_MAGIC", "EgressProxy", "Resolver", "Veto",
+    "default_resolver", "static_resolver",
+]
 
 log = logging.getLogger("spyglass.sandbox.proxy")
-
-#: hands an event to the run; with ``wait`` it returns a future set once the run processed it
-EventSink = Callable[[Event, bool], "concurrent.futures.Future[None] | None"]
-#: asked before an allowed request goes out, with the would-be event (decision "allow");
-#: returns the id of a ``block`` rule that refuses it, or None.  Runs on the proxy's
-#: thread: it must only read (the rule engine's ``would_block``, for example).
-Veto = Callable[[Event], "str | None"]
-
-RELAY_MAGIC = b"\x00SG1"  # + u16 client port + u16 relay port
-RELAY_HEADER_LEN = 8
-DENY_HEADER = "X-Spyglass-Denied"
-PREFETCH_BODY = 1 << 20  # plain-HTTP bodies up to this size are scanned before the upstream is contacted
-CANARY = "canary"
-BLOCKED = "blocked-by-rule"
-
-
-_Refused = wire.Refused
-
-
-class _CanaryFound(Exception):
-    pass
-
-
-@dataclass
-class _Request:
-    """What one client connection asked for and what became of it."""
-
-    started: int = field(default_factory=time.time_ns)
-    pid: int = 0
-    relay_pid: int | None = None
-    client_port: int | None = None
-    relay_port: int | None = None
-    method: str | None = None
-    host: str | None = None
-    port: int | None = None
-    decision: str | None = None
-    rule: str | None = None
-    reason: str | None = None
-    detail: str | None = None
-    bytes_out: int = 0
-    bytes_in: int = 0
-    reported: bool = False
-    attribution: asyncio.Future[int | None] | None = None
-
 
 class EgressProxy:
     """``start()`` it, point the relay at ``socket_path``, ``close()`` it at the end of the run."""
@@ -105,8 +77,14 @@ class EgressProxy:
         ack_timeout: float = 5.0,
         attribute: bool = True,
         veto: Veto | None = None,
+        interceptor: Any = None,
     ) -> None:
         self.socket_path = socket_path
+        #: spyglass.sandbox.intercept.Interceptor: tunnels to the brokered hosts go through it
+        self.interceptor = interceptor
+        self._tunnels: dict[int, _Request] = {}
+        if interceptor is not None:
+            interceptor.on_misuse = self._on_misuse
         self.veto = veto
         self.policy = policy
         self.patterns = list(canary_patterns)
@@ -207,7 +185,7 @@ class EgressProxy:
         req.reported = True
         allowed = req.decision == "allow"
         self.counts["allowed" if allowed else "denied"] += 1
-        ev = self._event(req, req.decision or "deny")
+        ev = request_event(req, req.decision or "deny")
         if self.sink is None:
             return None
         try:
@@ -217,26 +195,6 @@ class EgressProxy:
             if self.counts["errors"] <= 3:
                 log.exception("event sink failed (the proxy goes on)")
             return None
-
-    @staticmethod
-    def _event(req: _Request, decision: str) -> Event:
-        return Event(
-            type="proxy.request",
-            ts=req.started,
-            pid=req.pid,
-            ok=decision == "allow" and req.detail is None,
-            address=req.host,
-            port=req.port,
-            domain=req.host if req.host and ip_literal(req.host) is None else None,
-            transport="tcp",
-            method=req.method,
-            decision=decision,
-            rule=req.rule,
-            reason=req.reason,
-            detail=req.detail,
-            bytes_out=req.bytes_out,
-            bytes_in=req.bytes_in,
-        )
 
     async def _settle_pid(self, req: _Request) -> None:
         fut, req.attribution = req.attribution, None
@@ -306,6 +264,9 @@ class EgressProxy:
             if req.decision is None:
                 req.decision, req.reason = "deny", "proxy-error"
         finally:
+            if upstream is not None:
+                with contextlib.suppress(Exception):
+                    self._tunnels.pop(int(upstream[1].get_extra_info("sockname")[1]), None)
             for w in (writer, upstream[1] if upstream else None):
                 if w is not None:
                     with contextlib.suppress(Exception):
@@ -327,14 +288,28 @@ class EgressProxy:
             await asyncio.wait_for(writer.drain(), 5)
 
     # ------------------------------------------------------------ decisions
-    def _canary_in(self, data: bytes) -> bool:
-        return bool(self.patterns) and any(p in data for p in self.patterns)
+    def _patterns_for(self, req: _Request) -> list[bytes]:
+        """The canaries to look for in what goes to ``req``'s host: a brokered secret's placeholder is
+        expected (and replaced) on the way to the hosts that secret may reach."""
+        if self.interceptor is None or req.host is None or req.port is None:
+            return self.patterns
+        ok = self.interceptor.broker.allowed_placeholders(normalize_host(req.host), req.port)
+        return [p for p in self.patterns if p not in ok] if ok else self.patterns
+
+    def _canary_in(self, data: bytes, req: _Request) -> bool:
+        return bool(self.patterns) and any(p in data for p in self._patterns_for(req))
+
+    def _on_misuse(self, local_port: int, host: str, port: int, names: list[str]) -> None:
+        """Called from the interceptor's thread: a request in this tunnel carried a placeholder to the wrong host."""
+        req = self._tunnels.get(local_port)
+        if req is not None:
+            req.decision, req.reason, req.detail = "deny", MISUSE, MISUSE
 
     async def _decide_and_connect(
         self, req: _Request, head: bytes
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         assert req.host is not None and req.port is not None
-        if self._canary_in(head):
+        if self._canary_in(head, req):
             req.detail = CANARY
             if self.block_canary:
                 raise _Refused(403, CANARY, CANARY)
@@ -345,7 +320,7 @@ class EgressProxy:
         if self.veto is not None:
             await self._settle_pid(req)
             try:
-                blocked = self.veto(self._event(req, "allow"))
+                blocked = self.veto(request_event(req, "allow"))
             except Exception:
                 log.exception("veto hook failed (the request goes on)")
                 blocked = None
@@ -372,6 +347,16 @@ class EgressProxy:
                 raise _Refused(502, "resolve-failed")
             req.rule, req.reason = refusal.rule, refusal.reason
             raise _Refused(403, refusal.reason)
+        if self.interceptor is not None and self.interceptor.wants(host, req.port):
+            self.upstream_attempts.append(usable[0])
+            try:
+                r, w, local_port = await self.interceptor.open_tunnel(host, req.port, usable[0])
+            except (OSError, TimeoutError) as exc:
+                req.decision, req.reason, req.detail = "allow", "upstream-error", f"interceptor: {exc}"[:200]
+                raise _Refused(502, "upstream-error", req.detail) from None
+            self._tunnels[local_port] = req
+            req.decision = "allow"
+            return r, w
         last_err = "no address"
         for addr, port in usable:
             self.upstream_attempts.append((addr, port))
@@ -455,7 +440,7 @@ class EgressProxy:
         up_r: asyncio.StreamReader,
         up_w: asyncio.StreamWriter,
     ) -> None:
-        scanner = CanaryScanner(self.patterns)
+        scanner = CanaryScanner(self._patterns_for(req))
 
         async def outbound() -> None:
             while True:

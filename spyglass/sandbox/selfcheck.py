@@ -16,8 +16,8 @@ from pathlib import Path
 
 from spyglass.errors import SandboxError
 from spyglass.sandbox import launch
+from spyglass.sandbox.build import prepare
 from spyglass.sandbox.doctor import Check
-from spyglass.sandbox.prepared import prepare
 
 _OK = "spyglass-layout-ok"
 _SCRIPT = f'#!/bin/sh\nif [ -e .spyglass/index.sqlite ]; then echo store-visible; exit 3; fi\necho {_OK}\n'
