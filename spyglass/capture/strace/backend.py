@@ -1,7 +1,7 @@
 """The strace capture backend: runs a command under strace and streams its events.
 
 The command runs as ``strace -DD -f -q -yy -ttt -s 4096 --decode-pids=pidns
--I2 [--seccomp-bpf] -e trace=<TRACE_SET> -o <fifo> -- *wrapper *argv`` with
+-I2 [--seccomp-bpf] -e trace=<TRACE_SET> -o <fifo> -- *wrapper *argv`` (see :mod:`.command`) with
 the spec's cwd and environment; its stdin, stdout and stderr are the
 caller's, untouched.  ``-DD`` makes strace the command's grandchild in a
 process group of its own: the command stays our direct child (its exit
@@ -42,35 +42,14 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
 from spyglass.capture.strace import host
+from spyglass.capture.strace.command import strace_command
 from spyglass.capture.strace.parser import StraceParser
 from spyglass.errors import CaptureError, MissingToolError
 from spyglass.events.schema import Event
-
-#: The system calls traced: only those events are made of (ptrace cost is per stopped call).
-TRACE_SET: tuple[str, ...] = (
-    "fork", "vfork", "clone", "clone3", "execve", "execveat",
-    "open", "openat", "openat2", "creat",
-    "unlink", "unlinkat", "rmdir", "rename", "renameat", "renameat2", "link", "linkat",
-    "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "?fchmodat2",
-    "chown", "fchown", "lchown", "fchownat", "mkdir", "mkdirat", "truncate", "ftruncate",
-    "chdir", "fchdir",
-    "connect", "bind", "listen", "sendto", "sendmsg", "sendmmsg", "recvfrom", "recvmsg",
-    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid", "capset",
-    "ptrace", "memfd_create", "io_uring_setup", "mount", "umount2", "unshare", "setns", "bpf",
-    "init_module", "finit_module", "kill", "tkill", "tgkill",
-    "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "process_vm_readv", "process_vm_writev",
-    "name_to_handle_at", "open_by_handle_at", "ioctl",
-)  # fmt: skip
-
-#: Descriptor bookkeeping (dup/close), traced only with ``options={"fd_tracking": True}``: each is
-#: one more stopped call, and a directory walk makes many (benchmarks/bench_capture.py: find /usr/lib
-#: ran ~10x slower with them).  Without them ``/proc/self/fd/N`` is resolved by reading the live
-#: process's descriptor link as the call is parsed, and ``*at()`` calls carry strace's own fd paths.
-FD_SET: tuple[str, ...] = ("dup", "dup2", "dup3", "fcntl", "close")
 
 #: What happens to processes still alive when the grace period after the root's exit is over
 DESCENDANTS = ("kill", "follow", "detach")
@@ -88,23 +67,6 @@ _SECCOMP_NOTE = (
 )
 
 
-def strace_command(
-    output: str,
-    argv: Sequence[str],
-    *,
-    seccomp: bool = True,
-    strace: str = "strace",
-    fd_tracking: bool = False,
-) -> list[str]:
-    """The strace command line that writes to ``output`` and runs ``argv``."""
-    cmd = [strace, "-DD", "-f", "-q", "-yy", "-ttt", "-s", "4096", "--decode-pids=pidns", "-I2"]
-    if seccomp:
-        cmd.append("--seccomp-bpf")
-    calls = TRACE_SET + FD_SET if fd_tracking else TRACE_SET
-    cmd += ["-e", "trace=" + ",".join(calls), "-o", output, "--", *argv]
-    return cmd
-
-
 def _run(cmd: list[str], timeout: float = 10.0) -> tuple[int, str]:
     try:
         proc = subprocess.run(
@@ -114,21 +76,6 @@ def _run(cmd: list[str], timeout: float = 10.0) -> tuple[int, str]:
         return -1, str(exc)
     text = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()
     return proc.returncode, text
-
-
-def _state(pid: int) -> bytes:
-    """The state letter of ``pid`` (``R``, ``S``, ``T``, ``Z`` ...), empty when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return b""
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` exists and is not a zombie."""
-    return _state(pid) not in (b"Z", b"X", b"")
 
 
 class StraceBackend:
@@ -215,7 +162,7 @@ class StraceSession:
             # command is gone: an early strace failure cannot leave the reader blocked forever
             self._wfd: int | None = os.open(fifo, os.O_WRONLY)
             os.set_blocking(self._rfd, True)
-            _grow_pipe(self._rfd)
+            host.grow_pipe(self._rfd)
             cmd = strace_command(
                 fifo,
                 [*spec.wrapper, *spec.argv],
@@ -291,10 +238,10 @@ class StraceSession:
                 out.extend(self.parser.feed(line.decode("utf-8", "surrogateescape")))
         for ev in out:
             if self._killing and ev.type == "process.start":  # kill_tree() in progress: newborns die too
-                _kill(ev.pid)
+                host.kill(ev.pid)
             elif ev.target_pid is not None and ev.target_pid in self.parser.state.untraced:
                 # a CLONE_UNTRACED child cannot be observed: it is not allowed to run
-                _kill(ev.target_pid)
+                host.kill(ev.target_pid)
                 ev.detail = f"{ev.detail}; killed"
         self._queue.put(out)
 
@@ -381,7 +328,7 @@ class StraceSession:
         if self._detached:
             now = time.time_ns()
             for proc in parser.live():
-                if not _running(proc.pid):
+                if not host.running(proc.pid):
                     continue
                 res.still_running.append(StillRunning(proc.pid, proc.argv))
                 detail = _DETACH_SECCOMP if self.seccomp else "left running, no longer recorded"
@@ -396,7 +343,7 @@ class StraceSession:
         """A quiet stream may mean a stopped tracer (SIGSTOP/SIGTSTP from the run): every tracee then
         blocks at its next traced call.  Resume it and say so."""
         tracer = self._tracer
-        if tracer is None or _state(tracer) not in (b"T", b"t"):
+        if tracer is None or host.state(tracer) not in (b"T", b"t"):
             return []
         try:
             os.kill(tracer, signal.SIGCONT)
@@ -415,7 +362,7 @@ class StraceSession:
         ``options={"on_monitor_lost": "keep"}``.
         """
         parser, res = self.parser, self._result
-        alive = [p for p in parser.live() if _running(p.pid)]
+        alive = [p for p in parser.live() if host.running(p.pid)]
         if not alive and parser.root_exited:
             return
         res.monitor_lost = True
@@ -424,9 +371,9 @@ class StraceSession:
         keep = self.spec.options.get("on_monitor_lost") == "keep"
         if not keep:
             for p in alive:
-                _kill(p.pid)
+                host.kill(p.pid)
             if self._proc.poll() is None:
-                _kill(self._proc.pid)
+                host.kill(self._proc.pid)
             detail += "; killed"
         res.notes.append(detail)
         pid = parser.root_pid if parser.root_pid is not None else self._proc.pid
@@ -435,7 +382,7 @@ class StraceSession:
     def _end_tree(self) -> None:
         """``descendants: kill``: the processes still alive after the grace period are killed."""
         with self._lock:
-            alive = [p for p in self.parser.live() if _running(p.pid)]
+            alive = [p for p in self.parser.live() if host.running(p.pid)]
         if alive:
             names = ", ".join(f"{p.pid} ({' '.join(p.argv or [])[:60]})" for p in alive[:5])
             self._result.notes.append(f"killed {len(alive)} process(es) still running after the run: {names}")
@@ -457,12 +404,12 @@ class StraceSession:
         with self._lock:
             candidates = [self._proc.pid, *(p.pid for p in self.parser.live())]
         for pid in candidates:
-            tracer = _tracer_of(pid)
-            if tracer is not None and _comm_is(tracer, self._comm):
+            tracer = host.tracer_of(pid)
+            if tracer is not None and host.comm_is(tracer, self._comm):
                 return tracer
         # every traced process is gone already (a short command): strace, orphaned at
         # start-up, is our adopted child until it is reaped
-        mine = [pid for pid in _children_of_self() if _comm_is(pid, self._comm)]
+        mine = [pid for pid in host.children_of_self() if host.comm_is(pid, self._comm)]
         return mine[0] if len(mine) == 1 else None
 
     def _detach(self) -> None:
@@ -470,7 +417,7 @@ class StraceSession:
             return
         self._detached = True
         tracer = self._tracer
-        if tracer is None or not _comm_is(tracer, self._comm):  # gone, or the pid was reused
+        if tracer is None or not host.comm_is(tracer, self._comm):  # gone, or the pid was reused
             tracer = self._find_tracer()
         if tracer is not None:
             try:
@@ -520,60 +467,9 @@ class StraceSession:
             except OSError:
                 pass
         for pid in pids:
-            _kill(pid)
+            host.kill(pid)
 
     def result(self) -> CaptureResult:
         return self._result
 
 
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def _grow_pipe(fd: int, size: int = 1 << 20) -> None:
-    """A larger FIFO buffer lets strace write bursts without waiting for the parser."""
-    import fcntl
-
-    try:
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
-    except OSError:  # above /proc/sys/fs/pipe-max-size for an unprivileged user
-        pass
-
-
-def _tracer_of(pid: int) -> int | None:
-    """The pid ptrace-attached to ``pid`` (``TracerPid``), if any."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("TracerPid:"):
-                    return int(line.split()[1]) or None
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _children_of_self() -> list[int]:
-    """Our direct children (every thread's), from /proc."""
-    out: list[int] = []
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return out
-    for tid in tasks:
-        try:
-            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as f:
-                out.extend(int(p) for p in f.read().split())
-        except (OSError, ValueError):
-            continue
-    return out
-
-
-def _comm_is(pid: int, comm: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
-            return f.read().strip() == comm
-    except OSError:
-        return False

@@ -264,7 +264,7 @@ def _first_complete_lines(fixture_lines) -> dict[str, str]:
 
 def test_every_traced_call_reports_success_and_failure(parse, fixture_lines) -> None:
     """Each traced call recorded in the fixtures, once as recorded and once turned into EPERM."""
-    from spyglass.capture.strace.backend import FD_SET, TRACE_SET
+    from spyglass.capture.strace.command import FD_SET, TRACE_SET
 
     lines = _first_complete_lines(fixture_lines)
     traced = (*TRACE_SET, *FD_SET)
