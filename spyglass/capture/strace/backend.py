@@ -14,11 +14,20 @@ reader thread parses lines as they arrive and queues the events, which
 
 End of run: when the root process's exit line arrives, a grace period of
 ``spec.wait_descendants`` seconds starts.  If strace is still running when it
-is over (descendants alive, such as a double-forked daemon), strace gets
-SIGINT (``-I2`` lets it act on that signal: it detaches cleanly and exits),
-every traced process still alive is reported as a ``process.detach`` event
-and listed in ``result().still_running``.  The stream ends when strace has
-exited and the FIFO is drained; that is the end-of-run signal.
+is over (descendants alive, such as a double-forked daemon),
+``options["descendants"]`` decides: ``kill`` kills the tree (strace reports
+the deaths and exits); ``follow`` keeps recording until the tree is gone;
+``detach`` (the default) sends strace SIGINT (``-I2`` lets it act on that
+signal: it detaches cleanly and exits), and every traced process still alive
+is reported as a ``process.detach`` event and listed in
+``result().still_running``.  The stream ends when strace has exited and the
+FIFO is drained; that is the end-of-run signal.
+
+Blinding: strace exiting while processes of the run are alive, without our
+asking, sets ``result().monitor_lost``, emits a ``monitor-lost:`` event and
+kills what is left (``options={"on_monitor_lost": "keep"}`` does not); a
+tracer found stopped is resumed (``monitor-stopped:``); a ``CLONE_UNTRACED``
+child is killed as soon as its clone is parsed.
 
 ``--seccomp-bpf`` (on by default; ``options={"seccomp": False}`` turns it off)
 stops only the traced system calls, which makes tracing several times
