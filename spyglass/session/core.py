@@ -71,6 +71,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     backend: CaptureBackend = get_backend(opts.backend)
     extra: dict[str, object] = {"policy_source": policy.source}
     sandbox_view: SandboxView | None = None
+    own_env: list[str] = []  # variables spyglass itself sets for the agent
     with contextlib.ExitStack() as stack:
         if opts.model_script is not None:
             from spyglass.agents.replay import stub_session
@@ -78,6 +79,9 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             stub = stack.enter_context(
                 stub_session(opts.model_script, opts.argv, plan.env, variables=opts.model_vars, agent=opts.agent_kind)
             )
+            # what the stub set points the agent at it (spyglass's own values, no host secret):
+            # it passes the sandbox's environment filter
+            own_env = [k for k, v in stub.env.items() if plan.env.get(k) != v]
             plan.env = dict(stub.env)
             plan.early.append(stub)
         plan.engine = RuleEngine(load_ruleset(policy), policy, home=plan.home, mode=mode)
@@ -96,7 +100,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             # `action: block` rules veto at the proxy through the engine's read-only check
             sb = from_policy(
                 policy, work, plan.workspace, cwd=plan.cwd, store_root=str(store.root), mode=mode,
-                real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker,
+                real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker, env_pass=own_env,
             )
             stack.callback(sb.close)
             plan.sandbox = sb
