@@ -116,3 +116,15 @@ def test_timeout_signalling_its_own_group_is_not_an_attack(tmp_path: Path) -> No
     assert groups, "timeout's kill(0, SIGTERM) is recorded"
     assert reader.meta.status == "complete"
     assert not {a.level for a in reader.alerts()} & {"medium", "high", "critical"}
+
+
+def test_gate_fails_a_monitor_lost_run(tmp_path: Path) -> None:
+    _run(tmp_path, "kill9")
+    gate = subprocess.run(
+        [sys.executable, "-m", "spyglass", "gate", "--store", str(tmp_path / "store"), "latest"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert gate.returncode != 0 and "tracer was lost" in gate.stdout + gate.stderr
