@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spyglass.agents.adapters import AgentAdapter, adapter_named, all_adapters, recognise
 from spyglass.agents.agent_logs import (
     ToolCall,
-    log_from_argv,
     looks_like_agent_log,
     read_agent_log,
     unwrap_shell,
@@ -52,48 +52,22 @@ from spyglass.pipeline import RunContext, Sink
 
 AGENT, INTERNAL, TOOL, OTHER, PENDING = "agent", "internal", "tool", "other", "pending"
 
-#: Markers of scripts that agents run for themselves through a shell.
-_INTERNAL_SCRIPT_MARKERS = (
-    "# Snapshot file",  # codex: snapshot of the user's shell environment
-    "__codex_snapshot",
-    "/shell_snapshots/",  # codex: checking a snapshot it wrote
-)
-#: Markers of agent wrapper scripts that set the environment up and then exec
-#: the model's command in the same process (codex restores its shell snapshot).
-_WRAPPER_SCRIPT_MARKERS = ("__CODEX_SNAPSHOT_OVERRIDE",)
-
 
 def _base(s: str | None) -> str:
     return s.rsplit("/", 1)[-1] if s else ""
 
 
 def agent_signature(exe: str | None, argv: Sequence[str] | None) -> str | None:
-    """``"codex"``/``"mini"`` if this exec is the agent itself, else None."""
-    args = list(argv or [])
-    a0 = _base(args[0]) if args else ""
-    exe_b = _base(exe)
-    if any(a.startswith("--codex-run-as-") for a in args[1:3]):
-        return "codex"
-    if exe_b == "codex" or a0 in ("codex", "codex.js"):
-        return "codex"
-    node = a0 in ("node", "nodejs") or exe_b in ("node", "nodejs")
-    if node and len(args) > 1 and _base(args[1]) in ("codex", "codex.js"):
-        return "codex"
-    if a0 in ("mini", "mini-extra", "mini-swe-agent") or exe_b in ("mini", "mini-extra"):
-        return "mini"
-    if a0.startswith("python") or exe_b.startswith("python"):
-        if len(args) > 1 and _base(args[1]) in ("mini", "mini-extra", "mini-swe-agent"):
-            return "mini"
-        if "-m" in args[1:3]:
-            i = args.index("-m")
-            if i + 1 < len(args) and args[i + 1].startswith("minisweagent"):
-                return "mini"
-    return None
+    """The adapter name (``"codex"``, ``"claude"``, ``"mini"``) if this exec is the agent itself, else None."""
+    adapter = recognise(exe, argv)
+    return adapter.name if adapter is not None else None
 
 
-def _is_setup_reexec(argv: Sequence[str] | None) -> bool:
-    """codex re-executes itself to set a command up, then execs the command."""
-    return any(a.startswith("--codex-run-as-") for a in (argv or [])[1:3])
+def _adapter(name: str | None) -> AgentAdapter:
+    try:
+        return adapter_named(name or "generic")
+    except KeyError:
+        return adapter_named("generic")
 
 
 def command_text(argv: Sequence[str] | None, exe: str | None = None) -> str:
@@ -248,8 +222,9 @@ class Linker:
 
     def _classify(self, p: _Proc, ev: Event) -> None:
         argv = list(ev.argv or [])
-        text = command_text(argv, ev.exe)
-        if any(m in text for m in _WRAPPER_SCRIPT_MARKERS):
+        adapter = _adapter(p.agent or self.agent)
+        text = adapter.model_command(command_text(argv, ev.exe))
+        if any(m in text for a in all_adapters() for m in a.wrapper_markers):
             self._set(p, PENDING)  # the command follows in this process
             return
         if self.refresh is not None:
@@ -266,7 +241,9 @@ class Linker:
             self._set(p, TOOL, link)
             return
         is_shell = unwrap_shell(argv) is not None
-        internal = any(m in text for m in _INTERNAL_SCRIPT_MARKERS)
+        internal = text in adapter.internal_commands or any(
+            m in text for a in all_adapters() for m in a.internal_markers
+        )
         if is_shell and not internal and not self.log_complete:
             used = set(self.links)
             n = max([*used, *(c.n for c in self.calls), self._next_heuristic]) + 1
@@ -291,9 +268,7 @@ class Linker:
             else:
                 p = _Proc(pid, parent.role, parent.agent, argv=parent.argv, exe=parent.exe)
             self.procs[pid] = p
-            self._set(
-                p, p.role, parent.link if parent is not None and parent.role in (TOOL, INTERNAL) else None
-            )
+            self._set(p, p.role, parent.link if parent is not None and parent.role in (TOOL, INTERNAL) else None)
         elif t == "process.exec" and ev.ok:
             known = self.procs.get(pid)
             if known is None:
@@ -309,7 +284,7 @@ class Linker:
                     self.agent = self.agent or kind
                     self._set(p, AGENT)
             elif p.role in (AGENT, PENDING):
-                if _is_setup_reexec(ev.argv):
+                if _adapter(p.agent).is_setup_reexec(ev.argv):
                     self._set(p, PENDING)
                 elif kind is not None and kind == (p.agent or kind):
                     p.agent = kind
@@ -362,13 +337,9 @@ def find_agent_log(events: Iterable[Event]) -> str | None:
     named: str | None = None
     found: str | None = None
     for ev in events:
-        if (
-            ev.type == "process.exec"
-            and ev.ok
-            and named is None
-            and agent_signature(ev.exe, ev.argv) == "mini"
-        ):
-            named = log_from_argv(ev.argv, ev.cwd)
+        if ev.type == "process.exec" and ev.ok and named is None:
+            adapter = recognise(ev.exe, ev.argv)
+            named = adapter.log_from_argv(ev.argv, ev.cwd) if adapter is not None else None
         elif (
             ev.type in ("file.create", "file.write")
             and ev.ok
@@ -431,16 +402,15 @@ class AgentAwareness(Sink):
         t = ev.type
         if t.startswith("process."):
             self._proc_events.append(ev)
-            if (
-                t == "process.exec"
-                and self.auto_detect
-                and self.agent_log is None
-                and ev.ok
-                and agent_signature(ev.exe, ev.argv) == "mini"
-            ):
+            adapter = (
+                recognise(ev.exe, ev.argv)
+                if t == "process.exec" and self.auto_detect and self.agent_log is None and ev.ok
+                else None
+            )
+            if adapter is not None:
                 info = self.ctx.procs.get(ev.pid) if self.ctx is not None else None
                 cwd = ev.cwd or (info.cwd if info is not None else None)
-                self.agent_log = log_from_argv(ev.argv, cwd)
+                self.agent_log = adapter.log_from_argv(ev.argv, cwd)
         elif (
             self.auto_detect
             and self.agent_log is None

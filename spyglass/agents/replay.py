@@ -49,17 +49,11 @@ class StubSession:
     ) -> None:
         self.script = script if isinstance(script, Script) else load_script(script)
         self._own_scratch = scratch is None
-        self.scratch = (
-            Path(scratch) if scratch is not None else Path(tempfile.mkdtemp(prefix="spyglass-stub-"))
-        )
+        self.scratch = Path(scratch) if scratch is not None else Path(tempfile.mkdtemp(prefix="spyglass-stub-"))
         self.agent = agent or agent_kind(list(argv))
-        self.stub: StubServer = start_stub(
-            self.script, port, variables=dict(variables or {}), log_path=log_path
-        )
+        self.stub: StubServer = start_stub(self.script, port, variables=dict(variables or {}), log_path=log_path)
         try:
-            self.env = agent_env(
-                list(argv), self.stub.url, self.scratch, base_env, self.script.model, self.agent
-            )
+            self.env = agent_env(list(argv), self.stub.url, self.scratch, base_env, self.script.model, self.agent)
         except BaseException:
             self.close()
             raise
