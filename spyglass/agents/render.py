@@ -40,7 +40,7 @@ def _cmdline(argv: list[str] | None, exe: str | None) -> str:
 
 
 def _internal_name(command: str) -> str:
-    if _SNAPSHOT_MARK in command:
+    if _SNAPSHOT_MARK in command or "SNAPSHOT_FILE=" in command:
         return "shell environment snapshot"
     if "/shell_snapshots/" in command:
         return "shell snapshot check"
@@ -82,8 +82,14 @@ def agent_summary_lines(
     in_calls = {int(p) for c in calls for p in c.get("pids") or []}
     internal_procs = {p for h in internal for p in _subtree(procs, int(h["pid"]))}
 
-    kind = agent.get("agent") or "agent"
-    add(("bold", f"Agent: {kind}"))
+    kind = str(agent.get("agent") or "agent")
+    try:
+        from spyglass.agents.adapters import adapter_named
+
+        title = adapter_named(kind).title
+    except KeyError:
+        title = kind
+    add(("bold", f"Agent: {title}"))
     for pid in agent_pids[:max_items]:
         p = procs.get(pid)
         if p is not None:

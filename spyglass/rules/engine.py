@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from spyglass.agents.adapters import agent_state_globs
 from spyglass.events import EVENT_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
 from spyglass.policy import Policy
@@ -146,6 +147,7 @@ class RuleEngine(Sink):
             allowed_hosts=list(pol.network.effective_allow),
             denied_hosts=list(pol.network.deny),
             trusted_exec=trusted_dirs,
+            agent_state=agent_state_globs(home),
         )
         self.lists = lists
         matchers: list[Matcher] = []

@@ -22,7 +22,7 @@ from spyglass.agents.adapters.codex import CodexAdapter
 from spyglass.agents.adapters.generic import GenericAdapter
 from spyglass.agents.adapters.mini_swe_agent import MiniSweAgentAdapter
 
-__all__ = ["AgentAdapter", "adapter_for", "adapter_named", "all_adapters", "recognise"]
+__all__ = ["AgentAdapter", "adapter_for", "adapter_named", "agent_state_globs", "all_adapters", "recognise"]
 
 
 @functools.cache
@@ -61,3 +61,8 @@ def adapter_named(name: str) -> AgentAdapter:
         if adapter.name == want:
             return adapter
     raise KeyError(name)
+
+
+def agent_state_globs(home: str) -> list[str]:
+    """The state files of every known agent under ``home`` (the rules' ``$agent_state`` list)."""
+    return [g for adapter in all_adapters() for g in adapter.state_globs(home)]

@@ -76,7 +76,7 @@ def codex_home(directory: str | Path, stub_url: str, model: str = "spyglass-stub
 
 class CodexAdapter(AgentAdapter):
     name = "codex"
-    title = "Codex CLI"
+    title = "codex"
     package = "@openai/codex (npm)"
     gives = ("live", "transcript", "claims")
     internal_markers = (
