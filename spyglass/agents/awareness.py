@@ -47,6 +47,8 @@ from spyglass.agents.agent_logs import (
     read_agent_log,
     unwrap_shell,
 )
+from spyglass.agents.ask import PolicyAsk
+from spyglass.agents.hooks import HookReport, HookServer
 from spyglass.events.schema import Event
 from spyglass.pipeline import RunContext, Sink
 
@@ -100,6 +102,7 @@ class ToolCallLink:
     events: int = 0
     exit_code: int | None = None
     signal: str | None = None
+    hook: bool | None = None  # reported by the agent's hook (None: no hooks in this run)
 
     @property
     def label(self) -> str:
@@ -107,6 +110,7 @@ class ToolCallLink:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "hook": self.hook,
             "n": self.n,
             "command": self.command,
             "label": self.label,
@@ -142,6 +146,9 @@ class AgentView:
     unlinked: list[ToolCall]  # calls in the log with no process found for them
     internal: dict[int, str]  # root pid of an internal command -> the command
     log_source: str | None = None
+    hook_reports: list[dict[str, Any]] | None = None  # None: no hooks in this run
+    hooks_unmatched: list[dict[str, Any]] = field(default_factory=list)
+    interventions: list[dict[str, Any]] | None = None  # None: not asked (no --ask)
 
     def tool_call_of(self, pid: int) -> ToolCallLink | None:
         for link in self.links:
@@ -165,6 +172,9 @@ class AgentView:
             "agent_pids": sorted(self.pids_with_role(AGENT)),
             "internal_pids": sorted(self.pids_with_role(INTERNAL)),
             "internal_commands": [{"pid": p, "command": c} for p, c in self.internal.items()],
+            "hook_reports": self.hook_reports,
+            "hooks_unmatched": self.hooks_unmatched,
+            "interventions": self.interventions,
         }
 
 
@@ -366,8 +376,17 @@ class AgentAwareness(Sink):
 
     name = "agent-awareness"
 
-    def __init__(self, agent_log: str | Path | None = None, *, auto_detect: bool = True) -> None:
+    def __init__(
+        self,
+        agent_log: str | Path | None = None,
+        *,
+        auto_detect: bool = True,
+        hooks: HookServer | None = None,
+        asker: PolicyAsk | None = None,
+    ) -> None:
         self.agent_log = str(agent_log) if agent_log else None
+        self.hooks = hooks
+        self.asker = asker
         self.auto_detect = auto_detect
         self._log_stat: tuple[float, int] | None = None
         self._calls: list[ToolCall] | None = None
@@ -377,6 +396,10 @@ class AgentAwareness(Sink):
         self.final: AgentView | None = None
 
     def _refresh(self) -> list[ToolCall] | None:
+        if self.hooks is not None:
+            from_hooks = hook_calls(self.hooks.snapshot())
+            if from_hooks:  # reported before each tool ran: always current
+                return from_hooks
         path = self.agent_log
         if not path:
             return None
@@ -400,6 +423,9 @@ class AgentAwareness(Sink):
 
     def event(self, ev: Event) -> None:
         t = ev.type
+        if self.asker is not None and self.ctx is not None and self.ctx.pipeline is not None:
+            for iv in self.asker.take_pending():  # decided in the hook server's thread: recorded here
+                self.ctx.pipeline.feed(iv.to_event())
         if t.startswith("process."):
             self._proc_events.append(ev)
             adapter = (
@@ -438,6 +464,10 @@ class AgentAwareness(Sink):
             view = linker.view(self.agent_log)
         else:
             view = self.linker.view(self.agent_log)
+        if self.hooks is not None:
+            mark_hooks(view, self.hooks.snapshot())
+        if self.asker is not None:
+            view.interventions = [iv.to_json() for iv in self.asker.interventions]
         self.final = view
         labels = ctx.meta.get("tool_calls")
         if isinstance(labels, dict):
@@ -447,3 +477,24 @@ class AgentAwareness(Sink):
         extra = getattr(run, "extra", None)
         if isinstance(extra, dict) and (view.agent or view.links):
             extra["agent"] = view.to_json()
+
+
+def hook_calls(reports: Sequence[HookReport]) -> list[ToolCall]:
+    """The shell tool calls the agent's PreToolUse hooks reported and were let run, in order."""
+    out: list[ToolCall] = []
+    for r in reports:
+        if r.phase == "pre" and r.command is not None and r.decision != "deny":
+            out.append(ToolCall(n=len(out) + 1, command=r.command, tool=r.tool_name, call_id=r.tool_use_id))
+    return out
+
+
+def mark_hooks(view: AgentView, reports: Sequence[HookReport]) -> None:
+    """Which tool calls a hook reported (``hook``), and hook reports no call of the log matches."""
+    pre = {r.tool_use_id: r for r in reports if r.phase == "pre" and r.tool_use_id}
+    for link in view.links:
+        cid = link.call.call_id if link.call is not None else None
+        link.hook = cid in pre if cid else False
+    known = {link.call.call_id for link in view.links if link.call is not None}
+    known |= {c.call_id for c in view.unlinked}
+    view.hook_reports = [r.to_json() for r in reports]
+    view.hooks_unmatched = [r.to_json() for r in pre.values() if r.tool_use_id not in known]

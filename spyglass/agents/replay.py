@@ -20,6 +20,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from spyglass.agents.adapters import adapter_for, adapter_named
+from spyglass.agents.hooks import Decider, HookServer
 from spyglass.agents.model_stub import StubServer, start_stub
 from spyglass.agents.script import Script, load_script
 from spyglass.agents.setup import agent_env, agent_kind
@@ -46,14 +48,21 @@ class StubSession:
         log_path: str | Path | None = None,
         scratch: str | Path | None = None,
         agent: str | None = None,
+        hooks: bool = True,
+        ask: bool = False,
+        decider: Decider | None = None,
     ) -> None:
         self.script = script if isinstance(script, Script) else load_script(script)
         self._own_scratch = scratch is None
         self.scratch = Path(scratch) if scratch is not None else Path(tempfile.mkdtemp(prefix="spyglass-stub-"))
         self.agent = agent or agent_kind(list(argv))
         self.stub: StubServer = start_stub(self.script, port, variables=dict(variables or {}), log_path=log_path)
+        self.hooks: HookServer | None = None
         try:
             self.env = agent_env(list(argv), self.stub.url, self.scratch, base_env, self.script.model, self.agent)
+            adapter = adapter_named(self.agent) if self.agent else adapter_for(None, list(argv))
+            if hooks or ask:
+                self.hooks = adapter.start_hooks(self.env, self.scratch, ask=ask, decider=decider)
         except BaseException:
             self.close()
             raise
@@ -72,6 +81,7 @@ class StubSession:
             "requests": len(self.stub.requests),
             "steps_served": self.stub.steps_served,
             "errors": [r.error for r in self.stub.requests if r.error],
+            "hook_reports": len(self.hooks.reports) if self.hooks is not None else None,
         }
 
     def done(self, ctx: RunContext) -> None:
@@ -81,6 +91,8 @@ class StubSession:
             extra["model_stub"] = self.summary()
 
     def close(self) -> None:
+        if self.hooks is not None:
+            self.hooks.close()
         self.stub.close()
         if self._own_scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)

@@ -45,6 +45,8 @@ class RunOptions:
     model_vars: dict[str, str] = field(default_factory=dict)
     agent_kind: str | None = None
     agent_log: Path | None = None
+    model_port: int = 0
+    ask: bool = False  # the agent's hooks ask the policy (and the operator) before each tool call
 
 
 @dataclass
@@ -72,9 +74,7 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
     workspace = [str(Path(cwd, w).resolve()) for w in (opts.workspace or policy.workspace_for(cwd))]
 
     signer = None
-    key = opts.sign_key or (
-        Path(policy.resolve_path(policy.evidence.sign_key)) if policy.evidence.sign_key else None
-    )
+    key = opts.sign_key or (Path(policy.resolve_path(policy.evidence.sign_key)) if policy.evidence.sign_key else None)
     if key is not None:
         from spyglass.evidence.keys import make_signer
 
@@ -84,17 +84,35 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
     extra: dict[str, Any] = {"policy_source": policy.source}
     with contextlib.ExitStack() as stack:
         pre_sinks: list[object] = []
+        hooks = asker = None
+        if opts.ask:
+            from spyglass.agents.ask import PolicyAsk
+
+            allow, deny = list(policy.network.effective_allow), list(policy.network.deny)
+            asker = PolicyAsk(list(policy.secret_globs), allow, deny, home=home, cwd=cwd)
         if opts.model_script is not None:
             from spyglass.agents.replay import stub_session
 
             session = stack.enter_context(
                 stub_session(
-                    opts.model_script, opts.argv, env, variables=opts.model_vars, agent=opts.agent_kind
+                    opts.model_script,
+                    opts.argv,
+                    env,
+                    variables=opts.model_vars,
+                    agent=opts.agent_kind,
+                    port=opts.model_port,
+                    # kept with the store: the agent's config and session transcript outlive the run
+                    scratch=_agent_dir(store.root),
+                    ask=opts.ask,
+                    decider=asker,
                 )
             )
             env = dict(session.env)
+            hooks = session.hooks
             pre_sinks.append(session)
-        pre_sinks.insert(0, AgentAwareness(opts.agent_log))
+        elif opts.ask:
+            raise UsageError("--ask needs the agent's hooks: use it with --model-script for now")
+        pre_sinks.insert(0, AgentAwareness(opts.agent_log, hooks=hooks, asker=asker))
 
         rule_sinks = build_sinks(policy, home=home, mode=mode, printer=opts.live_alerts)
         post_sinks: list[object] = []
@@ -151,6 +169,12 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
     elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):
         code = EXIT_ALERT
     return FlowResult(outcome=outcome, exit_code=code, fail_on=fail_on)
+
+
+def _agent_dir(root: Path) -> Path:
+    """A directory of the run's agent (its config, session transcript, hook script) in the store."""
+    (root / "agents").mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="run-", dir=root / "agents"))
 
 
 def check_level(level: str | None) -> str | None:

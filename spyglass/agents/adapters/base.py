@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from spyglass.agents.agent_logs import AgentLog
+from spyglass.agents.hooks import Decider, HookServer
 
 
 def base(s: str | None) -> str:
@@ -119,6 +120,13 @@ class AgentAdapter:
             }
         )
         return env
+
+    def start_hooks(
+        self, env: dict[str, str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
+    ) -> HookServer | None:
+        """Install per-run hooks that report each tool call live (and let ``decider`` deny one),
+        in the configuration :meth:`prepare_env` made; None if the agent has no hooks."""
+        return None
 
     # -- its logs ---------------------------------------------------------------------
     def parse_log(self, text: str, whole: Any, lines: list[dict[str, Any]], source: str) -> AgentLog | None:

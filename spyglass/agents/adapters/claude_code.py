@@ -23,12 +23,14 @@ import json
 import os
 import re
 import shlex
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from spyglass.agents.adapters.base import AgentAdapter, base, npm_package
 from spyglass.agents.agent_logs import AgentLog, ToolCall, Turn, iso_ts
+from spyglass.agents.hooks import Decider, HookServer, install_hooks
 
 PACKAGE = "@anthropic-ai/claude-code"
 #: what turns off everything that phones home (telemetry, update checks, error reports, the rest)
@@ -47,7 +49,7 @@ class ClaudeCodeAdapter(AgentAdapter):
     title = "Claude Code"
     package = "@anthropic-ai/claude-code (npm)"
     gives = ("live", "transcript", "hooks", "claims")
-    internal_markers = ("SNAPSHOT_FILE=", "# Snapshot file")
+    internal_markers = ("SNAPSHOT_FILE=", "# Snapshot file", "spyglass-hook.py")
     internal_commands = frozenset({"env"})
     log_patterns = (re.compile(r"/projects/[^/]+/[0-9a-f-]{36}\.jsonl$"),)
 
@@ -87,6 +89,24 @@ class ClaudeCodeAdapter(AgentAdapter):
         config = config_dir(scratch / "claude-config", env.get("CLAUDE_CONFIG_DIR") or _user_dir(env))
         env["CLAUDE_CONFIG_DIR"] = str(config)
         return env
+
+    def start_hooks(
+        self, env: dict[str, str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
+    ) -> HookServer | None:
+        """PreToolUse/PostToolUse hooks in the per-run ``settings.json`` reporting to a unix socket."""
+        config = Path(env.get("CLAUDE_CONFIG_DIR") or config_dir(scratch / "claude-config"))
+        sock = config / "spyglass-hook.sock"
+        if len(str(sock)) > 100:  # the limit of a unix socket's path
+            sock = Path(tempfile.mkdtemp(prefix="spyglass-hook-")) / "hook.sock"
+        server = HookServer(sock, decider)
+        settings_path = config / "settings.json"
+        try:
+            settings = json.loads(settings_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            settings = {"env": dict(QUIET_ENV)}
+        settings["hooks"] = install_hooks(config, str(sock), ask=ask)
+        settings_path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        return server
 
     def parse_log(self, text: str, whole: Any, lines: list[dict[str, Any]], source: str) -> AgentLog | None:
         if not any(
