@@ -113,6 +113,16 @@ class Pipeline:
                 self._failed(sink, f"event {ev.seq} ({ev.type})")
         return ev
 
+    def launched(self) -> None:
+        """The agent has been started: sinks with a ``launched`` hook get it."""
+        for sink in self.sinks:
+            fn = getattr(sink, "launched", None)
+            if fn is not None:
+                try:
+                    fn()
+                except Exception:
+                    self._failed(sink, "launched")
+
     def dispatch_alert(self, alert: Alert) -> None:
         self.alert_seq += 1
         alert.seq = self.alert_seq

@@ -41,6 +41,7 @@ class RunRequest:
     backend_options: dict[str, object] = field(default_factory=dict)
     wrapper: Sequence[str] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    stdio: tuple[int, int, int] | None = None
 
 
 @dataclass
@@ -131,8 +132,10 @@ def record(
             wait_descendants=request.wait_descendants,
             wrapper=list(request.wrapper),
             options=dict(request.backend_options),
+            stdio=request.stdio,
         )
         session = backend.start(spec)
+        pipeline.launched()
 
         def stop_agent(reason: str) -> None:
             if not stopped_by:

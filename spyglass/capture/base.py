@@ -43,6 +43,8 @@ class LaunchSpec:
     wait_descendants: float = 0.0  # seconds to keep following after the root exits
     wrapper: Sequence[str] = ()  # argv prefix (a sandbox launcher) placed between tracer and command
     options: dict[str, object] = field(default_factory=dict)  # backend-specific knobs
+    #: file descriptors for the command's stdin, stdout, stderr (None: inherit spyglass's)
+    stdio: tuple[int, int, int] | None = None
 
 
 @dataclass(slots=True)

@@ -124,6 +124,12 @@ Examples:
     is_flag=True,
     help="strace: trace without --seccomp-bpf (slower, but setuid programs such as sudo work).",
 )
+@click.option(
+    "--record-tty",
+    is_flag=True,
+    help="Record the agent's terminal output and the operator's input (asciicast v2, evidence/terminal.cast; "
+    "secrets masked). Policy: terminal.record.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No live alerts and no summary.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_cmd(
@@ -147,6 +153,7 @@ def run_cmd(
     agent_log: Path | None,
     backend: str,
     no_seccomp: bool,
+    record_tty: bool,
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -171,6 +178,7 @@ def run_cmd(
         fail_on=fail_on,
         sign_key=sign_key,
         workspace_evidence=not no_workspace_evidence,
+        record_tty=record_tty,
         live_alerts=not quiet,
         model_script=model_script,
         model_vars=parse_vars(model_vars),
@@ -185,6 +193,8 @@ def run_cmd(
     if not quiet:
         print_run_summary(RunReader(store, meta.id), sys.stderr)
         click.echo(f"spyglass: recorded run {meta.id} in {store.root}", err=True)
+        for note in result.notes:
+            click.echo(f"spyglass: {note}", err=True)
     if meta.stopped_by:
         click.echo(f"spyglass: rule {meta.stopped_by} stopped the agent (exit 7)", err=True)
     elif result.exit_code != result.outcome.exit_code:

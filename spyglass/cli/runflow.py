@@ -47,6 +47,7 @@ class RunOptions:
     agent_log: Path | None = None
     model_port: int = 0
     ask: bool = False  # the agent's hooks ask the policy (and the operator) before each tool call
+    record_tty: bool = False
 
 
 @dataclass
@@ -145,6 +146,13 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
             extra.update(sb.run_extra())
             pre_sinks.extend(sb.sinks)
 
+        stdio = None
+        if opts.record_tty or policy.terminal.record:
+            from spyglass.tty import TerminalRecorder
+
+            recorder = TerminalRecorder(store.run_dir, patterns=policy.terminal.redact)
+            post_sinks.append(recorder)
+            stdio = recorder.stdio
         request = RunRequest(
             argv=list(opts.argv),
             cwd=cwd,
@@ -159,16 +167,33 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
             policy_digest=policy.digest,
             backend_options={"seccomp": opts.seccomp},
             extra=extra,
+            stdio=stdio,
         )
         request.extra.setdefault("home", home)
         outcome = record(request, backend, store, [*pre_sinks, *rule_sinks, *post_sinks], signer=signer)
 
+    notes = apply_retention(policy, store, outcome.meta.id)
     code = outcome.exit_code
     if outcome.meta.stopped_by:
         code = EXIT_KILLED
     elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):
         code = EXIT_ALERT
-    return FlowResult(outcome=outcome, exit_code=code, fail_on=fail_on)
+    return FlowResult(outcome=outcome, exit_code=code, fail_on=fail_on, notes=notes)
+
+
+def apply_retention(policy: Any, store: Store, run_id: str) -> list[str]:
+    """The policy's ``retention`` limits, applied after a run (the run just recorded is never deleted)."""
+    if not policy.retention.enabled:
+        return []
+    from spyglass.store import retention
+
+    rt = policy.retention
+    limits = retention.Limits.parse(rt.max_age, rt.max_size, rt.max_runs_per_task, rt.keep_level)
+    plan = retention.plan(retention.entries(store), limits)  # the newest run (this one) is never deleted
+    assert all(d.run.id != run_id for d in plan.delete)
+    gone = retention.apply(store, plan)
+    return [f"retention: deleted {len(gone)} old run(s) ({retention.fmt_size(plan.total_before - plan.total_after)})"] \
+        if gone else []
 
 
 def _agent_dir(root: Path) -> Path:

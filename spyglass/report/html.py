@@ -357,6 +357,22 @@ def _gate_view(meta: Any) -> Any:
     return extra.get("gate")
 
 
+def _terminal_rows(data: ReportData, t0: int) -> list[list[Any]]:
+    """The recorded terminal (``run --record-tty``) as [ms since the run started, who, text] rows."""
+    from spyglass.tty import cast_path, lines
+
+    path = cast_path(data.reader_dir)
+    if path is None:
+        return []
+    term = data.meta.extra.get("terminal")
+    start = term.get("start_ns") if isinstance(term, dict) else None
+    offset_ms = (start - t0) / 1e6 if start and t0 else 0.0
+    try:
+        return [[round(offset_ms + r.t * 1000, 1), r.who, r.text] for r in lines(path)][:5000]
+    except ValueError:
+        return []
+
+
 def build_context(data: ReportData, *, max_procs: int = 2000) -> dict[str, Any]:
     """Everything the template needs (the JSON payload included)."""
     meta = data.meta
@@ -381,6 +397,7 @@ def build_context(data: ReportData, *, max_procs: int = 2000) -> dict[str, Any]:
         "omitted": omitted,
         "types": sorted(tl.by_type_total),
         "categories": list(CATEGORIES),
+        "terminal": _terminal_rows(data, t0),
     }
     writes = {
         t: {"label": WRITE_LABELS.get(t, t), "paths": paths[:MAX_LIST], "more": max(0, len(paths) - MAX_LIST)}
@@ -432,9 +449,11 @@ def build_context(data: ReportData, *, max_procs: int = 2000) -> dict[str, Any]:
         "gate": _gate_view(meta),
         "still_running": meta.still_running[:MAX_LIST],
         "generated": fmt_ts(time.time_ns()),
+        "terminal": bool(payload["terminal"]),
         "payload": json_for_script(payload),
         "css": _asset("static", "report.css"),
         "js": _asset("static", "report.js"),
+        "terminal_js": _asset("static", "terminal.js") if payload["terminal"] else "",
     }
 
 

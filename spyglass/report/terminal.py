@@ -319,6 +319,13 @@ def summary_lines(data: ReportData, *, max_items: int = 15, full: bool = False) 
     out.extend(_coverage(data))
     out.extend(_gate(data))
     m = data.meta
+    term = m.extra.get("terminal")
+    if isinstance(term, dict):
+        cut = " (cut at its size limit)" if term.get("cut") else ""
+        out.append(("", ""))
+        out.append(("bold", f"Terminal recorded: {term.get('seconds', 0):.1f} s, {term.get('output_chars', 0)} "
+                            f"characters of output, {term.get('input_chars', 0)} typed{cut}"))
+        out.append(("", f"  spyglass terminal {m.id}   (--play to replay, --format cast for asciinema)"))
     if m.still_running:
         out.append(("", ""))
         out.append(("yellow", f"Still running when recording stopped ({len(m.still_running)})"))

@@ -195,7 +195,10 @@ class StraceSession:
             # orphaned at start-up: adopt it so that it can be reaped)
             host.adopt_orphans(True)
             self._adopting = True
-            self._proc = subprocess.Popen(cmd, cwd=cwd, env=spec.env, close_fds=True)
+            stdin, stdout, stderr = spec.stdio or (None, None, None)
+            self._proc = subprocess.Popen(
+                cmd, cwd=cwd, env=spec.env, close_fds=True, stdin=stdin, stdout=stdout, stderr=stderr
+            )
         except OSError as exc:
             self._stop_adopting()
             self._cleanup()
