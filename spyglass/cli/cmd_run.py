@@ -115,7 +115,7 @@ Examples:
 @click.option(
     "--agent-log",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The agent's log (codex --json output or rollout, mini-swe-agent trajectory); "
+    help="The agent's log (codex --json output or rollout, Claude Code transcript, mini-swe-agent trajectory); "
     "default: the log the agent is seen writing.",
 )
 @click.option("--backend", default="strace", show_default=True, help="Capture backend.")
