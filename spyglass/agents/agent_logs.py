@@ -88,13 +88,18 @@ class AgentLog:
 
 
 def unwrap_shell(argv: list[str]) -> str | None:
-    """``X`` for ``[/bin/bash, -lc, X]`` (any shell, ``-c``/``-lc``/``-ec``...), else None."""
+    """``X`` for ``[/bin/bash, -lc, X]`` (any shell, ``-c``/``-lc``/``-ec``..., also ``-c -l X``), else None."""
     if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS:
-        for i, a in enumerate(argv[1:-1], start=1):
-            if a.startswith("-") and not a.startswith("--") and "c" in a[1:]:
-                return argv[i + 1]
-            if not a.startswith("-"):
-                break
+        seen_c = False
+        for a in argv[1:]:
+            if a == "--":
+                continue
+            if a.startswith("-") and not a.startswith("--") and len(a) > 1:
+                seen_c = seen_c or "c" in a[1:]
+                continue
+            if a.startswith("--"):
+                continue
+            return a if seen_c else None
     return None
 
 
