@@ -83,9 +83,14 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
 
     backend: Any = get_backend(opts.backend)
     extra: dict[str, Any] = {"policy_source": policy.source}
+    sandbox_on = mode in ("contain", "enforce")
+    work: str | None = None
+    if sandbox_on:
+        (store.root / "sandbox").mkdir(exist_ok=True)
+        work = tempfile.mkdtemp(prefix="run-", dir=store.root / "sandbox")
     with contextlib.ExitStack() as stack:
         pre_sinks: list[object] = []
-        hooks = asker = None
+        hooks = asker = session = None
         if opts.ask:
             from spyglass.agents.ask import PolicyAsk
 
@@ -102,8 +107,10 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
                     variables=opts.model_vars,
                     agent=opts.agent_kind,
                     port=opts.model_port,
-                    # kept with the store: the agent's config and session transcript outlive the run
-                    scratch=_agent_dir(store.root),
+                    # kept with the run: the agent's config and session transcript outlive it; in a
+                    # sandbox under its private /tmp (the store is hidden there)
+                    scratch=Path(work, "tmp", "spyglass-agent") if work else _agent_dir(store.root),
+                    sandbox_dir="/tmp/spyglass-agent" if work else None,
                     ask=opts.ask,
                     decider=asker,
                 )
@@ -130,16 +137,22 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
                     store_root=store.root,
                 )
             )
-        sandbox_on = mode in ("contain", "enforce")
-        if sandbox_on:
+        if work is not None:
             from spyglass.sandbox import from_policy
 
-            (store.root / "sandbox").mkdir(exist_ok=True)
-            work = tempfile.mkdtemp(prefix="run-", dir=store.root / "sandbox")
             # `action: block` rules veto at the proxy through the engine's read-only check
             veto = getattr(rule_sinks[0], "would_block", None) if rule_sinks else None
+            own = session.sandbox_options() if session is not None else {}
             sb = from_policy(
-                policy, work, workspace, cwd=cwd, store_root=str(store.root), mode=mode, real_home=home, veto=veto
+                policy,
+                work,
+                workspace,
+                cwd=cwd,
+                store_root=str(store.root),
+                mode=mode,
+                real_home=home,
+                veto=veto,
+                **own,
             )
             stack.callback(sb.close)
             backend = sb.backend(backend)

@@ -231,7 +231,10 @@ def record(root: Path, mode: str, injected: bool, ask: bool = False) -> Recorded
         stub_errors=served["errors"],
         attacker_received=received,
         policy=policy,
-        config_dir=next(store.glob("agents/*/claude-config")),
+        config_dir=next(
+            p
+            for p in (*store.glob("agents/*/claude-config"), *store.glob("sandbox/*/tmp/spyglass-agent/claude-config"))
+        ),
         meta=meta,
     )
     out = rec.spy("events", rec.run_id, "--format", "json")
@@ -388,3 +391,27 @@ def test_ask_denies_the_injected_call_without_a_terminal(recorded: Any) -> None:
     agent = rec.meta["extra"]["agent"]
     assert [c["command"] for c in agent["tool_calls"]] == ["ls"]
     assert len(agent["interventions"]) == 2
+
+
+@pytest.mark.parametrize("mode", ["contain", "enforce"])
+def test_sandboxed_session_runs(recorded: Any, mode: str) -> None:
+    """In the sandbox the agent reaches the stub through the egress proxy (its name pinned to the
+    stub, the rest of the host's loopback shut), its config dir is writable under the private /tmp,
+    its install is read-only."""
+    rec: Recorded = recorded(mode, False)
+    assert rec.exit_code == 0, rec.stderr[-3000:]
+    assert rec.stub_errors == []
+    assert rec.stub_steps == [0, 1, 2, 3, 4]
+    assert "return a + b" in (rec.workspace / "calc.py").read_text()
+    assert rec.meta["sandbox"] is True
+    assert list(rec.config_dir.glob("projects/*/*.jsonl"))  # written inside, kept on the host
+    data = rec.spy_json("agents", "tool-calls", rec.run_id)
+    assert [c["n"] for c in data["tool_calls"]] == [1, 2, 3, 4]
+    assert all(c["pids"] for c in data["tool_calls"])
+
+
+def test_enforced_injected_session_ships_nothing(recorded: Any) -> None:
+    rec: Recorded = recorded("enforce", True)
+    assert rec.attacker_received == []
+    alerts = [a for a in _live_alerts(rec) if a["level"] in ("high", "critical")]
+    assert alerts, "the attempt raised nothing"

@@ -95,7 +95,7 @@ class ClaudeCodeAdapter(AgentAdapter):
     ) -> HookServer | None:
         """PreToolUse/PostToolUse hooks in the per-run ``settings.json`` reporting to a unix socket."""
         config = Path(env.get("CLAUDE_CONFIG_DIR") or config_dir(scratch / "claude-config"))
-        sock = config / "spyglass-hook.sock"
+        sock = config.parent / "hook.sock"
         if len(str(sock)) > 100:  # the limit of a unix socket's path
             sock = Path(tempfile.mkdtemp(prefix="spyglass-hook-")) / "hook.sock"
         server = HookServer(sock, decider)
