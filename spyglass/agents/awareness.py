@@ -35,10 +35,9 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from spyglass.agents.adapters import AgentAdapter, adapter_named, all_adapters, recognise
 from spyglass.agents.agent_logs import (
@@ -48,11 +47,41 @@ from spyglass.agents.agent_logs import (
     unwrap_shell,
 )
 from spyglass.agents.ask import PolicyAsk
-from spyglass.agents.hooks import HookReport, HookServer
+from spyglass.agents.hooks import HookServer
+from spyglass.agents.mcp import label as mcp_label
+from spyglass.agents.mcp import match_server
+from spyglass.agents.view import (
+    AGENT,
+    INTERNAL,
+    MCP,
+    OTHER,
+    PENDING,
+    TOOL,
+    AgentView,
+    ToolCallLink,
+    hook_calls,
+    mark_hooks,
+)
 from spyglass.events.schema import Event
 from spyglass.pipeline import RunContext, Sink
 
-AGENT, INTERNAL, TOOL, OTHER, PENDING = "agent", "internal", "tool", "other", "pending"
+__all__ = [
+    "AGENT",
+    "INTERNAL",
+    "OTHER",
+    "PENDING",
+    "TOOL",
+    "AgentAwareness",
+    "AgentView",
+    "Linker",
+    "ToolCallLink",
+    "agent_signature",
+    "command_text",
+    "find_agent_log",
+    "hook_calls",
+    "link_tool_calls",
+    "mark_hooks",
+]
 
 
 def _base(s: str | None) -> str:
@@ -88,45 +117,6 @@ def _norm(s: str) -> str:
 
 
 @dataclass(slots=True)
-class ToolCallLink:
-    """A tool call and the process subtree it caused."""
-
-    n: int
-    command: str
-    source: str  # "log" (matched to the agent's log) or "process tree" (recognised without one)
-    call: ToolCall | None = None
-    root_pid: int | None = None
-    pids: list[int] = field(default_factory=list)
-    first_seq: int | None = None
-    last_seq: int | None = None
-    events: int = 0
-    exit_code: int | None = None
-    signal: str | None = None
-    hook: bool | None = None  # reported by the agent's hook (None: no hooks in this run)
-
-    @property
-    def label(self) -> str:
-        return f"tool call {self.n}: {self.command}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "hook": self.hook,
-            "n": self.n,
-            "command": self.command,
-            "label": self.label,
-            "source": self.source,
-            "call_id": self.call.call_id if self.call else None,
-            "root_pid": self.root_pid,
-            "pids": self.pids,
-            "first_seq": self.first_seq,
-            "last_seq": self.last_seq,
-            "events": self.events,
-            "exit_code": self.exit_code,
-            "signal": self.signal,
-        }
-
-
-@dataclass(slots=True)
 class _Proc:
     pid: int
     role: str
@@ -134,48 +124,7 @@ class _Proc:
     link: ToolCallLink | None = None
     argv: list[str] | None = None
     exe: str | None = None
-
-
-@dataclass
-class AgentView:
-    """The outcome: roles of processes and the tool calls with their subtrees."""
-
-    agent: str | None
-    roles: dict[int, str]
-    links: list[ToolCallLink]
-    unlinked: list[ToolCall]  # calls in the log with no process found for them
-    internal: dict[int, str]  # root pid of an internal command -> the command
-    log_source: str | None = None
-    hook_reports: list[dict[str, Any]] | None = None  # None: no hooks in this run
-    hooks_unmatched: list[dict[str, Any]] = field(default_factory=list)
-    interventions: list[dict[str, Any]] | None = None  # None: not asked (no --ask)
-
-    def tool_call_of(self, pid: int) -> ToolCallLink | None:
-        for link in self.links:
-            if pid in link.pids:
-                return link
-        return None
-
-    def labels(self) -> dict[int, str]:
-        """pid -> "tool call N: CMD" for every process in a tool call's subtree."""
-        return {pid: link.label for link in self.links for pid in link.pids}
-
-    def pids_with_role(self, role: str) -> list[int]:
-        return [p for p, r in self.roles.items() if r == role]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "log": self.log_source,
-            "tool_calls": [link.to_json() for link in self.links],
-            "unlinked_calls": [{"n": c.n, "command": c.command, "call_id": c.call_id} for c in self.unlinked],
-            "agent_pids": sorted(self.pids_with_role(AGENT)),
-            "internal_pids": sorted(self.pids_with_role(INTERNAL)),
-            "internal_commands": [{"pid": p, "command": c} for p, c in self.internal.items()],
-            "hook_reports": self.hook_reports,
-            "hooks_unmatched": self.hooks_unmatched,
-            "interventions": self.interventions,
-        }
+    mcp: str | None = None  # the MCP server this process is (or is under)
 
 
 class Linker:
@@ -195,8 +144,12 @@ class Linker:
         *,
         log_complete: bool = False,
         refresh: Callable[[], Sequence[ToolCall] | None] | None = None,
+        mcp_servers: Callable[[str], Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         self.calls: list[ToolCall] = list(calls)
+        self.mcp_servers = mcp_servers
+        self._mcp: Mapping[str, Sequence[str]] = {}
+        self.mcp_pids: dict[str, list[int]] = {}  # MCP server name -> its processes
         self.log_complete = log_complete and bool(calls)
         self.refresh = refresh
         self.procs: dict[int, _Proc] = {}
@@ -213,7 +166,10 @@ class Linker:
         p.role = role
         p.link = link
         self.roles[p.pid] = AGENT if role == PENDING else role
-        if link is not None:
+        if role == MCP and p.mcp:
+            self.labels[p.pid] = mcp_label(p.mcp)
+            self.mcp_pids.setdefault(p.mcp, []).append(p.pid)
+        elif link is not None:
             if p.pid not in link.pids:
                 link.pids.append(p.pid)
             self.labels[p.pid] = link.label
@@ -236,6 +192,11 @@ class Linker:
         text = adapter.model_command(command_text(argv, ev.exe))
         if any(m in text for a in all_adapters() for m in a.wrapper_markers):
             self._set(p, PENDING)  # the command follows in this process
+            return
+        server = match_server(self._mcp, argv, text) if self._mcp else None
+        if server is not None:
+            p.mcp = server
+            self._set(p, MCP)
             return
         if self.refresh is not None:
             newer = self.refresh()
@@ -275,6 +236,8 @@ class Linker:
                 p = _Proc(pid, OTHER)
             elif parent.role in (AGENT, PENDING):
                 p = _Proc(pid, PENDING, parent.agent, argv=parent.argv, exe=parent.exe)
+            elif parent.role == MCP:
+                p = _Proc(pid, MCP, parent.agent, mcp=parent.mcp)
             else:
                 p = _Proc(pid, parent.role, parent.agent, argv=parent.argv, exe=parent.exe)
             self.procs[pid] = p
@@ -291,6 +254,8 @@ class Linker:
             if p.role == OTHER:
                 if kind is not None:
                     p.agent = kind
+                    if self.agent is None and self.mcp_servers is not None:
+                        self._mcp = self.mcp_servers(kind)
                     self.agent = self.agent or kind
                     self._set(p, AGENT)
             elif p.role in (AGENT, PENDING):
@@ -328,6 +293,7 @@ class Linker:
             unlinked=[c for c in self.calls if id(c) not in linked],
             internal=dict(self.internal),
             log_source=log_source,
+            mcp={name: list(pids) for name, pids in self.mcp_pids.items()},
         )
 
 
@@ -383,17 +349,27 @@ class AgentAwareness(Sink):
         auto_detect: bool = True,
         hooks: HookServer | None = None,
         asker: PolicyAsk | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
     ) -> None:
         self.agent_log = str(agent_log) if agent_log else None
+        self.env, self.cwd = dict(env or {}), cwd
         self.hooks = hooks
         self.asker = asker
         self.auto_detect = auto_detect
         self._log_stat: tuple[float, int] | None = None
         self._calls: list[ToolCall] | None = None
-        self.linker = Linker(refresh=self._refresh)
+        self.linker = Linker(refresh=self._refresh, mcp_servers=self._mcp_servers)
         self._proc_events: list[Event] = []
         self.ctx: RunContext | None = None
         self.final: AgentView | None = None
+
+    def _mcp_servers(self, agent: str) -> Mapping[str, Sequence[str]]:
+        cwd = self.cwd or (self.ctx.root_cwd if self.ctx is not None else "") or os.getcwd()
+        try:
+            return _adapter(agent).mcp_servers(cwd, self.env or dict(os.environ))
+        except Exception:  # a configuration we cannot read names no server
+            return {}
 
     def _refresh(self) -> list[ToolCall] | None:
         if self.hooks is not None:
@@ -457,7 +433,7 @@ class AgentAwareness(Sink):
             except Exception:
                 calls = []
         if calls:
-            linker = Linker(calls, log_complete=True)
+            linker = Linker(calls, log_complete=True, mcp_servers=self._mcp_servers)
             for ev in self._proc_events:
                 linker.feed(ev)
             linker.pid_stats = self.linker.pid_stats
@@ -477,24 +453,3 @@ class AgentAwareness(Sink):
         extra = getattr(run, "extra", None)
         if isinstance(extra, dict) and (view.agent or view.links):
             extra["agent"] = view.to_json()
-
-
-def hook_calls(reports: Sequence[HookReport]) -> list[ToolCall]:
-    """The shell tool calls the agent's PreToolUse hooks reported and were let run, in order."""
-    out: list[ToolCall] = []
-    for r in reports:
-        if r.phase == "pre" and r.command is not None and r.decision != "deny":
-            out.append(ToolCall(n=len(out) + 1, command=r.command, tool=r.tool_name, call_id=r.tool_use_id))
-    return out
-
-
-def mark_hooks(view: AgentView, reports: Sequence[HookReport]) -> None:
-    """Which tool calls a hook reported (``hook``), and hook reports no call of the log matches."""
-    pre = {r.tool_use_id: r for r in reports if r.phase == "pre" and r.tool_use_id}
-    for link in view.links:
-        cid = link.call.call_id if link.call is not None else None
-        link.hook = cid in pre if cid else False
-    known = {link.call.call_id for link in view.links if link.call is not None}
-    known |= {c.call_id for c in view.unlinked}
-    view.hook_reports = [r.to_json() for r in reports]
-    view.hooks_unmatched = [r.to_json() for r in pre.values() if r.tool_use_id not in known]

@@ -80,6 +80,8 @@ def agent_summary_lines(
     agent_pids = [int(p) for p in agent.get("agent_pids") or []]
     internal = list(agent.get("internal_commands") or [])
     in_calls = {int(p) for c in calls for p in c.get("pids") or []}
+    servers = [m for m in agent.get("mcp_servers") or [] if isinstance(m, dict)]
+    in_calls |= {int(p) for m in servers for p in m.get("pids") or []}
     internal_procs = {p for h in internal for p in _subtree(procs, int(h["pid"]))}
 
     kind = str(agent.get("agent") or "agent")
@@ -100,6 +102,12 @@ def agent_summary_lines(
         add(("dim", f"  agent's own commands: {listed}  ({len(internal_procs)} processes, collapsed)"))
     if agent.get("log"):
         add(("dim", f"  agent log: {agent['log']}"))
+
+    for m in servers:
+        pids = [int(p) for p in m.get("pids") or []]
+        root = procs.get(pids[0]) if pids else None
+        cmd = _short(_cmdline(root.argv, root.exe), limit) if root is not None else ""
+        add(("", f"  MCP server {m.get('name')}: pid {pids[0] if pids else '?'}, {len(pids)} processes  {cmd}"))
 
     add(("", ""))
     add(("bold", f"Tool calls ({len(calls)})"))

@@ -120,7 +120,7 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
             pre_sinks.append(session)
         elif opts.ask:
             raise UsageError("--ask needs the agent's hooks: use it with --model-script for now")
-        pre_sinks.insert(0, AgentAwareness(opts.agent_log, hooks=hooks, asker=asker))
+        pre_sinks.insert(0, AgentAwareness(opts.agent_log, hooks=hooks, asker=asker, env=env, cwd=cwd))
 
         rule_sinks = build_sinks(policy, home=home, mode=mode, printer=opts.live_alerts)
         post_sinks: list[object] = []

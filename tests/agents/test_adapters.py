@@ -9,7 +9,7 @@ from typing import Any
 from spyglass.agents.adapters import adapter_for, adapter_named, agent_state_globs, all_adapters, recognise
 from spyglass.agents.adapters.base import npm_package, python_dist
 from spyglass.agents.agent_logs import parse_agent_log
-from spyglass.agents.awareness import link_tool_calls
+from spyglass.agents.awareness import Linker, link_tool_calls
 from spyglass.evidence.claims import claims_from_log
 
 
@@ -216,3 +216,24 @@ def test_state_globs_and_mcp_servers(tmp_path: Path) -> None:
     assert adapter_named("codex").mcp_servers(str(ws), {"CODEX_HOME": str(codex_home)}) == {
         "docs": ["docs-mcp", "--stdio"]
     }
+
+
+def test_mcp_servers_are_labelled_not_tool_calls(events: Any) -> None:
+    """A process the agent starts with a configured MCP server's command is that server, with its children."""
+    e = events
+    e.start(10, None)
+    e.exec(10, "/gone/claude.exe", "claude", "-p", "task")
+    e.start(11, 10)
+    e.exec(11, "/usr/bin/npx", "npx", "-y", "files-mcp")
+    e.start(12, 11)
+    e.exec(12, "/usr/bin/node", "node", "/cache/files-mcp/index.js")
+    e.start(13, 10)
+    e.exec(13, "/usr/bin/bash", "/bin/bash", "-c", "ls")
+    linker = Linker(mcp_servers=lambda agent: {"files": ["npx", "-y", "files-mcp"]} if agent == "claude" else {})
+    for ev in e.out:
+        linker.feed(ev)
+    view = linker.view()
+    assert view.mcp == {"files": [11, 12]}
+    assert linker.labels[12] == "MCP server files"
+    assert [(link.command, link.root_pid) for link in view.links] == [("ls", 13)]
+    assert view.to_json()["mcp_servers"] == [{"name": "files", "label": "MCP server files", "pids": [11, 12]}]
