@@ -144,7 +144,7 @@ class Linker:
         *,
         log_complete: bool = False,
         refresh: Callable[[], Sequence[ToolCall] | None] | None = None,
-        mcp_servers: Callable[[str], Mapping[str, Sequence[str]]] | None = None,
+        mcp_servers: Callable[[str, Sequence[str]], Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         self.calls: list[ToolCall] = list(calls)
         self.mcp_servers = mcp_servers
@@ -255,7 +255,7 @@ class Linker:
                 if kind is not None:
                     p.agent = kind
                     if self.agent is None and self.mcp_servers is not None:
-                        self._mcp = self.mcp_servers(kind)
+                        self._mcp = self.mcp_servers(kind, p.argv or [])
                     self.agent = self.agent or kind
                     self._set(p, AGENT)
             elif p.role in (AGENT, PENDING):
@@ -364,10 +364,10 @@ class AgentAwareness(Sink):
         self.ctx: RunContext | None = None
         self.final: AgentView | None = None
 
-    def _mcp_servers(self, agent: str) -> Mapping[str, Sequence[str]]:
+    def _mcp_servers(self, agent: str, argv: Sequence[str]) -> Mapping[str, Sequence[str]]:
         cwd = self.cwd or (self.ctx.root_cwd if self.ctx is not None else "") or os.getcwd()
         try:
-            return _adapter(agent).mcp_servers(cwd, self.env or dict(os.environ))
+            return _adapter(agent).mcp_servers(cwd, self.env or dict(os.environ), argv)
         except Exception:  # a configuration we cannot read names no server
             return {}
 

@@ -42,6 +42,8 @@ def _cmdline(argv: list[str] | None, exe: str | None) -> str:
 def _internal_name(command: str) -> str:
     if _SNAPSHOT_MARK in command or "SNAPSHOT_FILE=" in command:
         return "shell environment snapshot"
+    if "spyglass-hook.py" in command:
+        return "spyglass hook"
     if "/shell_snapshots/" in command:
         return "shell snapshot check"
     return _short(command, 40)

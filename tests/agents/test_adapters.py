@@ -229,7 +229,7 @@ def test_mcp_servers_are_labelled_not_tool_calls(events: Any) -> None:
     e.exec(12, "/usr/bin/node", "node", "/cache/files-mcp/index.js")
     e.start(13, 10)
     e.exec(13, "/usr/bin/bash", "/bin/bash", "-c", "ls")
-    linker = Linker(mcp_servers=lambda agent: {"files": ["npx", "-y", "files-mcp"]} if agent == "claude" else {})
+    linker = Linker(mcp_servers=lambda agent, _argv: {"files": ["npx", "-y", "files-mcp"]} if agent == "claude" else {})
     for ev in e.out:
         linker.feed(ev)
     view = linker.view()

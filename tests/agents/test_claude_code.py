@@ -415,3 +415,58 @@ def test_enforced_injected_session_ships_nothing(recorded: Any) -> None:
     assert rec.attacker_received == []
     alerts = [a for a in _live_alerts(rec) if a["level"] in ("high", "critical")]
     assert alerts, "the attempt raised nothing"
+
+
+MCP_SERVER = """import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg.get("method") == "initialize":
+        result = {"protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "notes", "version": "1"}}
+    elif msg.get("method") == "tools/list":
+        result = {"tools": []}
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+def test_mcp_server_started_by_claude_code_is_labelled(tmp_path: Path) -> None:
+    """A stdio MCP server of the agent's configuration (--mcp-config) is recognised as such:
+    labelled 'MCP server notes' in run.json and show, not taken for the agent's own chatter."""
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+    home.mkdir()
+    server = tmp_path / "notes_server.py"
+    server.write_text(MCP_SERVER)
+    (ws / "mcp.json").write_text(json.dumps({"mcpServers": {"notes": {"command": PYTHON, "args": [str(server)]}}}))
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"steps": [{"say": "Listing.", "run": "ls"}, {"say": "Done."}]}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CLAUDE_", "PYTEST_"))}
+    env["HOME"] = str(home)
+    store = tmp_path / "store"
+    spy = [PYTHON, "-m", "spyglass", "run", "-q", "--store", str(store), "--model-script", str(script), "--"]
+    proc = subprocess.run(
+        [*spy, str(CLAUDE), "-p", "list", "--allowedTools", "Bash", "--mcp-config", "mcp.json"],
+        cwd=ws,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = (store / "runs").iterdir()
+    agent = json.loads((run / "run.json").read_text())["extra"]["agent"]
+    (mcp,) = agent["mcp_servers"]
+    assert mcp["name"] == "notes" and mcp["pids"]
+    assert not any(mcp["pids"][0] == c["pid"] for c in agent["internal_commands"])
+    assert [c["command"] for c in agent["tool_calls"]] == ["ls"]
+    out = subprocess.run(
+        [PYTHON, "-m", "spyglass", "show", "--store", str(store), run.name], capture_output=True, text=True, timeout=120
+    )
+    assert "MCP server notes" in out.stdout

@@ -152,6 +152,6 @@ class AgentAdapter:
         """The directory of its install tree (trusted for exec), from the executable seen."""
         return None
 
-    def mcp_servers(self, cwd: str, env: Mapping[str, str]) -> dict[str, list[str]]:
+    def mcp_servers(self, cwd: str, env: Mapping[str, str], argv: Sequence[str] = ()) -> dict[str, list[str]]:
         """MCP servers its configuration starts over stdio: name -> argv."""
         return {}

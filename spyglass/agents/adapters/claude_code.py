@@ -148,16 +148,25 @@ class ClaudeCodeAdapter(AgentAdapter):
             return None
         return pkg[1]
 
-    def mcp_servers(self, cwd: str, env: Mapping[str, str]) -> dict[str, list[str]]:
-        """stdio servers of the project's ``.mcp.json`` and the user's ``.claude.json`` (``mcpServers``)."""
+    def mcp_servers(self, cwd: str, env: Mapping[str, str], argv: Sequence[str] = ()) -> dict[str, list[str]]:
+        """stdio servers of the project's ``.mcp.json``, the user's ``.claude.json`` (``mcpServers``)
+        and the ``--mcp-config`` files (or JSON) of its command line."""
         out: dict[str, list[str]] = {}
         config = env.get("CLAUDE_CONFIG_DIR") or _user_dir(env)
         user_json = (
             Path(config, ".claude.json") if env.get("CLAUDE_CONFIG_DIR") else Path(config).parent / ".claude.json"
         )
-        for path in (user_json, Path(cwd, ".mcp.json")):
+        sources: list[Path | str] = [user_json, Path(cwd, ".mcp.json")]
+        args = list(argv)
+        for i, a in enumerate(args):
+            given = args[i + 1] if a == "--mcp-config" and i + 1 < len(args) else None
+            if a.startswith("--mcp-config="):
+                given = a.split("=", 1)[1]
+            if given:
+                sources.append(given if given.lstrip().startswith("{") else Path(cwd, given))
+        for path in sources:
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
+                data = json.loads(path if isinstance(path, str) else path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
             if not isinstance(data, dict):
@@ -173,8 +182,8 @@ class ClaudeCodeAdapter(AgentAdapter):
                         and isinstance(spec.get("command"), str)
                         and spec.get("type", "stdio") == "stdio"
                     ):
-                        args: list[Any] = spec["args"] if isinstance(spec.get("args"), list) else []
-                        out[str(name)] = [spec["command"], *(str(a) for a in args)]
+                        extra: list[Any] = spec["args"] if isinstance(spec.get("args"), list) else []
+                        out[str(name)] = [spec["command"], *(str(a) for a in extra)]
         return out
 
 

@@ -152,7 +152,7 @@ class CodexAdapter(AgentAdapter):
             return None
         return str(Path(pkg[1]).parent.parent) if "/node_modules/" in pkg[1] else pkg[1]
 
-    def mcp_servers(self, cwd: str, env: Mapping[str, str]) -> dict[str, list[str]]:
+    def mcp_servers(self, cwd: str, env: Mapping[str, str], argv: Sequence[str] = ()) -> dict[str, list[str]]:
         """``[mcp_servers.NAME]`` tables with a ``command`` in ``$CODEX_HOME/config.toml``."""
         home = env.get("CODEX_HOME") or (str(Path(env["HOME"]) / ".codex") if env.get("HOME") else None)
         if not home:
