@@ -148,3 +148,26 @@ def stub_session(
 ) -> StubSession:
     """Start a stub serving ``script`` and build the environment for ``argv`` (see :class:`StubSession`)."""
     return StubSession(script, argv, base_env, **kwargs)
+
+
+def hooks_for_run(
+    argv: Sequence[str],
+    scratch: Path,
+    *,
+    sandbox_dir: str | None = None,
+    ask: bool = False,
+    decider: Decider | None = None,
+    agent: str | None = None,
+) -> tuple[list[str], HookServer] | None:
+    """Per-run hooks for an agent running against its real model (``--ask``, ``--agent-hooks``):
+    the command line that loads them and the server they report to; None if the agent has none.
+    In a sandbox, ``scratch`` (under the run's private /tmp) is seen at ``sandbox_dir``."""
+    adapter = adapter_named(agent) if agent else adapter_for(None, list(argv))
+    got = adapter.hooks_argv(argv, scratch, ask=ask, decider=decider)
+    if got is None or not sandbox_dir:
+        return got
+    new_argv, server = got
+    host = str(scratch)
+    for path in scratch.glob("*.json"):
+        path.write_text(path.read_text(encoding="utf-8").replace(host, sandbox_dir), encoding="utf-8")
+    return [a.replace(host, sandbox_dir) for a in new_argv], server

@@ -106,6 +106,12 @@ Examples:
     "terminal (allow once / deny), or denied without one.  Decisions are agent.intervention events.",
 )
 @click.option(
+    "--agent-hooks",
+    is_flag=True,
+    help="Claude Code: per-run hooks (loaded with --settings, beside your own) report each tool call "
+    "live, so processes carry its id from the start (automatic with --model-script).",
+)
+@click.option(
     "--agent",
     "agent_kind",
     type=click.Choice(["codex", "claude", "mini", "generic"]),
@@ -149,6 +155,7 @@ def run_cmd(
     model_vars: tuple[str, ...],
     model_port: int,
     ask: bool,
+    agent_hooks: bool,
     agent_kind: str | None,
     agent_log: Path | None,
     backend: str,
@@ -184,6 +191,7 @@ def run_cmd(
         model_vars=parse_vars(model_vars),
         model_port=model_port,
         ask=ask,
+        agent_hooks=agent_hooks,
         agent_kind=agent_kind,
         agent_log=agent_log,
     )

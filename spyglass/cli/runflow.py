@@ -47,6 +47,7 @@ class RunOptions:
     agent_log: Path | None = None
     model_port: int = 0
     ask: bool = False  # the agent's hooks ask the policy (and the operator) before each tool call
+    agent_hooks: bool = False  # per-run hooks report each tool call live (Claude Code)
     record_tty: bool = False
 
 
@@ -83,6 +84,7 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
 
     backend: Any = get_backend(opts.backend)
     extra: dict[str, Any] = {"policy_source": policy.source}
+    argv = list(opts.argv)
     sandbox_on = mode in ("contain", "enforce")
     work: str | None = None
     if sandbox_on:
@@ -118,8 +120,18 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
             env = dict(session.env)
             hooks = session.hooks
             pre_sinks.append(session)
-        elif opts.ask:
-            raise UsageError("--ask needs the agent's hooks: use it with --model-script for now")
+        elif opts.ask or opts.agent_hooks:
+            from spyglass.agents.replay import hooks_for_run
+
+            scratch = Path(work, "tmp", "spyglass-agent") if work else _agent_dir(store.root)
+            inside = "/tmp/spyglass-agent" if work else None
+            got = hooks_for_run(argv, scratch, sandbox_dir=inside, ask=opts.ask, decider=asker, agent=opts.agent_kind)
+            if got is None:
+                raise UsageError(
+                    "--ask and --agent-hooks need an agent with hooks (Claude Code)", hint="or drop the option"
+                )
+            argv, hooks = got
+            stack.callback(hooks.close)
         pre_sinks.insert(0, AgentAwareness(opts.agent_log, hooks=hooks, asker=asker, env=env, cwd=cwd))
 
         rule_sinks = build_sinks(policy, home=home, mode=mode, printer=opts.live_alerts)
@@ -167,7 +179,7 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
             post_sinks.append(recorder)
             stdio = recorder.stdio
         request = RunRequest(
-            argv=list(opts.argv),
+            argv=argv,
             cwd=cwd,
             env=env,
             task=opts.task,
@@ -205,8 +217,11 @@ def apply_retention(policy: Any, store: Store, run_id: str) -> list[str]:
     plan = retention.plan(retention.entries(store), limits)  # the newest run (this one) is never deleted
     assert all(d.run.id != run_id for d in plan.delete)
     gone = retention.apply(store, plan)
-    return [f"retention: deleted {len(gone)} old run(s) ({retention.fmt_size(plan.total_before - plan.total_after)})"] \
-        if gone else []
+    return (
+        [f"retention: deleted {len(gone)} old run(s) ({retention.fmt_size(plan.total_before - plan.total_after)})"]
+        if gone
+        else []
+    )
 
 
 def _agent_dir(root: Path) -> Path:

@@ -470,3 +470,47 @@ def test_mcp_server_started_by_claude_code_is_labelled(tmp_path: Path) -> None:
         [PYTHON, "-m", "spyglass", "show", "--store", str(store), run.name], capture_output=True, text=True, timeout=120
     )
     assert "MCP server notes" in out.stdout
+
+
+def test_ask_against_the_agents_own_configuration(tmp_path: Path) -> None:
+    """Without --model-script (the agent configured by its user, here for a stub the test runs),
+    --ask loads the hooks with --settings beside the user's settings, which stay untouched."""
+    from spyglass.agents.model_stub import start_stub
+    from spyglass.agents.script import parse_script
+    from spyglass.agents.setup import agent_env
+
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text(DECOY_KEY)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CLAUDE_", "PYTEST_"))}
+    base["HOME"] = str(home)
+    steps = {"steps": [{"say": "Key.", "run": "cat ~/.ssh/id_rsa"}, {"say": "Listing.", "run": "ls"}, {"say": "Done."}]}
+    stub = start_stub(parse_script(steps))
+    argv = [str(CLAUDE), "-p", "task", "--allowedTools", "Bash"]
+    env = agent_env(argv, stub.url, tmp_path / "user-config", base)  # "the user's" Claude Code setup
+    user_settings = Path(env["CLAUDE_CONFIG_DIR"], "settings.json").read_text()
+    store = tmp_path / "store"
+    try:
+        proc = subprocess.run(
+            [PYTHON, "-m", "spyglass", "run", "-q", "--store", str(store), "--ask", "--", *argv],
+            cwd=ws,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=400,
+            check=False,
+            start_new_session=True,
+        )
+    finally:
+        stub.close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert Path(env["CLAUDE_CONFIG_DIR"], "settings.json").read_text() == user_settings
+    (run,) = (store / "runs").iterdir()
+    meta = json.loads((run / "run.json").read_text())
+    assert "--settings" in meta["command"]
+    agent = meta["extra"]["agent"]
+    assert [(i["tool_use_id"], i["decision"]) for i in agent["interventions"]] == [("call_1_1", "deny")]
+    assert [c["command"] for c in agent["tool_calls"]] == ["ls"]
+    assert all(c["hook"] for c in agent["tool_calls"])

@@ -128,6 +128,14 @@ class AgentAdapter:
         in the configuration :meth:`prepare_env` made; None if the agent has no hooks."""
         return None
 
+    def hooks_argv(
+        self, argv: Sequence[str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
+    ) -> tuple[list[str], HookServer] | None:
+        """For a run against its real model: ``argv`` changed to load per-run hooks (written in
+        ``scratch``) besides the user's own configuration, and the server they report to; None if
+        the agent has no hooks."""
+        return None
+
     # -- its logs ---------------------------------------------------------------------
     def parse_log(self, text: str, whole: Any, lines: list[dict[str, Any]], source: str) -> AgentLog | None:
         """The log read, if it is in a format of this agent (``whole``: the text as one JSON

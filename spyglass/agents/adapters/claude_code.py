@@ -108,6 +108,17 @@ class ClaudeCodeAdapter(AgentAdapter):
         settings_path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
         return server
 
+    def hooks_argv(
+        self, argv: Sequence[str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
+    ) -> tuple[list[str], HookServer] | None:
+        """``--settings FILE`` with the hooks added to the command line: the user's own settings stay."""
+        scratch.mkdir(parents=True, exist_ok=True)
+        server = HookServer(scratch / "hook.sock", decider)
+        settings = scratch / "spyglass-settings.json"
+        hooks = install_hooks(scratch, str(scratch / "hook.sock"), ask=ask)
+        settings.write_text(json.dumps({"hooks": hooks}, indent=2), encoding="utf-8")
+        return [*argv, "--settings", str(settings)], server
+
     def parse_log(self, text: str, whole: Any, lines: list[dict[str, Any]], source: str) -> AgentLog | None:
         if not any(
             o.get("type") in ("assistant", "user")
