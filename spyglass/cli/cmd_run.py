@@ -67,10 +67,11 @@ Examples:
 )
 @click.option(
     "--mode",
-    type=click.Choice(["observe", "contain", "enforce"]),
+    type=click.Choice(["observe", "contain", "enforce", "ask"]),
     default=None,
     help="Override the policy's mode: observe (record and alert), contain (sandbox), "
-    "enforce (sandbox, and kill rules stop the agent).",
+    "enforce (sandbox, and kill rules stop the agent), ask (observe, and the agent's hooks ask "
+    "before a risky tool call, as --ask).",
 )
 @click.option("--sandbox", is_flag=True, help="Confine the agent (bubblewrap, decoy home, egress proxy): mode contain.")
 @click.option(

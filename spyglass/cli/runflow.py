@@ -68,6 +68,9 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
     cwd = str(Path(opts.cwd).resolve())
     policy = load_policy(opts.policy_file, cwd)
     mode = opts.mode or policy.mode
+    ask = opts.ask or mode == "ask"
+    if mode == "ask":  # observe (or contain, with --sandbox), the hooks asking before each tool call
+        mode = "observe"
     if opts.sandbox and mode == "observe":
         mode = "contain"
     fail_on = opts.fail_on or policy.fail_on
@@ -93,7 +96,7 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
     with contextlib.ExitStack() as stack:
         pre_sinks: list[object] = []
         hooks = asker = session = None
-        if opts.ask:
+        if ask:
             from spyglass.agents.ask import PolicyAsk
 
             allow, deny = list(policy.network.effective_allow), list(policy.network.deny)
@@ -113,22 +116,23 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
                     # sandbox under its private /tmp (the store is hidden there)
                     scratch=Path(work, "tmp", "spyglass-agent") if work else _agent_dir(store.root),
                     sandbox_dir="/tmp/spyglass-agent" if work else None,
-                    ask=opts.ask,
+                    ask=ask,
                     decider=asker,
                 )
             )
             env = dict(session.env)
             hooks = session.hooks
             pre_sinks.append(session)
-        elif opts.ask or opts.agent_hooks:
+        elif ask or opts.agent_hooks:
             from spyglass.agents.replay import hooks_for_run
 
             scratch = Path(work, "tmp", "spyglass-agent") if work else _agent_dir(store.root)
             inside = "/tmp/spyglass-agent" if work else None
-            got = hooks_for_run(argv, scratch, sandbox_dir=inside, ask=opts.ask, decider=asker, agent=opts.agent_kind)
+            got = hooks_for_run(argv, scratch, sandbox_dir=inside, ask=ask, decider=asker, agent=opts.agent_kind)
             if got is None:
                 raise UsageError(
-                    "--ask and --agent-hooks need an agent with hooks (Claude Code)", hint="or drop the option"
+                    "--ask, mode: ask and --agent-hooks need an agent with hooks (Claude Code)",
+                    hint="drop the option, or use another mode for this agent",
                 )
             argv, hooks = got
             stack.callback(hooks.close)
