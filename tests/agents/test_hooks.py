@@ -142,3 +142,18 @@ def test_hook_script_needs_nothing_but_the_standard_library(tmp_path: Path) -> N
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_ask_mode_is_refused_for_an_agent_without_hooks(tmp_path: Path) -> None:
+    """Never weaker than asked: `mode: ask` for a command with no hooks to ask through is refused."""
+    (tmp_path / "spyglass.yaml").write_text("mode: ask\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--store", str(tmp_path / "store"), "--", "true"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "need an agent with hooks (Claude Code)" in proc.stderr
+    assert "Traceback" not in proc.stderr
