@@ -30,7 +30,7 @@ from spyglass.policy.model import (
     SandboxPolicy,
     TerminalPolicy,
 )
-from spyglass.policy.paths import expand_home
+from spyglass.policy.paths import check_glob, expand_home
 from spyglass.policy.yamlsrc import Pos, load_documents, pos_at, to_plain
 
 POLICY_FILE = "spyglass.yaml"
@@ -181,8 +181,35 @@ def _kind(v: Any) -> str:
     return "null" if v is None else type(v).__name__
 
 
-def _semantic_errors(data: dict[str, Any], root: Any, path: str, base_dir: str) -> list[SourceError]:
+#: every key of the policy that holds path patterns (one dialect: spyglass.policy.paths)
+GLOB_KEYS: tuple[tuple[str, ...], ...] = (
+    ("secrets",),
+    ("honeytokens",),
+    ("evidence", "manifest_exclude"),
+    ("analysis", "grading_paths"),
+    ("analysis", "ignore_paths"),
+)
+
+
+def _glob_errors(data: dict[str, Any], root: Any, path: str) -> list[SourceError]:
+    """Each path pattern compiled now, so a bad one stops the policy, not a run later."""
     errors: list[SourceError] = []
+    for keys in GLOB_KEYS:
+        node: Any = data
+        for k in keys:
+            node = node.get(k) if isinstance(node, dict) else None
+        for i, pat in enumerate(node if isinstance(node, list) else []):
+            if not isinstance(pat, str):
+                continue
+            bad = check_glob(pat)
+            if bad is not None:
+                line, col = _lc(pos_at(root, [*keys, i]))
+                errors.append(SourceError(f"{'.'.join(keys)}[{i}]: {bad}", path, line, col))
+    return errors
+
+
+def _semantic_errors(data: dict[str, Any], root: Any, path: str, base_dir: str) -> list[SourceError]:
+    errors: list[SourceError] = _glob_errors(data, root, path)
     net = data.get("network")
     net = net if isinstance(net, dict) else {}
     for key in ("allow", "deny"):

@@ -26,7 +26,7 @@ from typing import Any
 
 from spyglass.events import LEVELS, Alert, Event, level_rank
 from spyglass.events.proctree import ProcInfo
-from spyglass.report.collect import Histogram, ReportData, collect_run
+from spyglass.report.collect import ReportData, collect_run
 from spyglass.report.describe import (
     CATEGORIES,
     command_text,
@@ -35,6 +35,7 @@ from spyglass.report.describe import (
     lineage_root_first,
 )
 from spyglass.report.graph_svg import GraphInput, Leaf, render_graph_svg
+from spyglass.report.histogram_svg import histogram_svg
 from spyglass.store import RunReader
 
 MAX_ALERTS = 200
@@ -238,40 +239,6 @@ def _alert_view(a: Alert, data: ReportData, t0: int) -> dict[str, Any]:
     }
 
 
-def _histogram_svg(h: Histogram, width: int = 1080, height: int = 90) -> str:
-    if not h.series:
-        return ""
-    nbins = len(next(iter(h.series.values())))
-    totals = [sum(s[i] for s in h.series.values()) for i in range(nbins)]
-    peak = max(totals) or 1
-    bw = width / nbins
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="hist" viewBox="0 0 {width} {height + 16}" '
-        f'width="{width}" height="{height + 16}" role="img" aria-label="events over time">'
-    ]
-    for i in range(nbins):
-        y = float(height)
-        for cat in CATEGORIES:
-            n = h.series.get(cat, [0] * nbins)[i]
-            if not n:
-                continue
-            bh = n / peak * (height - 4)
-            y -= bh
-            parts.append(
-                f'<rect class="c-{cat}" x="{i * bw:.1f}" y="{y:.1f}" width="{max(bw - 1, 1):.1f}" '
-                f'height="{bh:.1f}"><title>{n} {cat} events</title></rect>'
-            )
-    span_s = nbins * h.bin_ns / 1e9
-    parts.append(f'<text x="0" y="{height + 13}" class="axis">0 s</text>')
-    parts.append(f'<text x="{width}" y="{height + 13}" text-anchor="end" class="axis">{span_s:.1f} s</text>')
-    per = f"{h.bin_ns / 1e6:.0f} ms" if h.bin_ns < 1_000_000_000 else f"{h.bin_ns / 1e9:.1f} s"
-    parts.append(
-        f'<text x="{width / 2}" y="{height + 13}" text-anchor="middle" class="axis">'
-        f"peak {peak:,} events per {per}</text></svg>"
-    )
-    return "".join(parts)
-
-
 def graph_input(data: ReportData) -> GraphInput:
     """The star graph's leaves: from the run's profile, else from the digest."""
     meta = data.meta
@@ -437,7 +404,7 @@ def build_context(data: ReportData, *, max_procs: int = 2000) -> dict[str, Any]:
         "proxy": data.proxy[:MAX_LIST],
         "graph_svg": render_graph_svg(graph_input(data)),
         "graph_note": data.profile_note,
-        "hist_svg": _histogram_svg(data.histogram),
+        "hist_svg": histogram_svg(data.histogram),
         "timeline_embedded": len(tl.events),
         "timeline_total": tl.total,
         "timeline_noise": tl.noise,

@@ -309,6 +309,10 @@ def summary_lines(data: ReportData, *, max_items: int = 15, full: bool = False) 
     """The summary as (style, text) lines, none of them cut.  An agent run gets the Agent and
     Tool calls sections instead of the process tree; ``full``: the whole tree, argv unshortened."""
     out = _header(data)
+    evidence = data.meta.extra.get("evidence")
+    if isinstance(evidence, dict) and evidence.get("partial"):
+        failed = ", ".join(f"{k} ({v}x)" for k, v in sorted((evidence.get("sink_errors") or {}).items()))
+        out.append(("yellow", f"Evidence is partial: {failed or 'a component'} failed during the run"))
     out.append(("", ""))
     out.extend(_alerts(data, max_items, full))
     out.append(("", ""))

@@ -24,6 +24,7 @@ import tty
 from pathlib import Path
 from typing import Any
 
+from spyglass.pipeline import RunContext
 from spyglass.tty.cast import CastWriter
 from spyglass.tty.redact import Redactor
 
@@ -173,22 +174,20 @@ class TerminalRecorder:
         return CastWriter(evdir / self.FILE, width=cols, height=rows, redactor=Redactor(*self.redactor_args),
                           max_bytes=self.max_bytes, env=env)
 
-    def start(self, ctx: Any) -> None:
-        self._run_dir = Path(self._run_dir_of(ctx.run_id))
+    def start(self, ctx: RunContext) -> None:
+        self._run_dir = ctx.run_dir if ctx.run_dir is not None else Path(self._run_dir_of(ctx.run_id))
         self.relay.start()
 
     def launched(self) -> None:
         self.relay.close_slave()
 
-    def done(self, ctx: Any) -> None:
+    def done(self, ctx: RunContext) -> None:
         self.relay.stop()
         w = self.relay.writer
         if w is not None:
             self.summary = {"file": f"evidence/{self.FILE}", "start_ns": w.start_ns, "seconds": round(w.duration, 3),
                             "output_chars": w.counts["o"], "input_chars": w.counts["i"], "cut": w.cut}
-            run = getattr(ctx, "meta", {}).get("run") if isinstance(getattr(ctx, "meta", None), dict) else None
-            if run is not None:
-                run.extra["terminal"] = self.summary
+            ctx.note_fact("terminal", self.summary)
 
 
 def stdin_is_tty() -> bool:
