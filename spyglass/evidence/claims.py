@@ -1,6 +1,6 @@
-"""What the agent claims it did: read from a JSON document or a `codex exec --json` stream.
+"""What the agent claims it did: read from a JSON document or the agent's own log.
 
-Two inputs are understood (``gate --claims FILE``):
+These inputs are understood (``gate --claims FILE``):
 
 * A JSON document::
 
@@ -18,6 +18,11 @@ Two inputs are understood (``gate --claims FILE``):
   older ``{"msg": {...}}`` form is read too: ``exec_command_begin`` /
   ``exec_command_end``, ``patch_apply_begin``, ``agent_message``,
   ``task_complete``.  Other lines are ignored.
+
+* Any other log an agent adapter reads (a Claude Code session transcript, a
+  mini-swe-agent trajectory): the commands it ran with their exit codes, the
+  files its edit tools wrote, and its final message
+  (:func:`claims_from_log`).
 
 From a final message, two claims are recognised by wording: that the tests
 pass ("all tests pass", "12 passed") and that the tests were run ("I ran the
@@ -122,13 +127,32 @@ def parse_claims(text: str, source: str = "<claims>") -> Claims:
         except json.JSONDecodeError:
             first_obj = None
         if isinstance(first_obj, dict) and first != stripped:
-            return parse_codex_jsonl(text, source)
+            return _agent_log_claims(text, source) or parse_codex_jsonl(text, source)
         raise SourceError(f"not valid JSON: {exc.msg}", source, exc.lineno, exc.colno) from None
+    if isinstance(whole, dict) and isinstance(whole.get("messages"), list) and not (set(whole) & set(_ALIASES)):
+        found = _agent_log_claims(text, source)  # a mini-swe-agent trajectory
+        if found is not None:
+            return found
     if isinstance(whole, dict) and ("type" in whole or "msg" in whole) and not (set(whole) & set(_ALIASES)):
         return parse_codex_jsonl(text, source)
     if not isinstance(whole, dict):
         raise SourceError("claims must be a JSON object (or a codex --json event stream)", source, 1, 1)
     return parse_claims_object(whole, source)
+
+
+def _agent_log_claims(text: str, source: str) -> Claims | None:
+    """Claims from the log of an agent whose adapter reads it (a Claude Code transcript, a
+    mini-swe-agent trajectory); None for codex streams (read by :func:`parse_codex_jsonl`) and
+    for text no adapter reads."""
+    from spyglass.agents.agent_logs import parse_agent_log
+
+    try:
+        log = parse_agent_log(text, source)
+    except SourceError:
+        return None
+    if log.format == "codex-exec-json":
+        return None
+    return claims_from_log(log, source)
 
 
 def _split(cmd: str) -> list[str] | None:

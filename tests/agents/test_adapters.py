@@ -237,3 +237,13 @@ def test_mcp_servers_are_labelled_not_tool_calls(events: Any) -> None:
     assert linker.labels[12] == "MCP server files"
     assert [(link.command, link.root_pid) for link in view.links] == [("ls", 13)]
     assert view.to_json()["mcp_servers"] == [{"name": "files", "label": "MCP server files", "pids": [11, 12]}]
+
+
+def test_gate_claims_read_a_claude_code_transcript() -> None:
+    from spyglass.evidence.claims import parse_claims
+
+    claims = parse_claims(_transcript(), "s1.jsonl")
+    assert claims.format == "claude-transcript"
+    assert [c.command for c in claims.commands] == ["ls", "pytest -q"]
+    assert [(f.path, f.kind) for f in claims.files] == [("/w/new.py", "added")]
+    assert claims.tests_passed is True
