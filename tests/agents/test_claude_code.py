@@ -345,6 +345,9 @@ def test_injected_session_raises_the_exfiltration_alert_on_tool_call_2(recorded:
     call = by_pid.get(alerts[0]["pid"])
     assert call is not None and call["n"] == SKILL_SCRIPT_CALL
     assert call["command"].endswith(f"{SKILL}/scripts/summarize.py data.csv")
+    # live: the alert's lineage already named the tool call (its hook reported it before it ran)
+    labels = [e.get("tool_call") for e in alerts[0]["lineage"] if e.get("tool_call")]
+    assert labels and labels[-1].startswith(f"tool call {SKILL_SCRIPT_CALL}: ")
 
 
 def test_show_prints_the_agent_and_its_tool_calls(recorded: Any) -> None:
