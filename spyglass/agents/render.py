@@ -128,7 +128,9 @@ def agent_summary_lines(
         detail += f", {len(pids)} process{'es' if len(pids) != 1 else ''}"
         if programs:
             detail += f": {', '.join(programs[:8])}{' …' if len(programs) > 8 else ''}"
-        add(("dim", detail))
+        if c.get("hook") is False:
+            detail += "; no hook report"
+        add(("yellow" if c.get("hook") is False else "dim", detail))
     if len(calls) > max_items * 2:
         add(("dim", f"  … {len(calls) - max_items * 2} more (spyglass agents tool-calls RUN)"))
     unlinked = agent.get("unlinked_calls") or []
@@ -137,6 +139,21 @@ def agent_summary_lines(
         for u in unlinked[:max_items]:
             add(("yellow", f"  {u.get('n'):>3}  {_middle(str(u.get('command')), limit)}"))
 
+    unmatched = agent.get("hooks_unmatched") or []
+    if unmatched:
+        add(("yellow", f"  {len(unmatched)} hook report(s) with no call in the agent log:"))
+        for r in unmatched[:max_items]:
+            what = (r.get("tool_input") or {}).get("command") or r.get("tool_name")
+            add(("yellow", f"       {r.get('tool_use_id')}  {_middle(str(what), limit)}"))
+    interventions = agent.get("interventions") or []
+    if interventions:
+        add(("", ""))
+        add(("bold", f"Interventions ({len(interventions)})"))
+        for iv in interventions[:max_items]:
+            style = "red" if iv.get("decision") == "deny" else "yellow"
+            add((style, f"  {iv.get('decision')} by {iv.get('by')}: {_middle(str(iv.get('what')), limit)}"))
+            add(("dim", f"       {iv.get('finding')}"))
+
     others = [
         p
         for pid, p in procs.procs.items()
@@ -144,7 +161,7 @@ def agent_summary_lines(
     ]
     if others:
         add(("", ""))
-        add(("bold", f"Other processes ({len(others)})"))
+        add(("bold", f"Processes no tool call explains ({len(others)})"))
         for p in others[:max_items]:
             add(("", f"  {p.pid} {_short(_cmdline(p.argv, p.exe), limit)}"))
         if len(others) > max_items:
