@@ -431,6 +431,12 @@ class AgentAwareness(Sink):
                 calls = read_agent_log(self.agent_log).tool_calls
             except Exception:
                 calls = []
+        if self.hooks is not None:  # calls the hooks saw that the log lacks (a sub-agent's own transcript)
+            known = {c.call_id for c in calls if c.call_id}
+            extra = [c for c in hook_calls(self.hooks.snapshot()) if c.call_id not in known]
+            for i, c in enumerate(extra, start=len(calls) + 1):
+                c.n = i
+            calls = [*calls, *extra]
         if calls:
             linker = Linker(calls, log_complete=True, mcp_servers=self._mcp_servers)
             for ev in self._proc_events:
