@@ -408,6 +408,13 @@ def test_sandboxed_session_runs(recorded: Any, mode: str) -> None:
     assert "return a + b" in (rec.workspace / "calc.py").read_text()
     assert rec.meta["sandbox"] is True
     assert list(rec.config_dir.glob("projects/*/*.jsonl"))  # written inside, kept on the host
+    mounts = rec.meta["extra"]["sandbox"]["mounts"]
+    writable = [m for m in mounts if m["kind"] == "bind"]
+    install = str(INSTALL.resolve())
+    # its install is not under a writable mount (the root is bound read-only); its config dir is
+    assert not [m for m in writable if install == m["dest"] or install.startswith(m["dest"].rstrip("/") + "/")]
+    tmp_src = [m["src"] for m in writable if m["dest"] == "/tmp"]
+    assert tmp_src and str(rec.config_dir).startswith(tmp_src[0])
     data = rec.spy_json("agents", "tool-calls", rec.run_id)
     assert [c["n"] for c in data["tool_calls"]] == [1, 2, 3, 4]
     assert all(c["pids"] for c in data["tool_calls"])
