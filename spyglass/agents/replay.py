@@ -116,6 +116,7 @@ class StubSession:
             "steps_served": self.stub.steps_served,
             "errors": [r.error for r in self.stub.requests if r.error],
             "hook_reports": len(self.hooks.reports) if self.hooks is not None else None,
+            "agent_dir": None if self._own_scratch else str(self.scratch),
         }
 
     def done(self, ctx: RunContext) -> None:

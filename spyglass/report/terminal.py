@@ -209,14 +209,28 @@ def _processes(data: ReportData, max_items: int, full: bool = False) -> list[Lin
     return out
 
 
-def _files(data: ReportData, max_items: int) -> list[Line]:
+def _agent_dir(data: ReportData) -> str | None:
+    """The agent's per-run directory (config, transcript) of a ``--model-script`` run."""
+    extra = data.meta.extra if isinstance(data.meta.extra, dict) else {}
+    stub = extra.get("model_stub")
+    d = stub.get("agent_dir") if isinstance(stub, dict) else None
+    return d.rstrip("/") + "/" if isinstance(d, str) and d else None
+
+
+def _files(data: ReportData, max_items: int, full: bool = False) -> list[Line]:
     out: list[Line] = []
+    own = None if full else _agent_dir(data)
     for t, label in WRITE_LABELS:
         paths = data.digest.writes.get(t)
         if not paths:
             continue
+        folded = [p for p in paths if own and p.startswith(own)]
+        shown = [p for p in paths if not (own and p.startswith(own))]
         out.append(("", ""))
         out.append(("bold", f"Files {label} ({len(paths)})"))
+        if folded:
+            out.append(("dim", f"  + {len(folded)} in the agent's own per-run directory {own} (show --full)"))
+        paths = shown
         out.extend(("", f"  {p}") for p in paths[:max_items])
         if len(paths) > max_items:
             out.append(("dim", f"  … {len(paths) - max_items} more (spyglass events RUN --type {t})"))
@@ -318,7 +332,7 @@ def summary_lines(data: ReportData, *, max_items: int = 15, full: bool = False) 
     out.append(("", ""))
     agent = None if full else _agent(data, max_items)
     out.extend(agent if agent is not None else _processes(data, max_items, full))
-    out.extend(_files(data, max_items))
+    out.extend(_files(data, max_items, full))
     out.extend(_hosts(data, max_items))
     out.extend(_coverage(data))
     out.extend(_gate(data))
