@@ -83,6 +83,12 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     with contextlib.ExitStack() as stack:
         setup_agent(plan, stack, work)
         plan.engine = RuleEngine(load_ruleset(policy), policy, home=plan.home, mode=mode)
+        if policy.broker:
+            from spyglass.sandbox.broker import open_for_run
+
+            plan.broker, plan.env = open_for_run(policy.broker, plan.env, base_dir=policy.base_dir,
+                                                 sandbox_on=sandbox_on)
+            stack.callback(plan.broker.close)
         if work is not None:
             from spyglass.sandbox import from_policy
 
@@ -91,7 +97,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             own = plan.stub.sandbox_options() if plan.stub is not None else {}
             sb = from_policy(
                 policy, work, plan.workspace, cwd=plan.cwd, store_root=str(store.root), mode=mode,
-                real_home=plan.home, veto=plan.engine.would_block, **own,
+                real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker, **own,
             )
             stack.callback(sb.close)
             plan.sandbox = sb
