@@ -109,6 +109,8 @@ class RuleEngine(Sink):
         honeytoken_paths = ctx.sandbox.honeytokens if ctx.sandbox is not None else extra.get("honeytokens", [])
         pol = self.policy
         trusted_dirs = [expand_home(d, home) for d in pol.exec.effective_trusted]
+        # the install tree of the agent the run started, found by its adapter (session/agent.py)
+        trusted_dirs += [str(d) for d in extra.get("agent_install") or [] if isinstance(d, str)]
         ws_trusted = [f"{w.rstrip('/')}/{g}/**" for w in ws for g in pdefaults.WORKSPACE_TRUSTED_EXEC]
         honeytokens = [*pol.honeytokens, *honeytoken_paths]
         fx_args: dict[str, Any] = dict(

@@ -13,6 +13,8 @@ private ``/tmp`` (the store is hidden there), seen inside as
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -75,3 +77,17 @@ def setup_agent(plan: Plan, stack: contextlib.ExitStack[bool | None], work: str 
             )
         plan.argv, plan.hooks = got
         stack.callback(got[1].close)
+
+
+def agent_install(argv: list[str], env: dict[str, str], cwd: str) -> list[str]:
+    """The install tree of the agent the command runs, if an adapter recognises it by its package:
+    trusted for exec in this run (the user chose to run it; ``run.json`` ``extra.agent_install``)."""
+    from spyglass.agents.adapters import adapter_for
+
+    if not argv:
+        return []
+    first = argv[0]
+    exe = os.path.join(cwd, first) if os.sep in first else shutil.which(first, path=env.get("PATH"))
+    adapter = adapter_for(exe, argv)
+    root = adapter.install_root(os.path.realpath(exe) if exe else None, argv)
+    return [root] if root else []

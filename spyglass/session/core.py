@@ -18,7 +18,7 @@ from spyglass.capture.base import CaptureBackend
 from spyglass.errors import EXIT_ALERT, EXIT_KILLED, UsageError
 from spyglass.pipeline import SandboxView, default_home
 from spyglass.policy import Policy
-from spyglass.session.agent import setup_agent
+from spyglass.session.agent import agent_install, setup_agent
 from spyglass.session.options import RunOptions
 from spyglass.session.record import RunOutcome, RunRequest, record
 from spyglass.session.sinks import Plan, assemble
@@ -82,6 +82,9 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
         work = tempfile.mkdtemp(prefix="run-", dir=store.root / "sandbox")
     with contextlib.ExitStack() as stack:
         setup_agent(plan, stack, work)
+        installed = agent_install(list(opts.argv), plan.env, plan.cwd)
+        if installed:
+            extra["agent_install"] = installed
         plan.engine = RuleEngine(load_ruleset(policy), policy, home=plan.home, mode=mode)
         if policy.broker:
             from spyglass.sandbox.broker import open_for_run

@@ -19,6 +19,7 @@ def _npm(root: Path, name: str, binary: str) -> Path:
     (pkg / "package.json").write_text(json.dumps({"name": name, "version": "1.0.0"}))
     exe = pkg / "bin" / binary
     exe.write_text("")
+    exe.chmod(0o755)
     return exe
 
 
@@ -247,3 +248,17 @@ def test_gate_claims_read_a_claude_code_transcript() -> None:
     assert [c.command for c in claims.commands] == ["ls", "pytest -q"]
     assert [(f.path, f.kind) for f in claims.files] == [("/w/new.py", "added")]
     assert claims.tests_passed is True
+
+
+def test_the_install_of_the_agent_a_run_starts_is_trusted(tmp_path: Path) -> None:
+    from spyglass.session.agent import agent_install
+
+    claude = _npm(tmp_path, "@anthropic-ai/claude-code", "claude.exe")
+    link = tmp_path / "node_modules" / ".bin" / "claude"
+    link.parent.mkdir()
+    link.symlink_to(claude)
+    assert agent_install([str(link), "-p", "x"], {"PATH": "/usr/bin"}, "/") == [str(claude.parent.parent)]
+    assert agent_install(["claude", "-p"], {"PATH": str(link.parent)}, "/") == [str(claude.parent.parent)]
+    fake = _npm(tmp_path / "elsewhere", "left-pad", "claude.exe")
+    assert agent_install([str(fake)], {}, "/") == []  # the name alone earns no trust
+    assert agent_install(["true"], {"PATH": "/usr/bin:/bin"}, "/") == []

@@ -185,7 +185,8 @@ def record(root: Path, mode: str, injected: bool, ask: bool = False) -> Recorded
     argv = [str(CLAUDE), "-p", TASK, "--allowedTools", "Bash"]
     policy = root / "spyglass.yaml"
     policy.write_text(
-        f'network:\n  builtin_allow: false\n  allow: ["127.0.0.1:{stub_port}"]\nexec:\n  trusted: ["{INSTALL}"]\n'
+        # no exec.trusted: the install of the agent the run starts is trusted by its adapter
+        f'network:\n  builtin_allow: false\n  allow: ["127.0.0.1:{stub_port}"]\n'
     )
     store = root / "store"
     opts = ["--store", str(store), "--task", "csv-summary-fix", "--agent-id", "claude-code"]

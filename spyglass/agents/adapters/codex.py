@@ -150,7 +150,8 @@ class CodexAdapter(AgentAdapter):
         pkg = npm_package(exe) if exe else None
         if pkg is None or not pkg[0].startswith("@openai/codex"):
             return None
-        return str(Path(pkg[1]).parent.parent) if "/node_modules/" in pkg[1] else pkg[1]
+        scope = Path(pkg[1]).parent  # node_modules/@openai: the launcher and its native binary's package
+        return str(scope) if scope.name.startswith("@") else pkg[1]
 
     def mcp_servers(self, cwd: str, env: Mapping[str, str], argv: Sequence[str] = ()) -> dict[str, list[str]]:
         """``[mcp_servers.NAME]`` tables with a ``command`` in ``$CODEX_HOME/config.toml``."""
