@@ -127,7 +127,7 @@ class HookServer:
             os.unlink(self.path)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.bind(self.path)
-        os.chmod(self.path, 0o666)
+        os.chmod(self.path, 0o600)  # the agent runs as we do; nobody else reports or asks
         self._sock.listen(16)
         self._closed = False
         self._thread = threading.Thread(target=self._serve, name="spyglass-hooks", daemon=True)
