@@ -133,6 +133,10 @@ def record(
             options=dict(request.backend_options),
         )
         session = backend.start(spec)
+        chosen: Any = getattr(backend, "inner", backend)  # a sandbox wraps the backend
+        meta.backend = chosen.name  # ``auto`` may have fallen back at start
+        if getattr(chosen, "reason", None):
+            meta.extra["backend_reason"] = chosen.reason
 
         def stop_agent(reason: str) -> None:
             if not stopped_by:

@@ -33,7 +33,7 @@ class RunOptions:
     workspace: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
     wait_descendants: float = 0.0
-    backend: str = "strace"
+    backend: str = "auto"
     seccomp: bool = True
     mode: str | None = None  # None: the policy's
     sandbox: bool = False
@@ -57,7 +57,7 @@ class FlowResult:
 
 def execute(opts: RunOptions, store: Store) -> FlowResult:
     from spyglass.agents.awareness import AgentAwareness
-    from spyglass.capture import get_backend
+    from spyglass.capture import select_backend
     from spyglass.policy import load_policy
     from spyglass.rules import build_sinks, fail_on_exceeded
 
@@ -80,8 +80,9 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
 
         signer = make_signer(key)
 
-    backend: Any = get_backend(opts.backend)
-    extra: dict[str, Any] = {"policy_source": policy.source}
+    backend: Any
+    backend, reason = select_backend(opts.backend)
+    extra: dict[str, Any] = {"policy_source": policy.source, "backend_reason": reason}
     with contextlib.ExitStack() as stack:
         pre_sinks: list[object] = []
         if opts.model_script is not None:

@@ -362,7 +362,11 @@ class RecordDecoder:
         return self._event(rec, "net.bind", transport=self._transport(rec, a), **self._addr_fields(rec, a, False))
 
     def _listen(self, rec: R.Record) -> Event | None:
-        return self._event(rec, "net.listen", transport=R.transport(rec), net_type=R.net_type(rec))
+        a = R.local(rec)
+        return self._event(
+            rec, "net.listen", transport=R.transport(rec), net_type=R.net_type(rec),
+            address=a.address if a else None, port=a.port if a else None,
+        )  # fmt: skip
 
     def _send(self, rec: R.Record) -> Event | None:
         t = R.transport(rec)

@@ -1,6 +1,6 @@
 """The binary records of the eBPF program: layout, and decoding of their parts.
 
-A record is a 128-byte header (``struct rec`` in ``bpf/spyglass.bpf.c``)
+A record is a 152-byte header (``struct rec`` in ``bpf/spyglass.bpf.c``)
 followed by up to four blobs whose lengths are in the header.  Strings are
 raw bytes from the kernel, NUL-terminated; directory walks are written leaf
 first, one NUL-terminated name per component.  Everything here is pure: no
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 REC_SYS, REC_FORK, REC_EXEC, REC_EXIT, REC_URING = 1, 2, 3, 4, 5
 
-HEADER = struct.Struct("<HHIIIQq6Q4I4H4H16s")
-assert HEADER.size == 128
+HEADER = struct.Struct("<HHIIIQq6Q4I4H4H16sHHI16s")
+assert HEADER.size == 152
 
 
 @dataclass(slots=True)
@@ -41,6 +41,8 @@ class Record:
     sk_proto: int
     sk_dport: int  # network byte order as read
     sk_daddr: bytes
+    sk_lport: int = 0  # host byte order
+    sk_laddr: bytes = b""
 
 
 def parse(data: bytes) -> Record:
@@ -58,7 +60,7 @@ def parse(data: bytes) -> Record:
         off += n
     return Record(
         h[0], h[1], h[2], h[3], h[4], h[5], h[6], tuple(h[7:13]), h[13], h[14], h[15], h[16],
-        (blobs[0], blobs[1], blobs[2], blobs[3]), h[21], h[22], h[23], h[24], h[25],
+        (blobs[0], blobs[1], blobs[2], blobs[3]), h[21], h[22], h[23], h[24], h[25], h[26], h[29],
     )  # fmt: skip
 
 
@@ -75,10 +77,26 @@ def build(
     ids: tuple[int, int, int, int] = (0, 0, 0, 0),
     blobs: tuple[bytes, bytes, bytes, bytes] = (b"", b"", b"", b""),
     sock: tuple[int, int, int, int, bytes] = (0, 0, 0, 0, b""),
+    local: tuple[int, bytes] = (0, b""),
 ) -> bytes:
     """The bytes the program would emit (for fixtures and tests)."""
     head = HEADER.pack(
-        kind, nr, pid, tid, ppid, ts, ret, *args, *ids, *(len(b) for b in blobs), *sock[:4], sock[4].ljust(16, b"\0")
+        kind,
+        nr,
+        pid,
+        tid,
+        ppid,
+        ts,
+        ret,
+        *args,
+        *ids,
+        *(len(b) for b in blobs),
+        *sock[:4],
+        sock[4].ljust(16, b"\0"),
+        local[0],
+        0,
+        0,
+        local[1].ljust(16, b"\0"),
     )
     return head + b"".join(blobs)
 
@@ -211,6 +229,15 @@ def peer(rec: Record) -> Addr | None:
         if rec.sk_daddr == b"\0" * 16:
             return None
         return Addr("ipv6", str(ipaddress.IPv6Address(rec.sk_daddr)), port)
+    return None
+
+
+def local(rec: Record) -> Addr | None:
+    """The local address of the record's socket (bound or listening)."""
+    if rec.sk_family == 2:
+        return Addr("ipv4", str(ipaddress.IPv4Address(rec.sk_laddr[:4])), rec.sk_lport)
+    if rec.sk_family == 10:
+        return Addr("ipv6", str(ipaddress.IPv6Address(rec.sk_laddr[:16])), rec.sk_lport)
     return None
 
 

@@ -57,7 +57,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define SCRATCH 32768 // the largest per-CPU value; records stay under 16 KiB
 #define BLOB_MAX 4096
-#define WALK_MAX 3840 // 128 + 2 * 4096 + 2 * 3840 < 16384
+#define WALK_MAX 3840 // 152 + 2 * 4096 + 2 * 3840 < 16384
 #define WALK_STEPS 64
 #define NAME_MAX_ 256
 #define PAYLOAD_MAX 512
@@ -94,6 +94,10 @@ struct rec {
 	__u16 len[4];
 	__u16 sk_family, sk_type, sk_proto, sk_dport;
 	__u8 sk_daddr[16];
+	__u16 sk_lport; // host order
+	__u16 pad16;
+	__u32 pad32;
+	__u8 sk_laddr[16];
 };
 
 struct pending {
@@ -292,11 +296,15 @@ static __always_inline void sock_info(struct task_struct *task, __s64 fd, struct
 	r->sk_type = BPF_CORE_READ(sk, sk_type);
 	r->sk_proto = BPF_CORE_READ(sk, sk_protocol);
 	r->sk_dport = BPF_CORE_READ(sk, __sk_common.skc_dport);
+	r->sk_lport = BPF_CORE_READ(sk, __sk_common.skc_num);
 	if (r->sk_family == 2) {
 		__u32 a = BPF_CORE_READ(sk, __sk_common.skc_daddr);
 		__builtin_memcpy(r->sk_daddr, &a, 4);
+		a = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+		__builtin_memcpy(r->sk_laddr, &a, 4);
 	} else if (r->sk_family == 10) {
 		BPF_CORE_READ_INTO(&r->sk_daddr, sk, __sk_common.skc_v6_daddr);
+		BPF_CORE_READ_INTO(&r->sk_laddr, sk, __sk_common.skc_v6_rcv_saddr);
 	}
 }
 
