@@ -24,10 +24,7 @@ class AutoBackend:
         else:
             self._chosen = self._strace
             self.reason = f"auto: strace, because eBPF is unavailable: {found[0]}"
-
-    @property
-    def name(self) -> str:
-        return self._chosen.name
+        self.name = self._chosen.name
 
     def status(self) -> BackendStatus:
         return self._chosen.status()
@@ -38,5 +35,6 @@ class AutoBackend:
                 return self._ebpf.start(spec)
             except CaptureError as exc:
                 self._chosen = self._strace
+                self.name = self._strace.name
                 self.reason = f"auto: strace, because the eBPF program was refused: {exc}"
         return self._strace.start(spec)
