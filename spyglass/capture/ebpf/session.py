@@ -108,6 +108,8 @@ class EbpfSession:
         self._closed = False
         self._killing = False
         self._stall = float(str(opts.get("stall_reader", 0.0)))  # tests: a reader that sleeps first
+        dump = opts.get("dump_records")  # tests: raw records, each as <u32 length><bytes>
+        self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
         self._boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         self.decoder = RecordDecoder(self._boot)
         try:
@@ -166,6 +168,8 @@ class EbpfSession:
                 batch: list[Event] = []
                 for r in self._rings:
                     for data in r.read():
+                        if self._dump is not None:
+                            self._dump.write(_U32.pack(len(data)) + data)
                         batch.extend(self.decoder.feed(data))
                 if len(batch) > 1:
                     batch.sort(key=lambda e: e.ts)
@@ -179,6 +183,8 @@ class EbpfSession:
             self._result.notes.append(f"eBPF reader stopped: {exc}")
         finally:
             ep.close()
+            if self._dump is not None:
+                self._dump.close()
             self._queue.put(None)
 
     # --- the stream -----------------------------------------------------------------
