@@ -126,7 +126,8 @@ def test_dns_answers_name_later_connections() -> None:
     dst = struct.pack("<H", 2) + struct.pack(">H", 443) + bytes([127, 0, 0, 9]) + b"\0" * 8
     udp = (2, 2, 17, 0, b"")
     recs = [
-        R.build(R.REC_SYS, nr=45, pid=3, tid=3, ret=60, blobs=(_dns_answer("example.test", bytes([127, 0, 0, 9])), src, b"", b""), sock=udp),
+        R.build(R.REC_SYS, nr=45, pid=3, tid=3, ret=60, sock=udp,
+                blobs=(_dns_answer("example.test", bytes([127, 0, 0, 9])), src, b"", b"")),
         R.build(R.REC_SYS, nr=42, pid=3, tid=3, ret=-115, blobs=(b"", dst, b"", b""), sock=(2, 1, 6, 0, b"")),
     ]  # fmt: skip
     (dns, conn), _ = _decode(recs)
