@@ -41,6 +41,8 @@ class _Lib:
             "bpf_map__set_max_entries": (ci, [vp, ctypes.c_uint32]),
             "bpf_map__fd": (ci, [vp]),
             "bpf_program__attach": (vp, [vp]),
+            "bpf_program__fd": (ci, [vp]),
+            "bpf_obj_get_info_by_fd": (ci, [ci, vp, ctypes.POINTER(ctypes.c_uint32)]),
             "bpf_link__destroy": (ci, [vp]),
             "bpf_map_update_elem": (ci, [ci, vp, vp, ctypes.c_uint64]),
             "bpf_map_lookup_elem": (ci, [ci, vp, vp]),
@@ -129,6 +131,22 @@ class BpfObject:
             if not link:
                 raise _err(f"cannot attach {name}")
             self._links.append(link)
+
+    def program_ids(self, programs: list[str]) -> dict[str, int]:
+        """Kernel ids of loaded programs (for ``bpftool prog show id N``)."""
+        assert self._obj is not None
+        L = self._l.lib
+        out: dict[str, int] = {}
+        for name in programs:
+            prog = L.bpf_object__find_program_by_name(self._obj, name.encode())
+            fd = L.bpf_program__fd(prog) if prog else -1
+            if fd < 0:
+                continue
+            buf = ctypes.create_string_buffer(256)
+            size = ctypes.c_uint32(256)
+            if L.bpf_obj_get_info_by_fd(fd, buf, ctypes.byref(size)) == 0:
+                out[name] = int.from_bytes(buf.raw[4:8], "little")  # struct bpf_prog_info.id
+        return out
 
     def detach(self) -> None:
         L = self._l.lib

@@ -78,6 +78,23 @@ def _argv_of(pid: int) -> list[str] | None:
     return [a.decode("utf-8", "surrogateescape") for a in data.rstrip(b"\0").split(b"\0")] if data else None
 
 
+def _program_stats(ids: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """name -> (run_time_ns, run_cnt) from ``bpftool`` (counted while kernel.bpf_stats_enabled=1)."""
+    import json
+
+    out: dict[str, tuple[int, int]] = {}
+    for name, pid in ids.items():
+        try:
+            text = subprocess.run(
+                ["bpftool", "prog", "show", "id", str(pid), "-j"], capture_output=True, check=True, timeout=10
+            ).stdout
+            info = json.loads(text)
+        except (OSError, subprocess.SubprocessError, ValueError):
+            continue
+        out[name] = (int(info.get("run_time_ns", 0)), int(info.get("run_cnt", 0)))
+    return out
+
+
 class EbpfBackend:
     """Capture from the kernel with eBPF (needs root or CAP_BPF+CAP_PERFMON, and BTF)."""
 
@@ -107,6 +124,7 @@ class EbpfSession:
         self._detached = False
         self._closed = False
         self._killing = False
+        self.kernel_stats: dict[str, tuple[int, int]] = {}  # options={"kernel_stats": True}
         self._stall = float(str(opts.get("stall_reader", 0.0)))  # tests: a reader that sleeps first
         dump = opts.get("dump_records")  # tests: raw records, each as <u32 length><bytes>
         self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
@@ -276,6 +294,8 @@ class EbpfSession:
         self._detached = True
         self._closed = True
         self._reader.join(timeout=5)
+        if self.spec.options.get("kernel_stats"):
+            self.kernel_stats = _program_stats(self._obj.program_ids(PROGRAMS + OPTIONAL_PROGRAMS))
         self._obj.detach()
         self._count_lost()
         for r in self._rings:

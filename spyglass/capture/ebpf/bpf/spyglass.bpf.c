@@ -365,12 +365,13 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	struct pending p = {};
 	p.ts = bpf_ktime_get_boot_ns();
 	p.nr = nr;
-	p.args[0] = BPF_CORE_READ(regs, di);
-	p.args[1] = BPF_CORE_READ(regs, si);
-	p.args[2] = BPF_CORE_READ(regs, dx);
-	p.args[3] = BPF_CORE_READ(regs, r10);
-	p.args[4] = BPF_CORE_READ(regs, r8);
-	p.args[5] = BPF_CORE_READ(regs, r9);
+	// the tracepoint's pt_regs is a typed (BTF) pointer: plain loads, no probe reads
+	p.args[0] = regs->di;
+	p.args[1] = regs->si;
+	p.args[2] = regs->dx;
+	p.args[3] = regs->r10;
+	p.args[4] = regs->r8;
+	p.args[5] = regs->r9;
 	if (d->special == SP_IOCTL && p.args[1] != TIOCSTI)
 		return 0;
 	if (d->special == SP_OPEN && d->flags_arg >= 0 && d->flags_arg < 6) {
@@ -397,12 +398,23 @@ static __always_inline __s64 arg(__u64 *args, __s8 i)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
+	// the syscall number first (an array lookup, inlined): most calls of the machine stop here
+	__u32 nr = regs->orig_ax;
+	struct desc *d = bpf_map_lookup_elem(&descs, &nr);
+	if (!d || !d->want)
+		return 0;
 	__u32 tid = bpf_get_current_pid_tgid();
 	struct pending *p = bpf_map_lookup_elem(&inflight, &tid);
 	if (!p)
 		return 0;
-	__u32 nr = p->nr;
-	struct desc *d = bpf_map_lookup_elem(&descs, &nr);
+	if (p->nr != nr) { // an exec replaced the image (execve's exit reports the new nr), or stale
+		if (p->nr != 59 && p->nr != 322) {
+			bpf_map_delete_elem(&inflight, &tid);
+			return 0;
+		}
+		nr = p->nr;
+		d = bpf_map_lookup_elem(&descs, &nr);
+	}
 	struct scratch *s = get_scratch();
 	if (!d || !s) {
 		bpf_map_delete_elem(&inflight, &tid);
