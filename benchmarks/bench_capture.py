@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Capture overhead: bare command vs raw ``strace --seccomp-bpf`` (same syscall set)
-vs ``spyglass run``, on the workloads of the capture notes, plus parser throughput.
+vs ``spyglass run --backend strace`` vs ``spyglass run --backend ebpf`` (end to end:
+capture, rules, store, workspace evidence), on the workloads of the capture notes,
+plus the eBPF program's kernel-side cost and the strace parser's throughput.
 
-Prints a table of median wall times and ratios measured in the same run (these
-machines are noisy: compare ratios, not seconds).  Usage:
+Prints a table of median wall times and ratios measured in the same run, the
+modes alternating in a rotating order (these machines are noisy: compare ratios,
+not seconds).  The eBPF column needs root; it is left out elsewhere.  Usage:
 
     .venv/bin/python benchmarks/bench_capture.py [--repeat 3] [--quick]
 """
@@ -35,6 +38,10 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> floa
     return time.perf_counter() - t0
 
 
+def _no_cache(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return None if "__pycache__" in info.name or "/test" in info.name else info
+
+
 def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, Callable[[], None]]]:
     """name -> (argv, cwd, reset-before-each-run)."""
     n_files = 1500 if quick else 4000
@@ -43,9 +50,9 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
         d = src / f"d{i % 50}"
         d.mkdir(parents=True, exist_ok=True)
         (d / f"f{i}.txt").write_text(f"file {i}\n" * 4)
-    tar_path = base / "files.tar"
+    tar_path = base / "stdlib.tar"
     with tarfile.open(tar_path, "w") as tf:
-        tf.add(src, arcname="src")
+        tf.add(Path(sysconfig.get_paths()["stdlib"]), arcname="stdlib", filter=_no_cache)
     untar_dir = base / "untar"
 
     def reset_untar() -> None:
@@ -56,9 +63,7 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
     shutil.copytree(src, repo)
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    subprocess.run(
-        ["git", "-c", "user.email=b@x", "-c", "user.name=b", "commit", "-qm", "x"], cwd=repo, check=True
-    )
+    subprocess.run(["git", "-c", "user.email=b@x", "-c", "user.name=b", "commit", "-qm", "x"], cwd=repo, check=True)
     stdlib = base / "stdlib"
     libdir = Path(sysconfig.get_paths()["stdlib"])
     for sub in (
@@ -94,7 +99,7 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
     return {
         "true (start-up cost)": (["true"], base / "empty", noop),
         "untar": (["tar", "xf", str(tar_path), "-C", str(untar_dir)], base, reset_untar),
-        "find": (["find", "/usr/lib", "-name", "*.so*"], base, noop),
+        "find": (["find", "/usr", "-name", "*.py"], base, noop),
         "git status x5": (["sh", "-c", "for i in 1 2 3 4 5; do git status -s >/dev/null; done"], repo, noop),
         "compileall": ([sys.executable, "-m", "compileall", "-q", str(stdlib)], base, reset_compile),
         f"{execs} execs": (
@@ -118,54 +123,113 @@ def parser_throughput(lines: list[str]) -> float:
     return len(lines) / dt
 
 
+def kernel_cost(argv: list[str], cwd: Path) -> tuple[int, dict[str, tuple[int, int]]]:
+    """Events and per-program (run_time_ns, run_cnt) of one eBPF capture (kernel.bpf_stats_enabled on)."""
+    from spyglass.capture.base import LaunchSpec
+    from spyglass.capture.ebpf import EbpfBackend
+
+    stats = Path("/proc/sys/kernel/bpf_stats_enabled")
+    old = stats.read_text().strip()
+    stats.write_text("1")
+    try:
+        session = EbpfBackend().start(LaunchSpec(argv, str(cwd), options={"kernel_stats": True}, env=dict(os.environ)))
+        n = sum(1 for _ in session.events())
+    finally:
+        stats.write_text(old)
+    return n, session.kernel_stats
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="smaller workloads (a smoke run)")
+    ap.add_argument("--only", help="comma-separated workload name prefixes to run")
     args = ap.parse_args()
+    from spyglass.capture.ebpf.probe import static_problem
+
+    ebpf_problem = static_problem()
     spyglass = [sys.executable, "-m", "spyglass"]
     with tempfile.TemporaryDirectory(prefix="spyglass-bench-") as tmp:
         base = Path(tmp)
         workloads = make_workloads(base, args.quick)
+        if args.only:
+            wanted = tuple(args.only.split(","))
+            workloads = {k: v for k, v in workloads.items() if k.startswith(wanted)}
         store = base / "store"
         trace_out = base / "trace.txt"
         env = dict(os.environ, SPYGLASS_STORE=str(store), PYTHONDONTWRITEBYTECODE="1")
         rows = []
+        kernel: list[tuple[str, int, dict[str, tuple[int, int]]]] = []
         for name, (argv, cwd, reset) in workloads.items():
             modes: dict[str, Callable[[], float]] = {
                 "bare": lambda argv=argv, cwd=cwd: timed(argv, cwd),
                 "strace": lambda argv=argv, cwd=cwd: timed(strace_command(str(trace_out), argv), cwd),
-                "spyglass": lambda argv=argv, cwd=cwd: timed([*spyglass, "run", "-q", "--", *argv], cwd, env),
+                "sg-strace": lambda argv=argv, cwd=cwd: timed(
+                    [*spyglass, "run", "-q", "--backend", "strace", "--", *argv], cwd, env
+                ),
             }
+            if ebpf_problem is None:
+                modes["sg-ebpf"] = lambda argv=argv, cwd=cwd: timed(
+                    [*spyglass, "run", "-q", "--backend", "ebpf", "--", *argv], cwd, env
+                )
             times: dict[str, list[float]] = {m: [] for m in modes}
-            for _ in range(args.repeat):
-                for mode, fn in modes.items():  # interleaved, so drift hits all modes alike
+            order = list(modes)
+            for i in range(args.repeat):
+                for mode in order[i % len(order) :] + order[: i % len(order)]:  # rotating order
                     reset()
-                    times[mode].append(fn())
+                    times[mode].append(modes[mode]())
             med = {m: statistics.median(v) for m, v in times.items()}
             rows.append((name, med))
+            if ebpf_problem is None:
+                reset()
+                n, st = kernel_cost(argv, cwd)
+                kernel.append((name, n, st))
             print(f"  {name}: done", file=sys.stderr, flush=True)
-        # parser throughput on the last raw trace of a file-heavy workload
-        argv, cwd, reset = workloads["untar"]
-        reset()
-        timed(strace_command(str(trace_out), argv), cwd)
-        lines = trace_out.read_text(errors="surrogateescape").splitlines()
-        lines = (lines * max(1, 200_000 // max(1, len(lines))))[:200_000]
-        rate = parser_throughput(lines)
+        rate = 0.0
+        lines: list[str] = []
+        if "untar" in workloads:  # parser throughput on the raw trace of a file-heavy workload
+            argv, cwd, reset = workloads["untar"]
+            reset()
+            timed(strace_command(str(trace_out), argv), cwd)
+            lines = trace_out.read_text(errors="surrogateescape").splitlines()
+            lines = (lines * max(1, 200_000 // max(1, len(lines))))[:200_000]
+            rate = parser_throughput(lines)
 
     print(
-        f"\nspyglass capture overhead, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
-        f"median of {args.repeat}{' (quick)' if args.quick else ''}\n"
+        f"\nspyglass capture overhead, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, kernel "
+        f"{os.uname().release}, median of {args.repeat}{' (quick)' if args.quick else ''}\n"
     )
-    print("| workload | bare s | strace s | spyglass s | strace/bare | spyglass/bare | spyglass/strace |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    ebpf = ebpf_problem is None
+    head = "| workload | bare s | strace s | sg strace s |" + (" sg ebpf s |" if ebpf else "")
+    head += " strace/bare | sg strace/bare |" + (" sg ebpf/bare | sg ebpf - bare s |" if ebpf else "")
+    print(head)
+    print("|---" + "|---:" * (head.count("|") - 2) + "|")
     for name, med in rows:
+        b = med["bare"]
+        line = f"| {name} | {b:.3f} | {med['strace']:.3f} | {med['sg-strace']:.3f} |"
+        if ebpf:
+            line += f" {med['sg-ebpf']:.3f} |"
+        line += f" {med['strace'] / b:.2f} | {med['sg-strace'] / b:.2f} |"
+        if ebpf:
+            line += f" {med['sg-ebpf'] / b:.2f} | {med['sg-ebpf'] - b:+.3f} |"
+        print(line)
+    if not ebpf and ebpf_problem is not None:
+        print(f"\n(no eBPF column: {ebpf_problem[0]})")
+    if kernel:
         print(
-            f"| {name} | {med['bare']:.3f} | {med['strace']:.3f} | {med['spyglass']:.3f} | "
-            f"{med['strace'] / med['bare']:.2f} | {med['spyglass'] / med['bare']:.2f} | "
-            f"{med['spyglass'] / med['strace']:.2f} |"
+            "\neBPF kernel side (kernel.bpf_stats_enabled=1, one capture per workload; the counters add ~20 ns a run)"
         )
-    print(f"\nparser throughput: {rate:,.0f} strace lines/s ({len(lines):,} lines of an untar trace)")
+        print("| workload | events | syscall hooks: calls, ns/call | all programs ns | ns per event |")
+        print("|---|---:|---:|---:|---:|")
+        for name, n, st in kernel:
+            calls = sum(st.get(p, (0, 0))[1] for p in ("sys_enter", "sys_exit"))
+            hook_ns = sum(st.get(p, (0, 0))[0] for p in ("sys_enter", "sys_exit"))
+            total = sum(v[0] for v in st.values())
+            print(f"| {name} | {n} | {calls:,}, {hook_ns / max(1, calls):.0f} | {total:,} | {total / max(1, n):.0f} |")
+        print("(syscall hooks run for every system call on the machine, traced or not: ns/call is mostly the")
+        print(" cost an untraced syscall pays; ns per event divides everything the programs spent by the events)")
+    if rate:
+        print(f"\nparser throughput: {rate:,.0f} strace lines/s ({len(lines):,} lines of an untar trace)")
 
 
 if __name__ == "__main__":

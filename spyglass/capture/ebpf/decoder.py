@@ -23,6 +23,8 @@ from spyglass.events.schema import Event
 
 #: ``realpath(pid, path) -> path`` with symlinks resolved as ``pid`` sees them
 Realpath = Callable[[int, str], str]
+#: ``hosts_file(pid, path) -> {address: name}`` as ``pid`` sees the file
+HostsFile = Callable[[int, str], dict[str, str]]
 
 
 @dataclass(slots=True)
@@ -37,9 +39,13 @@ class ProcInfo:
 
 
 class RecordDecoder:
-    def __init__(self, boot_offset: int = 0, realpath: Realpath | None = None) -> None:
+    def __init__(
+        self, boot_offset: int = 0, realpath: Realpath | None = None, hosts_file: HostsFile | None = None
+    ) -> None:
         self.boot_offset = boot_offset  # epoch ns - boottime ns
         self.realpath = realpath
+        self.hosts_file = hosts_file
+        self.hosts_names: dict[str, str] = {}
         self.procs: dict[int, ProcInfo] = {}
         self.seen: set[int] = set()
         self.root_pid: int | None = None
@@ -94,11 +100,9 @@ class RecordDecoder:
         return rec.ts + self.boot_offset
 
     def _proc(self, pid: int) -> ProcInfo:
+        """The process's entry; a transient one for a process not (or no longer) in the table."""
         p = self.procs.get(pid)
-        if p is None:
-            p = self.procs[pid] = ProcInfo(pid, None)
-            self.seen.add(pid)
-        return p
+        return p if p is not None else ProcInfo(pid, None, alive=False)
 
     def _fork(self, rec: R.Record) -> Event:
         cwd = R.walk(rec.blobs[3]) or self._proc(rec.ppid).cwd
@@ -112,7 +116,10 @@ class RecordDecoder:
         )  # fmt: skip
 
     def _exec(self, rec: R.Record) -> Event:
-        proc = self._proc(rec.pid)
+        proc = self.procs.get(rec.pid)
+        if proc is None:  # first seen at its exec (a record lost, or a fixture without the fork)
+            proc = self.procs[rec.pid] = ProcInfo(rec.pid, None)
+            self.seen.add(rec.pid)
         cwd = R.walk(rec.blobs[3]) or proc.cwd
         proc.cwd = cwd
         typed = normalize(join(cwd, R.cstr(rec.blobs[0]) or ""))
@@ -243,6 +250,11 @@ class RecordDecoder:
         path, raw = p
         if rec.ret >= 0:
             self._proc(rec.pid).fds[rec.ret] = path
+            if path == "/etc/hosts" and self.hosts_file is not None:
+                try:  # names for later connections, as the process itself resolved them
+                    self.hosts_names.update(self.hosts_file(rec.pid, path))
+                except Exception:
+                    pass
         return self._event(
             rec, kind, flags=text, mode=R.mode(md) if kind == "file.create" else None, **path_fields(path, raw)
         )
@@ -337,9 +349,9 @@ class RecordDecoder:
     def _domain(self, address: str | None) -> str | None:
         if not address:
             return None
-        name = self.dns_names.get(address)
+        name = self.dns_names.get(address) or self.hosts_names.get(address)
         if name is None and address.startswith("::ffff:"):
-            name = self.dns_names.get(address[7:])
+            name = self.dns_names.get(address[7:]) or self.hosts_names.get(address[7:])
         return name
 
     def _transport(self, rec: R.Record, a: R.Addr | None) -> str | None:

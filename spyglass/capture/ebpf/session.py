@@ -41,6 +41,7 @@ from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
 from spyglass.capture.ebpf.ring import Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
+from spyglass.capture.strace.host import hosts_file
 from spyglass.errors import CaptureError
 from spyglass.events.schema import Event
 
@@ -129,7 +130,7 @@ class EbpfSession:
         dump = opts.get("dump_records")  # tests: raw records, each as <u32 length><bytes>
         self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
         self._boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-        self.decoder = RecordDecoder(self._boot)
+        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file)
         try:
             self._obj = BpfObject(str(probe.object_path()), {"events": ring, "life": life})
         except LibbpfError as exc:
