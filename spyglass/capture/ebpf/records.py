@@ -10,6 +10,7 @@ I/O, testable on byte fixtures without root.
 from __future__ import annotations
 
 import errno as _errno
+import functools
 import ipaddress
 import signal as _signal
 import struct
@@ -114,6 +115,7 @@ def cstr(blob: bytes) -> str | None:
     return fs(blob if end < 0 else blob[:end])
 
 
+@functools.lru_cache(maxsize=4096)
 def walk(blob: bytes) -> str | None:
     """A directory walk (leaf first) as an absolute path; None when nothing was walked."""
     if not blob:
@@ -130,6 +132,7 @@ def argv(blob: bytes) -> list[str]:
     return [fs(a) for a in blob.split(b"\0")]
 
 
+@functools.lru_cache(maxsize=256)
 def errno_name(ret: int) -> str | None:
     if ret >= 0:
         return None
@@ -157,6 +160,7 @@ _OPEN_FLAGS = (
 )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=1024)
 def open_flags(value: int) -> str:
     """Open flags as strace writes them (``O_WRONLY|O_CREAT|O_TRUNC``)."""
     acc = value & 3
