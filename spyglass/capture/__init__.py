@@ -31,7 +31,9 @@ def select_backend(name: str) -> tuple[CaptureBackend, str]:
     if name == "ebpf":
         from spyglass.capture.ebpf import EbpfBackend
 
-        return EbpfBackend(), "requested: ebpf"
+        backend = EbpfBackend()
+        backend.preload()
+        return backend, "requested: ebpf"
     if name == "auto":
         from spyglass.capture.auto import AutoBackend
 

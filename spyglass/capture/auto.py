@@ -20,6 +20,7 @@ class AutoBackend:
         found = static_problem()
         if found is None:
             self._chosen: CaptureBackend = self._ebpf
+            self._ebpf.preload()
             self.reason = "auto: eBPF (privileged, kernel BTF, program built)"
         else:
             self._chosen = self._strace

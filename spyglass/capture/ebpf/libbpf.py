@@ -97,10 +97,11 @@ class BpfObject:
         L_log = self._l.log
         L_log.clear()
         self._links: list[int] = []
+        self._obj: int | None = None
         obj = L.bpf_object__open_file(path.encode(), None)
         if not obj:
             raise _err(f"cannot open {path}")
-        self._obj: int | None = obj
+        self._obj = obj
         for name, size in (ring_sizes or {}).items():
             m = L.bpf_object__find_map_by_name(obj, name.encode())
             if m:
@@ -159,6 +160,12 @@ class BpfObject:
         obj, self._obj = self._obj, None
         if obj:
             self._l.lib.bpf_object__close(obj)
+
+    def __del__(self) -> None:  # an object loaded but never used (a preload not taken)
+        try:
+            self.close()
+        except Exception:
+            pass
 
 
 def map_update(fd: int, key: bytes, value: bytes) -> None:

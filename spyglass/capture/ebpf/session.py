@@ -101,24 +101,72 @@ class EbpfBackend:
 
     name = "ebpf"
 
+    def __init__(self) -> None:
+        self._preload: threading.Thread | None = None
+        self._preloaded: BpfObject | LibbpfError | None = None
+
     def status(self) -> BackendStatus:
         return probe.status()
+
+    def preload(self) -> None:
+        """Load the program now, in a thread, with the default ring sizes: the kernel verifies
+        it while spyglass prepares the rest of the run (``start`` then only attaches)."""
+        if self._preload is not None or probe.static_problem() is not None:
+            return
+
+        def load() -> None:
+            try:
+                self._preloaded = _load(_RING, _LIFE)
+            except LibbpfError as exc:
+                self._preloaded = exc
+
+        self._preload = threading.Thread(target=load, name="ebpf-preload", daemon=True)
+        self._preload.start()
 
     def start(self, spec: LaunchSpec) -> EbpfSession:
         found = probe.static_problem()
         if found is not None:
             raise CaptureError(f"the eBPF backend cannot run: {found[0]}", hint=found[1])
-        return EbpfSession(spec)
+        ring, life = _sizes(spec.options)
+        obj: BpfObject | None = None
+        if self._preload is not None:
+            self._preload.join()
+            pre, self._preloaded, self._preload = self._preloaded, None, None
+            if isinstance(pre, BpfObject):
+                if (ring, life) == (_RING, _LIFE):
+                    obj = pre
+                else:
+                    pre.close()
+        if obj is None:
+            try:
+                obj = _load(ring, life)
+            except LibbpfError as exc:
+                raise CaptureError(
+                    f"the eBPF program could not be loaded: {exc}", hint="run `spyglass doctor`"
+                ) from exc
+        return EbpfSession(spec, obj, ring, life)
+
+
+_RING, _LIFE = 8 << 20, 1 << 20
+
+
+def _sizes(opts: dict[str, object]) -> tuple[int, int]:
+    ring = _pow2(int(str(opts.get("ring_bytes", _RING))), 1 << 16)
+    life = _pow2(int(str(opts.get("life_ring_bytes", _LIFE))), 1 << 16)
+    return ring, life
+
+
+def _load(ring: int, life: int) -> BpfObject:
+    return BpfObject(str(probe.object_path()), {"events": ring, "life": life})
 
 
 class EbpfSession:
     """One run.  ``events()`` must be consumed for the run to make progress."""
 
-    def __init__(self, spec: LaunchSpec) -> None:
+    def __init__(self, spec: LaunchSpec, obj: BpfObject, ring: int, life: int) -> None:
         self.spec = spec
         opts = spec.options
-        ring = _pow2(int(str(opts.get("ring_bytes", 8 << 20))), 1 << 16)
-        life = _pow2(int(str(opts.get("life_ring_bytes", 1 << 20))), 1 << 16)
+        self._obj = obj
         self._result = CaptureResult()
         self._queue: queue.SimpleQueue[list[Event] | None] = queue.SimpleQueue()
         self._done = threading.Event()  # ask the reader for a last drain, then to stop
@@ -131,10 +179,6 @@ class EbpfSession:
         self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
         self._boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file)
-        try:
-            self._obj = BpfObject(str(probe.object_path()), {"events": ring, "life": life})
-        except LibbpfError as exc:
-            raise CaptureError(f"the eBPF program could not be loaded: {exc}", hint="run `spyglass doctor`") from exc
         try:
             self._setup(opts)
             self._rings = [Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("events"), ring)]
