@@ -25,6 +25,7 @@ running are reported as ``process.detach`` events and in
 
 from __future__ import annotations
 
+import ctypes
 import os
 import queue
 import select
@@ -36,7 +37,7 @@ import time
 from collections.abc import Iterator
 
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
-from spyglass.capture.ebpf import probe
+from spyglass.capture.ebpf import libbpf, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
 from spyglass.capture.ebpf.ring import Ring
@@ -185,8 +186,13 @@ class EbpfSession:
             cwd = os.path.realpath(spec.cwd)
             tracked = self._obj.map_fd("tracked")
 
+            key, one = ctypes.c_uint32(0), ctypes.c_uint8(1)
+            update = libbpf.lib().lib.bpf_map_update_elem
+
             def enroll() -> None:  # in the child, before exec: the kernel follows it from here
-                map_update(tracked, _U32.pack(os.getpid()), b"\x01")
+                key.value = os.getpid()  # no allocation between fork and exec
+                if update(tracked, ctypes.byref(key), ctypes.byref(one), 0):
+                    raise OSError("the kernel refused to follow the command")  # never run it unrecorded
 
             started = time.time_ns()
             self._proc = subprocess.Popen(
