@@ -50,9 +50,7 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
         d = src / f"d{i % 50}"
         d.mkdir(parents=True, exist_ok=True)
         (d / f"f{i}.txt").write_text(f"file {i}\n" * 4)
-    tar_path = base / "stdlib.tar"
-    with tarfile.open(tar_path, "w") as tf:
-        tf.add(Path(sysconfig.get_paths()["stdlib"]), arcname="stdlib", filter=_no_cache)
+    tar_path = base / "stdlib.tar"  # written below, from the copy of the stdlib
     untar_dir = base / "untar"
 
     def reset_untar() -> None:
@@ -88,6 +86,9 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
     ):
         if (libdir / sub).is_dir():
             shutil.copytree(libdir / sub, stdlib / sub, ignore=shutil.ignore_patterns("__pycache__", "test*"))
+
+    with tarfile.open(tar_path, "w") as tf:
+        tf.add(stdlib, arcname="stdlib", filter=_no_cache)
 
     def reset_compile() -> None:
         for p in stdlib.rglob("__pycache__"):
