@@ -132,10 +132,17 @@ def kernel_cost(argv: list[str], cwd: Path) -> tuple[int, dict[str, tuple[int, i
     stats = Path("/proc/sys/kernel/bpf_stats_enabled")
     old = stats.read_text().strip()
     stats.write_text("1")
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)  # the workload's output (find prints every match) is not the table's
     try:
-        session = EbpfBackend().start(LaunchSpec(argv, str(cwd), options={"kernel_stats": True}, env=dict(os.environ)))
+        spec = LaunchSpec(argv, str(cwd), options={"kernel_stats": True}, env=dict(os.environ))
+        session = EbpfBackend().start(spec)
         n = sum(1 for _ in session.events())
     finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
         stats.write_text(old)
     return n, session.kernel_stats
 
