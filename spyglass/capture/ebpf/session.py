@@ -385,13 +385,14 @@ class EbpfSession:
         self._kill_tracked()
 
     def _kill_tracked(self) -> None:
-        pids: set[int] = {self._proc.pid}
+        # the root first: once its SIGKILL is pending it cannot see a child die and exit on its own
+        pids = [self._proc.pid]
         if not self._closed:
             try:
-                pids.update(_U32.unpack(k)[0] for k in map_keys(self._obj.map_fd("tracked"), 4))
+                pids += [_U32.unpack(k)[0] for k in map_keys(self._obj.map_fd("tracked"), 4)]
             except (LibbpfError, AssertionError):
                 pass
-        for pid in pids:
+        for pid in dict.fromkeys(pids):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:

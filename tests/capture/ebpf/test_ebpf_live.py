@@ -100,8 +100,8 @@ def test_kill_tree_ends_the_run(tmp_path: Path) -> None:
             if seen == 2:
                 session.kill_tree()
     res = session.result()
-    assert res.signal == "SIGKILL"
-    assert not res.still_running
+    assert res.signal == "SIGKILL", res
+    assert not res.still_running, res
 
 
 WITNESS = r"""

@@ -395,6 +395,128 @@ static __always_inline __s64 arg(__u64 *args, __s8 i)
 	return args[i & 7];
 }
 
+// Blobs 0 and 1: the path arguments; 2 and 3: the directories they are relative to
+// (dirfd or cwd, only for relative paths), or in 2 the path of an fd argument.  Global
+// functions are verified once each, which keeps the program's verification short.
+__noinline int sys_paths(__u32 nr)
+{
+	struct scratch *s = get_scratch();
+	struct desc *d = bpf_map_lookup_elem(&descs, &nr);
+	if (!s || !d)
+		return 0;
+	struct rec *r = (struct rec *)s->buf;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 off = sizeof(struct rec);
+	__u32 n;
+	if (d->path_a >= 0) {
+		n = put_user_str(s, off, arg(r->args, d->path_a));
+		BOUND(n, 0x1fff);
+		r->len[0] = n;
+		off += n;
+	}
+	if (d->path_b >= 0) {
+		n = put_user_str(s, off, arg(r->args, d->path_b));
+		BOUND(n, 0x1fff);
+		r->len[1] = n;
+		off += n;
+	}
+	if (d->fd_a >= 0) {
+		struct file *f = fd_file(task, arg(r->args, d->fd_a));
+		if (f) {
+			struct path fp = BPF_CORE_READ(f, f_path);
+			BOUND(off, 0x3fff);
+			n = walk_path(&fp, task, off);
+			BOUND(n, 0x1fff);
+			r->len[2] = n;
+			off += n;
+		}
+	} else if (d->path_a >= 0 && d->dir_a != -1 && r->len[0] > 1 && s->buf[sizeof(struct rec)] != '/') {
+		BOUND(off, 0x3fff);
+		n = walk_base(task, arg(r->args, d->dir_a), d->dir_a == -2, off);
+		BOUND(n, 0x1fff);
+		r->len[2] = n;
+		off += n;
+	}
+	if (d->path_b >= 0 && d->dir_b != -1 && r->len[1] > 1) {
+		__u32 at = sizeof(struct rec) + r->len[0];
+		BOUND(at, 0x3fff);
+		if (s->buf[at] != '/') {
+			BOUND(off, 0x3fff);
+			n = walk_base(task, arg(r->args, d->dir_b), d->dir_b == -2, off);
+			BOUND(n, 0x1fff);
+			r->len[3] = n;
+			off += n;
+		}
+	}
+	return off;
+}
+
+// Socket facts into the header; blob 0: a received payload (DNS answers, UDP only);
+// blob 1: the address argument.  Returns 0 to drop the record.
+__noinline int sys_net(__u32 nr, __s64 ret)
+{
+	struct scratch *s = get_scratch();
+	struct desc *d = bpf_map_lookup_elem(&descs, &nr);
+	if (!s || !d)
+		return 0;
+	struct rec *r = (struct rec *)s->buf;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 off = sizeof(struct rec);
+	__u32 n;
+	sock_info(task, arg(r->args, d->sock_fd), r);
+	if (d->special == SP_RECV) {
+		if (ret <= 0 || r->sk_proto != 17 /* UDP */)
+			return 0;
+		n = put_user_bytes(s, off, r->args[1], ret < PAYLOAD_MAX ? ret : PAYLOAD_MAX);
+		BOUND(n, 0x1fff);
+		r->len[0] = n;
+		off += n;
+		if (r->args[4] && r->args[5]) {
+			__u32 alen = 0;
+			bpf_probe_read_user(&alen, sizeof(alen), (void *)r->args[5]);
+			n = put_user_bytes(s, off, r->args[4], alen > SOCKADDR_MAX ? SOCKADDR_MAX : alen);
+			BOUND(n, 0x1fff);
+			r->len[1] = n;
+			off += n;
+		}
+		return off;
+	}
+	if (d->special == SP_MSG || d->special == SP_MMSG) {
+		struct user_msghdr m = {};
+		int recv = nr == 47; // recvmsg
+		if (recv && (ret <= 0 || r->sk_proto != 17))
+			return 0;
+		if (bpf_probe_read_user(&m, sizeof(m), (void *)r->args[1]))
+			return off;
+		if (recv && m.msg_iov) {
+			struct iovec iov = {};
+			if (!bpf_probe_read_user(&iov, sizeof(iov), m.msg_iov)) {
+				__u64 want = ret < PAYLOAD_MAX ? ret : PAYLOAD_MAX;
+				if (want > iov.iov_len)
+					want = iov.iov_len;
+				n = put_user_bytes(s, off, (__u64)iov.iov_base, want);
+				BOUND(n, 0x1fff);
+				r->len[0] = n;
+				off += n;
+			}
+		}
+		__u64 len = m.msg_namelen > SOCKADDR_MAX ? SOCKADDR_MAX : m.msg_namelen;
+		n = put_user_bytes(s, off, (__u64)m.msg_name, len);
+		BOUND(n, 0x1fff);
+		r->len[1] = n;
+		off += n;
+		return off;
+	}
+	if (d->addr >= 0 && arg(r->args, d->addr)) {
+		__u64 len = d->addrlen >= 0 ? arg(r->args, d->addrlen) : SOCKADDR_MAX;
+		n = put_user_bytes(s, off, arg(r->args, d->addr), len > SOCKADDR_MAX ? SOCKADDR_MAX : len);
+		BOUND(n, 0x1fff);
+		r->len[1] = n;
+		off += n;
+	}
+	return off;
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
@@ -435,9 +557,6 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	r->ret = ret;
 	__builtin_memcpy(r->args, p->args, sizeof(r->args));
 	bpf_map_delete_elem(&inflight, &tid);
-	__u32 off = sizeof(struct rec);
-	__u32 n;
-
 	if (d->special == SP_CRED)
 		read_creds(task, r);
 	if (d->special == SP_OPENAT2) {
@@ -447,105 +566,9 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			r->args[3] = how.mode;
 		}
 	}
-	// blob 0: first path, or the address / payload
-	if (d->path_a >= 0) {
-		n = put_user_str(s, off, arg(r->args, d->path_a));
-		BOUND(n, 0x1fff);
-		r->len[0] = n;
-		off += n;
-	}
-	// blob 1: second path (or a socket address)
-	if (d->path_b >= 0) {
-		n = put_user_str(s, off, arg(r->args, d->path_b));
-		BOUND(n, 0x1fff);
-		r->len[1] = n;
-		off += n;
-	}
-	if (d->sock_fd >= 0)
-		sock_info(task, r->args[d->sock_fd & 7], r);
-	if (d->addr >= 0 && r->args[d->addr & 7]) {
-		__u64 len = d->addrlen >= 0 ? r->args[d->addrlen & 7] : SOCKADDR_MAX;
-		n = put_user_bytes(s, off, r->args[d->addr & 7], len > SOCKADDR_MAX ? SOCKADDR_MAX : len);
-		BOUND(n, 0x1fff);
-		r->len[1] = n;
-		off += n;
-	}
-	if (d->special == SP_MSG || d->special == SP_MMSG) {
-		struct user_msghdr m = {};
-		if (!bpf_probe_read_user(&m, sizeof(m), (void *)r->args[1])) {
-			__u64 len = m.msg_namelen > SOCKADDR_MAX ? SOCKADDR_MAX : m.msg_namelen;
-			n = put_user_bytes(s, off, (__u64)m.msg_name, len);
-			BOUND(n, 0x1fff);
-			r->len[1] = n;
-			off += n;
-			if (nr == 47 /* recvmsg */ && ret > 0 && m.msg_iov) {
-				struct iovec iov = {};
-				if (!bpf_probe_read_user(&iov, sizeof(iov), m.msg_iov)) {
-					__u64 want = ret < PAYLOAD_MAX ? ret : PAYLOAD_MAX;
-					if (want > iov.iov_len)
-						want = iov.iov_len;
-					n = put_user_bytes(s, off, (__u64)iov.iov_base, want);
-					BOUND(n, 0x1fff);
-					r->len[0] = n;
-					off += n;
-				}
-			}
-		}
-	}
-	if (d->special == SP_RECV) {
-		if (ret <= 0 || r->sk_proto != 17 /* UDP */)
-			return 0;
-		n = put_user_bytes(s, off, r->args[1], ret < PAYLOAD_MAX ? ret : PAYLOAD_MAX);
-		BOUND(n, 0x1fff);
-		r->len[0] = n;
-		off += n;
-		if (r->args[4] && r->args[5]) {
-			__u32 alen = 0;
-			bpf_probe_read_user(&alen, sizeof(alen), (void *)r->args[5]);
-			n = put_user_bytes(s, off, r->args[4], alen > SOCKADDR_MAX ? SOCKADDR_MAX : alen);
-			BOUND(n, 0x1fff);
-			r->len[1] = n;
-			off += n;
-		}
-	}
-	if (d->special == SP_MSG && nr == 47 && (ret <= 0 || r->sk_proto != 17))
+	__u32 off = d->sock_fd >= 0 ? sys_net(nr, ret) : sys_paths(nr);
+	if (!off)
 		return 0;
-	// blob 2: the base directory of path a (only when it is relative), or the fd's path
-	if (d->fd_a >= 0) {
-		struct file *f = fd_file(task, r->args[d->fd_a & 7]);
-		if (f) {
-			struct path fp = BPF_CORE_READ(f, f_path);
-			BOUND(off, 0x3fff);
-			n = walk_path(&fp, task, off);
-			BOUND(n, 0x1fff);
-			r->len[2] = n;
-			off += n;
-		}
-	} else if (d->path_a >= 0 && d->dir_a != -1 && r->len[0] > 1) {
-		char first = 0;
-		bpf_probe_read_kernel(&first, 1, &s->buf[sizeof(struct rec)]);
-		if (first != '/') {
-			BOUND(off, 0x3fff);
-			n = walk_base(task, arg(r->args, d->dir_a), d->dir_a == -2, off);
-			BOUND(n, 0x1fff);
-			r->len[2] = n;
-			off += n;
-		}
-	}
-	// blob 3: the base directory of path b
-	if (d->path_b >= 0 && d->dir_b != -1 && r->len[1] > 1) {
-		char first = 0;
-		__u32 at = sizeof(struct rec) + r->len[0];
-		BOUND(at, 0x3fff);
-		bpf_probe_read_kernel(&first, 1, &s->buf[at]);
-		if (first != '/') {
-			BOUND(off, 0x3fff);
-			n = walk_base(task, arg(r->args, d->dir_b), d->dir_b == -2, off);
-			BOUND(n, 0x1fff);
-			r->len[3] = n;
-			off += n;
-		}
-	}
 	emit(&events, s, off, d->cat);
 	return 0;
 }
