@@ -145,3 +145,56 @@ def test_losses_are_counted_and_lifecycle_survives(tmp_path: Path) -> None:
     assert 0 < len(creates) < 20000 and len(creates) + res.lost >= 20000
     exits = [e for e in cap.events if e.type == "process.exit"]
     assert any(e.pid == res.root_pid and e.exit_code == 5 for e in exits)
+
+
+def _dns_server() -> tuple[int, object]:
+    """A loopback UDP server answering every query with example.test = 127.0.0.9 (outside the run)."""
+    import socket
+    import struct
+    import threading
+
+    srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.settimeout(30)
+
+    def serve() -> None:
+        for _ in range(2):
+            try:
+                query, peer = srv.recvfrom(512)
+            except OSError:
+                return
+            head = struct.pack(">HHHHHH", struct.unpack(">H", query[:2])[0], 0x8180, 1, 1, 0, 0)
+            answer = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + bytes([127, 0, 0, 9])
+            srv.sendto(head + query[12:] + answer, peer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1], srv
+
+
+RESOLVER = r"""
+import os, socket, struct
+port = int(os.environ["DNSPORT"])
+q = struct.pack(">HHHHHH", 7, 0x0100, 1, 0, 0, 0) + b"\x07example\x04test\x00" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.sendto(q, ("127.0.0.1", port)); s.recvfrom(512)
+s.sendto(q, ("127.0.0.1", port)); s.recvmsg(512)
+t = socket.socket()
+try:
+    t.connect(("127.0.0.9", 1))
+except OSError:
+    pass
+"""
+
+
+def test_dns_answers_from_recvfrom_and_recvmsg_name_connections(tmp_path: Path) -> None:
+    port, srv = _dns_server()
+    (tmp_path / "r.py").write_text(RESOLVER)
+    try:
+        cap = run_under("ebpf", f'DNSPORT={port} "$PY" r.py', tmp_path)
+    finally:
+        srv.close()  # type: ignore[attr-defined]
+    dns = [(e.syscall, e.dns_name, e.dns_answers, e.address, e.port) for e in cap.events if e.type == "net.dns"]
+    assert ("recvfrom", "example.test", ["127.0.0.9"], "127.0.0.1", port) in dns
+    assert ("recvmsg", "example.test", ["127.0.0.9"], "127.0.0.1", port) in dns
+    conn = next(e for e in cap.events if e.type == "net.connect" and e.address == "127.0.0.9")
+    assert conn.domain == "example.test" and conn.transport == "tcp" and not conn.ok
