@@ -2,7 +2,13 @@
 
 ``data/workload.records`` holds the raw records the kernel program emitted for
 ``workload.sh`` run in /tmp/spyglass-ebpf-fixture (each as a little-endian u32
-length and the bytes), written by the session's ``dump_records`` option.
+length and the bytes), written by the session's ``dump_records`` option::
+
+    EbpfBackend().start(LaunchSpec(["/bin/sh", "-c", WORKLOAD.read_text()], "/tmp/spyglass-ebpf-fixture",
+        env={"PATH": "/usr/bin:/bin", "PY": "/usr/bin/python3", "LANG": "C.UTF-8"}, wait_descendants=3.0,
+        options={"dump_records": "tests/capture/ebpf/data/workload.records"}))
+
+(The record layout changed? Regenerate it that way, as root, in an empty directory of that name.)
 """
 
 from __future__ import annotations
