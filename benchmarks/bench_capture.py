@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Capture overhead: bare command vs raw ``strace --seccomp-bpf`` (same syscall set)
 vs ``spyglass run --backend strace`` vs ``spyglass run --backend ebpf`` (end to end:
-capture, rules, store, workspace evidence), on the workloads of the capture notes,
+capture, rules, store, workspace evidence) vs the eBPF capture alone (in this process,
+program loaded beforehand: attach, run, decode every event), on the workloads of the
+capture notes,
 plus the eBPF program's kernel-side cost and the strace parser's throughput.
 
 Prints a table of median wall times and ratios measured in the same run, the
@@ -124,6 +126,38 @@ def parser_throughput(lines: list[str]) -> float:
     return len(lines) / dt
 
 
+class _Quiet:
+    """fd 1 to /dev/null while a workload runs in this process's capture (find prints every match)."""
+
+    def __enter__(self) -> None:
+        self.saved = os.dup(1)
+        self.null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(self.null, 1)
+
+    def __exit__(self, *exc: object) -> None:
+        os.dup2(self.saved, 1)
+        os.close(self.saved)
+        os.close(self.null)
+
+
+def timed_ebpf_capture(argv: list[str], cwd: Path) -> float:
+    """The eBPF capture alone (program loaded beforehand): attach, run, decode every event, detach."""
+    from spyglass.capture.base import LaunchSpec
+    from spyglass.capture.ebpf import EbpfBackend
+
+    backend = EbpfBackend()
+    backend.preload()
+    if backend._preload is not None:
+        backend._preload.join()
+    with _Quiet():
+        t0 = time.perf_counter()
+        session = backend.start(LaunchSpec(argv, str(cwd), env=dict(os.environ)))
+        for _ in session.events():
+            pass
+        dt = time.perf_counter() - t0
+    return dt
+
+
 def kernel_cost(argv: list[str], cwd: Path) -> tuple[int, dict[str, tuple[int, int]]]:
     """Events and per-program (run_time_ns, run_cnt) of one eBPF capture (kernel.bpf_stats_enabled on)."""
     from spyglass.capture.base import LaunchSpec
@@ -132,17 +166,12 @@ def kernel_cost(argv: list[str], cwd: Path) -> tuple[int, dict[str, tuple[int, i
     stats = Path("/proc/sys/kernel/bpf_stats_enabled")
     old = stats.read_text().strip()
     stats.write_text("1")
-    saved = os.dup(1)
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)  # the workload's output (find prints every match) is not the table's
     try:
-        spec = LaunchSpec(argv, str(cwd), options={"kernel_stats": True}, env=dict(os.environ))
-        session = EbpfBackend().start(spec)
-        n = sum(1 for _ in session.events())
+        with _Quiet():
+            spec = LaunchSpec(argv, str(cwd), options={"kernel_stats": True}, env=dict(os.environ))
+            session = EbpfBackend().start(spec)
+            n = sum(1 for _ in session.events())
     finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(null)
         stats.write_text(old)
     return n, session.kernel_stats
 
@@ -180,6 +209,7 @@ def main() -> None:
                 modes["sg-ebpf"] = lambda argv=argv, cwd=cwd: timed(
                     [*spyglass, "run", "-q", "--backend", "ebpf", "--", *argv], cwd, env
                 )
+                modes["ebpf-capture"] = lambda argv=argv, cwd=cwd: timed_ebpf_capture(argv, cwd)
             times: dict[str, list[float]] = {m: [] for m in modes}
             order = list(modes)
             for i in range(args.repeat):
@@ -208,18 +238,20 @@ def main() -> None:
         f"{os.uname().release}, median of {args.repeat}{' (quick)' if args.quick else ''}\n"
     )
     ebpf = ebpf_problem is None
-    head = "| workload | bare s | strace s | sg strace s |" + (" sg ebpf s |" if ebpf else "")
-    head += " strace/bare | sg strace/bare |" + (" sg ebpf/bare | sg ebpf - bare s |" if ebpf else "")
+    head = "| workload | bare s | strace s | sg strace s |" + (" sg ebpf s | ebpf capture s |" if ebpf else "")
+    head += " strace/bare | sg strace/bare |" + (
+        " sg ebpf/bare | sg ebpf - bare s | ebpf capture/bare |" if ebpf else ""
+    )
     print(head)
     print("|---" + "|---:" * (head.count("|") - 2) + "|")
     for name, med in rows:
         b = med["bare"]
         line = f"| {name} | {b:.3f} | {med['strace']:.3f} | {med['sg-strace']:.3f} |"
         if ebpf:
-            line += f" {med['sg-ebpf']:.3f} |"
+            line += f" {med['sg-ebpf']:.3f} | {med['ebpf-capture']:.3f} |"
         line += f" {med['strace'] / b:.2f} | {med['sg-strace'] / b:.2f} |"
         if ebpf:
-            line += f" {med['sg-ebpf'] / b:.2f} | {med['sg-ebpf'] - b:+.3f} |"
+            line += f" {med['sg-ebpf'] / b:.2f} | {med['sg-ebpf'] - b:+.3f} | {med['ebpf-capture'] / b:.2f} |"
         print(line)
     if not ebpf and ebpf_problem is not None:
         print(f"\n(no eBPF column: {ebpf_problem[0]})")
