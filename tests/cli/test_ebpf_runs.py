@@ -52,7 +52,7 @@ def test_auto_run_records_the_backend_and_why(tmp_path: Path) -> None:
 
 def test_losses_are_shown_and_verified(tmp_path: Path) -> None:
     from spyglass.capture.ebpf import EbpfBackend
-    from spyglass.runner import RunRequest, record
+    from spyglass.session.record import RunRequest, record
 
     store = Store(tmp_path / "s", create=True)
     script = "import os\nfor i in range(20000): os.close(os.open('f', os.O_WRONLY | os.O_CREAT))"

@@ -8,12 +8,12 @@ from UDP payloads.  It never raises on a bad record: it counts it.
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from spyglass.capture.ebpf import records as R
+from spyglass.capture.ebpf.sensitive import sensitive_event
 from spyglass.capture.ebpf.syscalls import BY_NR, CLONE_NAMES, EXEC_NAMES
 from spyglass.capture.strace.decode import to_text
 from spyglass.capture.strace.dns import parse_response
@@ -435,53 +435,7 @@ class RecordDecoder:
         return self._event(rec, "sys.sensitive", detail=text, target_pid=target, raw_bytes=raw, **fields)
 
     def _other(self, rec: R.Record) -> Event | None:
-        name = BY_NR[rec.nr].name
-        a = rec.args
-        if name == "ptrace":
-            req = R.PTRACE_REQUESTS.get(a[0], f"PTRACE_{a[0]:#x}")
-            return self._sensitive(rec, req, None if a[0] == 0 else R.s32(a[1]))
-        if name == "memfd_create":
-            mname = R.cstr(rec.blobs[1]) or ""
-            if rec.ret >= 0:
-                self._proc(rec.pid).fds[rec.ret] = f"/memfd:{mname} (deleted)"
-            flags = R.names(a[1], R.MFD_FLAGS)
-            return self._sensitive(rec, f"memfd:{mname}" + (f" {flags}" if flags else ""))
-        if name == "io_uring_setup":
-            return self._sensitive(rec, f"io_uring_setup entries={a[0]}")
-        if name in ("mount", "umount2"):
-            p = self._path(rec, 0)
-            target_raw = p[1] if p else "?"
-            fields = path_fields(*p) if p else {}
-            if name == "umount2":
-                flags = R.names(a[1], R.MNT_FLAGS)
-                return self._sensitive(rec, f"umount {target_raw} {flags or ''}".rstrip(), **fields)
-            src = R.cstr(rec.blobs[1]) or "none"
-            return self._sensitive(rec, f"mount {src} on {target_raw}", **fields)
-        if name == "unshare":
-            return self._sensitive(rec, R.names(a[0], R.CLONE_FLAGS) or "0")
-        if name == "setns":
-            ns = R.walk(rec.blobs[2]) or str(R.s32(a[0]))
-            return self._sensitive(rec, f"{R.names(a[1], R.CLONE_FLAGS) or '0'} {ns.lstrip('/')}")
-        if name == "bpf":
-            return self._sensitive(rec, R.BPF_CMDS[a[0]] if a[0] < len(R.BPF_CMDS) else f"bpf cmd {a[0]}")
-        if name == "init_module":
-            return self._sensitive(rec, f"init_module {R.cstr(rec.blobs[1]) or ''}".rstrip())
-        if name == "finit_module":
-            path = R.walk(rec.blobs[2])
-            detail = f"finit_module {path or a[0]} {R.cstr(rec.blobs[1]) or ''}".rstrip()
-            return self._sensitive(rec, detail, **(path_fields(path) if path else {}))
-        if name in ("process_vm_readv", "process_vm_writev", "pidfd_open"):
-            return self._sensitive(rec, f"{name} pid={R.s32(a[0])}", R.s32(a[0]))
-        if name == "pidfd_getfd":
-            return self._sensitive(rec, f"pidfd_getfd fd={R.s32(a[1])}")
-        if name == "pidfd_send_signal":
-            return self._sensitive(rec, f"pidfd_send_signal {R.signal_name(a[1]) or a[1]}")
-        if name == "ioctl":
-            return self._sensitive(rec, "ioctl TIOCSTI")
-        if name == "name_to_handle_at":
-            p = self._path(rec, 0)
-            return self._sensitive(rec, name, **(path_fields(*p) if p else {}))
-        return self._sensitive(rec, name)
+        return sensitive_event(self, rec)
 
 
 def _id(v: int) -> int | None:
@@ -515,5 +469,3 @@ for _name in (
     "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "ioctl",
 ):  # fmt: skip
     _HANDLERS[_name] = RecordDecoder._other
-
-_ = posixpath  # (kept for symmetry with the strace path helpers)

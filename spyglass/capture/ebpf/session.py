@@ -195,9 +195,11 @@ class EbpfSession:
                     raise OSError("the kernel refused to follow the command")  # never run it unrecorded
 
             started = time.time_ns()
+            stdin, stdout, stderr = spec.stdio or (None, None, None)
             self._proc = subprocess.Popen(
-                [*spec.wrapper, *spec.argv], cwd=cwd, env=spec.env, close_fds=True, preexec_fn=enroll
-            )
+                [*spec.wrapper, *spec.argv], cwd=cwd, env=spec.env, close_fds=True, preexec_fn=enroll,
+                stdin=stdin, stdout=stdout, stderr=stderr,
+            )  # fmt: skip
         except (OSError, LibbpfError, subprocess.SubprocessError) as exc:
             self._obj.close()
             raise CaptureError(f"cannot start the command under eBPF capture: {exc}") from exc
@@ -353,24 +355,39 @@ class EbpfSession:
             r.close()
         self._obj.close()
 
+    def _lost_now(self) -> tuple[int, list[str]]:
+        """The program's per-CPU lost counters, summed: (total, ["file 12", ...])."""
+        fd = self._obj.map_fd("lost")
+        ncpu = possible_cpus()
+        kinds: list[str] = []
+        total = 0
+        for i, name in enumerate(CATEGORIES):
+            raw = map_lookup(fd, _U32.pack(i), 8 * ncpu)
+            n = sum(struct.unpack(f"<{ncpu}Q", raw)) if raw else 0
+            if n:
+                kinds.append(f"{name} {n}")
+                total += n
+        return total, kinds
+
     def _count_lost(self) -> None:
         try:
-            fd = self._obj.map_fd("lost")
-            ncpu = possible_cpus()
-            kinds: list[str] = []
-            total = 0
-            for i, name in enumerate(CATEGORIES):
-                raw = map_lookup(fd, _U32.pack(i), 8 * ncpu)
-                n = sum(struct.unpack(f"<{ncpu}Q", raw)) if raw else 0
-                if n:
-                    kinds.append(f"{name} {n}")
-                    total += n
+            total, kinds = self._lost_now()
         except LibbpfError as exc:
             self._result.notes.append(f"lost-record counters unreadable: {exc}")
             return
         self._result.lost = total
         if total:
             self._result.notes.append(f"{total} record(s) lost (ring full): " + ", ".join(kinds))
+
+    @property
+    def lost_events(self) -> int:
+        """Records the program could not put in its rings so far."""
+        if self._closed:
+            return self._result.lost
+        try:
+            return self._lost_now()[0]
+        except (LibbpfError, AssertionError):
+            return self._result.lost
 
     # --- control --------------------------------------------------------------------
 
