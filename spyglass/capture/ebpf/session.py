@@ -221,8 +221,8 @@ class EbpfSession:
 
     @property
     def tracer_pid(self) -> int | None:
-        """No tracer process: the kernel records (the reader is a thread of this process)."""
-        return None
+        """No tracer process: the kernel records, and the reader is a thread of this process."""
+        return os.getpid()
 
     # --- reader thread ------------------------------------------------------------
 
