@@ -20,7 +20,7 @@ if [ -r /sys/kernel/btf/vmlinux ] && [ "${SPYGLASS_NO_EBPF:-}" = "" ]; then
   [ -f /usr/include/bpf/bpf_helpers.h ] || need_apt+=(libbpf-dev)
   [ -f /usr/include/libelf.h ] || need_apt+=(libelf-dev)
   [ -f /usr/include/zlib.h ] || need_apt+=(zlib1g-dev)
-  ldconfig -p 2>/dev/null | grep -q 'libbpf\.so\.1' || need_apt+=(libbpf1)
+  ldconfig -p 2>/dev/null | grep 'libbpf\.so\.1' >/dev/null || need_apt+=(libbpf1)
 fi
 # EXTRA_APT_PACKAGES: more "command:package" pairs (the package is installed when the command is missing)
 for pair in ${EXTRA_APT_PACKAGES:-}; do
