@@ -14,7 +14,7 @@ def run_checks() -> list[BackendStatus]:
     from spyglass.capture import all_backends, select_backend
 
     out: list[BackendStatus] = [b.status() for b in all_backends()]
-    _, reason = select_backend("auto")
+    _, reason = select_backend("auto", preload=False)
     out.append(BackendStatus("auto", True, detail=f"--backend auto (the default) {reason.removeprefix('auto: ')}"))
     for name in _PROVIDERS:
         try:

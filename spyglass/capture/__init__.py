@@ -18,11 +18,12 @@ def get_backend(name: str) -> CaptureBackend:
     return select_backend(name)[0]
 
 
-def select_backend(name: str) -> tuple[CaptureBackend, str]:
+def select_backend(name: str, *, preload: bool = True) -> tuple[CaptureBackend, str]:
     """The backend for ``--backend NAME`` and why it was chosen (recorded in the run).
 
     ``auto`` picks eBPF when it can run here (privileged, kernel BTF, program built) and
     strace otherwise; it falls back to strace if the kernel then refuses the program.
+    With ``preload`` the eBPF program starts loading now, in a thread (a run is coming).
     """
     if name == "strace":
         from spyglass.capture.strace.backend import StraceBackend
@@ -32,12 +33,13 @@ def select_backend(name: str) -> tuple[CaptureBackend, str]:
         from spyglass.capture.ebpf import EbpfBackend
 
         backend = EbpfBackend()
-        backend.preload()
+        if preload:
+            backend.preload()
         return backend, "requested: ebpf"
     if name == "auto":
         from spyglass.capture.auto import AutoBackend
 
-        auto = AutoBackend()
+        auto = AutoBackend(preload=preload)
         return auto, auto.reason
     from spyglass.errors import UsageError
 

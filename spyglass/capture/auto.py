@@ -10,7 +10,7 @@ class AutoBackend:
     """Chooses at construction (cheap checks, nothing loaded); falls back to strace if the
     eBPF program is then refused at start.  ``name`` and ``reason`` say what was used and why."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, preload: bool = True) -> None:
         from spyglass.capture.ebpf import EbpfBackend
         from spyglass.capture.ebpf.probe import static_problem
         from spyglass.capture.strace.backend import StraceBackend
@@ -20,7 +20,8 @@ class AutoBackend:
         found = static_problem()
         if found is None:
             self._chosen: CaptureBackend = self._ebpf
-            self._ebpf.preload()
+            if preload:
+                self._ebpf.preload()
             self.reason = "auto: eBPF (privileged, kernel BTF, program built)"
         else:
             self._chosen = self._strace
