@@ -33,6 +33,8 @@ sys.path.insert(0, str(REPO))
 
 from spyglass.capture.strace.backend import strace_command  # noqa: E402
 
+_KEEP: list[object] = []  # servers that must outlive make_workloads (the model stub)
+
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
     t0 = time.perf_counter()
@@ -99,7 +101,7 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
     (base / "empty").mkdir()
     execs = 300 if quick else 1000
     noop = lambda: None  # noqa: E731
-    return {
+    out: dict[str, tuple[list[str], Path, Callable[[], None]]] = {
         "true (start-up cost)": (["true"], base / "empty", noop),
         "untar": (["tar", "xf", str(tar_path), "-C", str(untar_dir)], base, reset_untar),
         "find": (["find", "/usr", "-name", "*.py"], base, noop),
@@ -111,6 +113,24 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
             noop,
         ),
     }
+    codex = REPO / ".cache" / "agents" / "node_modules" / ".bin" / "codex"
+    if codex.exists():  # a scripted codex session against the model stub on loopback
+        from spyglass.agents.model_stub import start_stub
+        from spyglass.agents.script import parse_script
+        from spyglass.agents.setup import codex_home
+
+        steps = [{"say": "Listing the files.", "run": "ls -la"}, {"say": "Done."}]
+        stub = start_stub(parse_script({"model": "spyglass-stub", "steps": steps}))
+        _KEEP.append(stub)
+        os.environ["CODEX_HOME"] = str(codex_home(base / "codex-home", stub.url))
+        ws = base / "codex-ws"
+        ws.mkdir()
+        # a plain PATH: codex's shell sources the user's profile, and shims that rehash under a lock
+        # (pyenv) would time that instead of codex
+        argv = ["env", "PATH=/usr/local/bin:/usr/bin:/bin", str(codex), "exec", "--skip-git-repo-check"]
+        argv += ["--json", "List the files."]
+        out["codex session (scripted)"] = (argv, ws, noop)
+    return out
 
 
 def parser_throughput(lines: list[str]) -> float:
