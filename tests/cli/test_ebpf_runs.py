@@ -59,7 +59,7 @@ def test_losses_are_shown_and_verified(tmp_path: Path) -> None:
     out = record(
         RunRequest(
             argv=[sys.executable, "-c", script], cwd=str(tmp_path),
-            backend_options={"ring_bytes": 1 << 16, "stall_reader": 1.5},
+            backend_options={"ring_bytes": 1 << 16, "stall_reader": -1},
         ),
         EbpfBackend(), store,
     )  # fmt: skip

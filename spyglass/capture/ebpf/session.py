@@ -175,7 +175,8 @@ class EbpfSession:
         self._closed = False
         self._killing = False
         self.kernel_stats: dict[str, tuple[int, int]] = {}  # options={"kernel_stats": True}
-        self._stall = float(str(opts.get("stall_reader", 0.0)))  # tests: a reader that sleeps first
+        # tests: a reader that sleeps first (seconds), or (-1) until the root process has exited
+        self._stall = float(str(opts.get("stall_reader", 0.0)))
         dump = opts.get("dump_records")  # tests: raw records, each as <u32 length><bytes>
         self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
         self._boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
@@ -231,8 +232,12 @@ class EbpfSession:
         try:
             for r in self._rings:
                 ep.register(r.fd, select.EPOLLIN)
-            if self._stall:
+            if self._stall > 0:
                 time.sleep(self._stall)
+            elif self._stall < 0:
+                deadline = time.monotonic() + 120
+                while _running(self._proc.pid) and time.monotonic() < deadline:
+                    time.sleep(0.05)
             while True:
                 last = self._done.is_set()
                 ep.poll(_POLL)
