@@ -586,7 +586,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (cpid != ctgid)
 		return 0; // a thread: its process is already followed
 	__u8 one = 1;
-	bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
+	if (bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY))
+		count_lost(CAT_FORK); // the table is full: this process is not followed (and it says so)
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
