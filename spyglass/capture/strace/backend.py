@@ -78,9 +78,7 @@ _SECCOMP_NOTE = (
 
 def _run(cmd: list[str], timeout: float = 10.0) -> tuple[int, str]:
     try:
-        proc = subprocess.run(
-            cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
-        )
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return -1, str(exc)
     text = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()

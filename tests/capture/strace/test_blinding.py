@@ -25,7 +25,8 @@ def _run(tmp_path: Path, mode: str) -> tuple[subprocess.CompletedProcess[str], R
     store = tmp_path / "store"
     pidfile = tmp_path / "agent.pid"
     res = subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "--store", str(store), "--", PY, str(PROG), mode, str(pidfile)],
+        [sys.executable, "-m", "spyglass", "run", "--backend", "strace", "--store", str(store), "--", PY, str(PROG),
+         mode, str(pidfile)],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -102,7 +103,8 @@ def test_signals_to_the_agents_own_children_stay_silent(tmp_path: Path) -> None:
 def test_timeout_signalling_its_own_group_is_not_an_attack(tmp_path: Path) -> None:
     store = tmp_path / "store"
     res = subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "--store", str(store), "--", "timeout", "0.5", "sleep", "30"],
+        [sys.executable, "-m", "spyglass", "run", "--backend", "strace", "--store", str(store), "--", "timeout", "0.5",
+         "sleep", "30"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -30,7 +30,8 @@ DAEMON = (
 def _run(tmp_path: Path, *opts: str, script: str = DAEMON) -> tuple[subprocess.CompletedProcess[str], RunReader]:
     store = tmp_path / "store"
     res = subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "--store", str(store), *opts, "--", "sh", "-c", script],
+        [sys.executable, "-m", "spyglass", "run", "--backend", "strace", "--store", str(store), *opts, "--", "sh", "-c",
+         script],
         cwd=tmp_path,
         capture_output=True,
         text=True,
