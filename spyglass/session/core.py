@@ -18,6 +18,7 @@ from spyglass.capture.base import CaptureBackend
 from spyglass.errors import EXIT_ALERT, EXIT_KILLED, UsageError
 from spyglass.pipeline import SandboxView, default_home
 from spyglass.policy import Policy
+from spyglass.policy.model import MODES
 from spyglass.session.agent import agent_install, setup_agent
 from spyglass.session.options import RunOptions
 from spyglass.session.record import RunOutcome, RunRequest, record
@@ -47,6 +48,8 @@ def plan_run(opts: RunOptions, store: Store) -> Plan:
     cwd = str(Path(opts.cwd).resolve())
     policy = load_policy(opts.policy_file, cwd)
     mode = opts.mode or policy.mode
+    if mode not in MODES:  # the CLI checks its choices; the Python API must not run weaker than asked
+        raise UsageError(f"unknown mode {mode!r}", hint=f"one of {', '.join(MODES)}")
     ask = opts.ask or mode == "ask"
     if mode == "ask":  # observe (or contain, with --sandbox), the agent's hooks asking first
         mode = "observe"
