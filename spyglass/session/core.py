@@ -90,7 +90,8 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             # `action: block` rules veto at the proxy through the engine's read-only check
             sb = from_policy(
                 policy, work, plan.workspace, cwd=plan.cwd, store_root=str(store.root), mode=mode,
-                real_home=plan.home, veto=plan.engine.would_block,
+                real_home=plan.home, veto=plan.engine.would_block, resolver=opts.sandbox_resolver,
+                allow_host_loopback=opts.sandbox_host_loopback,
             )
             stack.callback(sb.close)
             plan.sandbox = sb
