@@ -187,7 +187,7 @@ def prepare_workspace(base: Path, skill_dir: Path, spec: Spec, mode: str, inputs
         f"cd {shlex.quote(str(ws))} || exit 1\n"
         f"for f in {shlex.quote(str(steps_dir))}/*.sh; do\n"
         f"  [ -e \"$f\" ] || continue\n"
-        f"  timeout {STEP_TIMEOUT} bash \"$f\" </dev/null >\"$f.out\" 2>\  timeout {STEP_TIMEOUT} bash \"$f\" </dev/null\n"1\n"
+        f"  timeout {STEP_TIMEOUT} bash \"$f\" </dev/null >\"$f.out\" 2>&1\n"
         f"  echo \"$(basename \"$f\") $?\" >> {shlex.quote(str(status))}\n"
         "done\n"
     )
