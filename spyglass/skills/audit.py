@@ -54,12 +54,17 @@ def _spyglass_install():
         try:
             f = _sys._getframe(1)
             where = None
+            inner = None
             while f is not None:
                 fn = f.f_code.co_filename
-                if not fn.startswith(skip) and not fn.startswith("<frozen"):
+                if fn.startswith("<") and not fn.startswith("<frozen") and inner is None:
+                    inner = [fn, f.f_lineno]  # exec'd code: keep walking to the file that ran it
+                elif not fn.startswith(skip) and not fn.startswith("<"):
                     where = [fn, f.f_lineno]
                     break
                 f = f.f_back
+            if where is None:
+                where = inner
             if where is None:
                 return
             if event == "open" and isinstance(args[0], str) and args[0].endswith((".py", ".pyc", ".so")):
