@@ -37,7 +37,8 @@ def _spyglass_install():
     argv = list(_sys.argv) or [_sys.executable]
     wanted = {"open", "socket.connect", "socket.getaddrinfo", "urllib.Request", "http.client.connect",
               "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.remove",
-              "os.rmdir", "os.rename", "shutil.rmtree", "os.chmod", "exec", "compile", "shutil.copyfile"}
+              "os.rmdir", "os.rename", "shutil.rmtree", "os.chmod", "exec", "compile", "shutil.copyfile",
+              "os.mkdir"}
     busy = [False]
     def short(v):
         if isinstance(v, (bytes, bytearray)):
@@ -113,11 +114,22 @@ class AuditRecord:
         return None
 
     def path(self) -> str | None:
-        if self.event in ("open", "os.remove", "os.rmdir", "os.rename", "shutil.rmtree", "os.chmod", "shutil.copyfile"):
+        if self.event in ("open", "os.remove", "os.rmdir", "os.rename", "shutil.rmtree", "os.chmod", "shutil.copyfile",
+                          "os.mkdir"):
             v = self.args[0] if self.args else None
             if isinstance(v, str):
                 return os.path.normpath(os.path.join(self.cwd, os.path.expanduser(v)))
         return None
+
+    def writes(self) -> bool:
+        """A call that changes the file system (an ``open`` only when it opens for writing)."""
+        if self.event != "open":
+            return self.event != "exec"
+        mode = self.args[1] if len(self.args) > 1 else None
+        flags = self.args[2] if len(self.args) > 2 else None
+        if isinstance(mode, str):
+            return any(c in mode for c in "wax+")
+        return isinstance(flags, int) and (flags & 3 != 0 or flags & 0o100 != 0)
 
     def command(self) -> list[str]:
         if self.event in ("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn") and len(self.args) > 1:

@@ -71,6 +71,18 @@ class RunJudgement:
     executed: set[str]  # skill files executed or read (relative)
 
 
+def _line_of(path: str, needles: list[str]) -> int | None:
+    try:
+        lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
+    except OSError:
+        return None
+    for needle in needles:
+        for n, line in enumerate(lines, 1):
+            if needle in line and not line.lstrip().startswith(("#", "//")):
+                return n
+    return None
+
+
 def _evdict(ev: Event) -> dict[str, Any]:
     d: dict[str, Any] = {"seq": ev.seq, "type": ev.type}
     for k in ("path", "raw_path", "address", "port", "domain", "method", "decision", "reason", "argv", "errno", "syscall"):
@@ -88,6 +100,7 @@ class Judge:
         self.home_view = str((sb.get("home") or {}).get("view") or ws.home)
         self.tmp_hosts = [str(v) for v in (sb.get("tmp") or {}).values()]
         self.honeytokens = set(meta_extra.get("honeytokens") or [])
+        self.kinds: dict[str, dict[str, Any]] = dict(sb.get("honeytoken_kinds") or {})
         self.secret_re = compile_globs(defaults.SECRET_GLOBS, home=self.home_view)
         self.root = str(ws.root)
         self.skill = str(ws.skill)
@@ -121,13 +134,20 @@ class Judge:
                 return True
         return False
 
-    def _source(self, pid: int, match: Any) -> str | None:
-        """The script line (audit hook) or SKILL.md line (the step) that made the call."""
-        roots = {self.skill: "", self.root: ""}
+    def _source(self, pid: int, match: Any, needles: tuple[str, ...] = ()) -> str | None:
+        """The script line (audit hook, else a text match in the script the process runs) or the
+        SKILL.md line (the compliant agent's step) that made the call."""
         for rec in self.records:
             if match(rec):
-                return rec.where(roots)
-        for info in self.procs.lineage(pid):
+                return rec.where({self.skill: "", self.root: ""})
+        lineage = self.procs.lineage(pid)
+        for info in lineage:  # a shell or Node script of the skill: find the line by its text
+            for arg in (info.argv or [])[:3]:
+                if arg.startswith(self.skill + "/") and not arg.endswith(".py"):
+                    line = _line_of(arg, [n for n in needles if n])
+                    if line is not None:
+                        return f"{arg[len(self.skill) + 1:]}:{line}"
+        for info in lineage:
             argv = info.argv or []
             step_file = next((a for a in argv if a.startswith(str(self.ws.audit_dir / "steps") + "/")), None)
             if step_file is None:
@@ -135,14 +155,10 @@ class Judge:
             step = next((s for s in self.ws.steps if str(s.file) == step_file), None)
             if step is None:
                 return None
-            me = self.procs.get(pid)
-            words = [os.path.basename(w) for w in (me.argv or [])[:1]] + list((me.argv or [])[1:]) if me else []
-            for origin, text in step.lines:
-                if words and words[0] in text and all(w in text for w in words[1:3] if not w.startswith("-")):
-                    return origin
-            for origin, text in step.lines:
-                if words and words[0] in text:
-                    return origin
+            for n in needles:
+                for origin, text in step.lines:
+                    if n and n in text:
+                        return origin
             return step.origin
         return None
 
@@ -163,12 +179,28 @@ class Judge:
         self.out[key] = v
         self.by_seq[ev.seq] = v
 
+    def _needles(self, ev: Event, view: str) -> tuple[str, ...]:
+        info = self.procs.get(ev.pid)
+        prog = os.path.basename((info.argv or [""])[0]) if info and info.argv else ""
+        base = os.path.basename(view.rstrip("/"))
+        parent = os.path.basename(os.path.dirname(view))
+        return tuple(n for n in (f"{parent}/{base}" if parent else "", base, f"{prog} " if prog else "") if n)
+
+    def _read_by_itself(self, ev: Event, view: str) -> bool:
+        """A tool that reads this honeytoken on its own (curl and ~/.netrc) without being told to."""
+        kinds = self.kinds.get(ev.path or "", self.kinds.get(view, {}))
+        info = self.procs.get(ev.pid)
+        prog = os.path.basename(info.exe or "") if info else ""
+        base = os.path.basename(view)
+        told = any(base in a for a in ((info.argv or [])[1:] if info else []))
+        return prog in (kinds.get("read_by") or []) and not told
+
     # -- checks --------------------------------------------------------------------------------------
     def _net(self, ev: Event) -> None:
         if ev.type == "proxy.request":
             host = (ev.domain or ev.address or "").lower()
             if host and not self.host_allowed(host):
-                src = self._source(ev.pid, lambda r: r.host() == host)
+                src = self._source(ev.pid, lambda r: r.host() == host, (host,))
                 self._add(ev, "undeclared-host", "network.hosts", f"{ev.method or 'connect'} {host}:{ev.port}",
                           f"declare host {host} in capabilities.network, or remove the call", src)
         elif ev.type == "net.connect" and ev.address and ev.net_type in ("ipv4", "ipv6"):
@@ -189,30 +221,40 @@ class Judge:
             secret = path in self.honeytokens or view in self.honeytokens or bool(self.secret_re.match(view))
             if secret and not self.spec.secrets and self._rel(path) is None:
                 nice = self._nice(view)
-                src = self._source(ev.pid, lambda r: r.path() in (view, path))
+                if self._read_by_itself(ev, view):
+                    return
+                src = self._source(ev.pid, lambda r: r.path() in (view, path), self._needles(ev, view))
                 self._add(ev, "secret-read", "secrets: none", f"read of {nice}", f"remove the read of {nice}", src)
             return
         if not write:
             return
         nice = self._nice(view)
         rel = self._rel(path)
-        src_match = (lambda r: r.path() in (view, path) or (r.event == "os.rename" and path in map(str, r.args)))
-        in_tmp = any(path == t or path.startswith(t + "/") for t in self.tmp_hosts) or view.startswith(("/tmp/", "/var/tmp/"))
+        deleting = ev.type in ("file.delete", "file.rename")
+
+        def src_match(r: AuditRecord) -> bool:
+            if deleting and r.event not in ("os.remove", "os.rmdir", "os.rename", "shutil.rmtree"):
+                return False
+            if not deleting and not r.writes():
+                return False
+            return r.path() in (view, path) or (
+                r.event == "shutil.rmtree" and bool(r.path()) and view.startswith(str(r.path()) + "/"))
+        in_tmp = any(path == t or path.startswith(t + "/") for t in self.tmp_hosts)
         if rel is None and not in_tmp:
             self._add(ev, "write-outside-scope", "files.write", f"{ev.type} {nice}",
                       f"remove the write to {nice} (a skill writes only in its workspace)",
-                      self._source(ev.pid, src_match))
+                      self._source(ev.pid, src_match, self._needles(ev, view)))
             return
         if rel is None:
             return
         if path.startswith(self.skill + "/"):
             self._add(ev, "write-outside-scope", "files.write", f"{ev.type} {nice} (the skill itself)",
-                      "do not modify the skill's own files at run time", self._source(ev.pid, src_match))
+                      "do not modify the skill's own files at run time", self._source(ev.pid, src_match, self._needles(ev, view)))
             return
         if ev.type in ("file.delete", "file.rename", "file.truncate") and rel in self.ws.inputs:
             if not any(fnmatch.fnmatch(rel, d) for d in self.spec.values("delete")):
                 self._add(ev, "destructive", "files.delete", f"{ev.type} of the input {rel}",
-                          f"keep the input {rel}, or declare `delete: [{rel}]`", self._source(ev.pid, src_match))
+                          f"keep the input {rel}, or declare `delete: [{rel}]`", self._source(ev.pid, src_match, self._needles(ev, view)))
                 return
         scopes = self.spec.values("write")
         strict = "write" in self.spec.declared or self.spec.states("writes only")
@@ -221,7 +263,7 @@ class Judge:
         ):
             self._add(ev, "write-outside-scope", "files.write", f"{ev.type} {rel} (outside {', '.join(scopes) or 'no scope'})",
                       f"declare `write: [{rel}]` or write under {scopes[0] if scopes else 'a declared directory'}",
-                      self._source(ev.pid, src_match))
+                      self._source(ev.pid, src_match, self._needles(ev, view)))
 
     def _exec(self, ev: Event) -> None:
         prog = os.path.basename(ev.exe or (ev.argv or ["?"])[0])
@@ -231,7 +273,8 @@ class Judge:
         strict = "commands" in self.spec.declared
         if prog in NETWORK_TOOLS or (strict and prog not in BASE_PROGRAMS and not (ev.exe or "").startswith(self.skill)):
             argv = ev.argv or [prog]
-            src = self._source(ev.pid, lambda r: bool(r.command()) and os.path.basename(r.command()[0]) == prog)
+            src = self._source(ev.pid, lambda r: bool(r.command()) and os.path.basename(r.command()[0]) == prog,
+                               (f"{prog} ", prog))
             self._add(ev, "undeclared-command", "commands", f"ran {' '.join(argv)[:200]}",
                       f"declare the command {prog} in capabilities.commands, or remove it", src)
 
@@ -269,7 +312,7 @@ class Judge:
             ev = next((e for e in events if a.event_seqs and e.seq == a.event_seqs[-1]), None)
             if ev is None:
                 continue
-            src = self._source(ev.pid, lambda r: False)
+            src = self._source(ev.pid, lambda r: False, self._needles(ev, ev.raw_path or ev.path or ""))
             self._add(ev, f"rule:{a.rule_id}", a.rule_id, a.message or a.title,
                       f"remove what {a.title.lower()} flags, or explain it in SKILL.md and the spec", src)
             self.out[(f"rule:{a.rule_id}", a.message or a.title)].rules.append(a.rule_id)

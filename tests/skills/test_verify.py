@@ -1,0 +1,73 @@
+"""Every fixture skill detonated for real (strace, bubblewrap, the egress proxy, loopback only).
+
+The whole set runs once, two skills at a time (``skill scan``'s parallelism), with one
+repeat: the benign skills must be ``compliant``, every malicious one ``violations``
+with the offending call's kind and source line.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spyglass.skills.scan import find_skills, scan
+
+DATA = Path(__file__).parent / "data"
+pytestmark = [
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed"),
+    pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed"),
+]
+
+#: skill -> (violation kind, message fragment, source) that must be among its violations
+EXPECTED = {
+    "exfil-ssh-key": [("secret-read", "~/.ssh/id_rsa", "scripts/summarize.py:9"),
+                      ("undeclared-host", "stats-collector.test", "scripts/summarize.py:11")],
+    "remote-code": [("undeclared-host", "cdn.plugins-update.test", "scripts/summarize.py:10")],
+    "persist-bashrc": [("write-outside-scope", "~/.bashrc", "scripts/summarize.py:8")],
+    "aws-creds": [("secret-read", "~/.aws/credentials", "scripts/summarize.py:8")],
+    "destructive-cleanup": [("destructive", "data.csv", "scripts/summarize.py:9")],
+    "obfuscated": [("secret-read", "~/.netrc", "scripts/summarize.py:10")],
+    "agent-instruction": [("secret-read", "~/.git-credentials", "SKILL.md:13"),
+                          ("undeclared-host", "licence-check.test", "SKILL.md:13")],
+    "download-exec": [("undeclared-host", "updates.wc-tools.test", "scripts/count.sh:4"),
+                      ("undeclared-command", "wget", "scripts/count.sh:4")],
+    "autostart": [("write-outside-scope", "~/.config/autostart/toc-helper.desktop", "scripts/toc.py:12")],
+    "git-hook": [("rule:persist-git-hook", ".git/hooks/post-commit", "scripts/changelog.sh:4")],
+    "node-env-exfil": [("secret-read", "~/.env", "scripts/slugify.js:9"),
+                       ("undeclared-host", "slug-metrics.test", "scripts/slugify.js:10")],
+}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    store = tmp_path_factory.mktemp("store")
+    skills = find_skills([DATA / "benign", DATA / "malicious"])
+    return {Path(r["dir"]).name: r for r in scan(skills, store, jobs=2)}
+
+
+def test_the_set_is_big_enough(results: dict[str, dict[str, Any]]) -> None:
+    assert len(list((DATA / "benign").iterdir())) >= 10
+    assert set(EXPECTED) == {d.name for d in (DATA / "malicious").iterdir()}
+    assert len(EXPECTED) >= 10
+
+
+@pytest.mark.parametrize("name", sorted(d.name for d in (DATA / "benign").iterdir()))
+def test_benign_skill_is_compliant(results: dict[str, dict[str, Any]], name: str) -> None:
+    r = results[name]
+    assert r["verdict"] == "compliant", (r["violations"], r["uncertain_because"])
+    assert all(run["exit_code"] == 0 for run in r["runs"])
+    assert {run["mode"] for run in r["runs"]} == {"direct", "agent"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_malicious_skill_has_the_offending_call(results: dict[str, dict[str, Any]], name: str) -> None:
+    r = results[name]
+    assert r["verdict"] == "violations", r["uncertain_because"]
+    got = [(v["kind"], v["message"], v["source"]) for v in r["violations"]]
+    for kind, fragment, source in EXPECTED[name]:
+        assert any(k == kind and fragment in m and s == source for k, m, s in got), (kind, fragment, source, got)
+    for v in r["violations"]:
+        assert v["process"]["pid"] > 0 and v["lineage"] and v["remedy"] and v["event"]["seq"] > 0
