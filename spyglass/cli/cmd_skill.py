@@ -34,8 +34,9 @@ def _skill_dir(path: Path) -> Path:
 
 @skill.command("spec")
 @click.argument("skill_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True,
-              help="Output format.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True, help="Output format."
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file.")
 def spec_cmd(skill_dir: Path, fmt: str, output: Path | None) -> None:
     """Print the spec derived from SKILL_DIR/SKILL.md: front matter, `capabilities:`, and what
@@ -55,22 +56,49 @@ def spec_cmd(skill_dir: Path, fmt: str, output: Path | None) -> None:
 
 @skill.command("verify")
 @click.argument("skill_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--spec", "spec_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A spec file (from `skill spec`, perhaps edited); default: derived from SKILL.md.")
-@click.option("--agent", default="compliant", show_default=True,
-              help="Who follows SKILL.md: `compliant` (runs every code block in order). Real agent CLIs are not "
-                   "supported inside the sandbox yet.")
-@click.option("--inputs", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Sample inputs to copy into the workspace (default: generated from the kinds the skill names).")
+@click.option(
+    "--spec",
+    "spec_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A spec file (from `skill spec`, perhaps edited); default: derived from SKILL.md.",
+)
+@click.option(
+    "--agent",
+    default="compliant",
+    show_default=True,
+    help="Who follows SKILL.md: `compliant` (runs every code block in order). Real agent CLIs are not "
+    "supported inside the sandbox yet.",
+)
+@click.option(
+    "--inputs",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Sample inputs to copy into the workspace (default: generated from the kinds the skill names).",
+)
 @click.option("--repeat", type=click.IntRange(1, 20), default=1, show_default=True, help="Runs of each kind.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True,
-              help="Output format.")
-@click.option("--html-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write the HTML report of each run here.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "sarif"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--html-dir", type=click.Path(file_okay=False, path_type=Path), help="Write the HTML report of each run here."
+)
 @click.option("--keep", is_flag=True, help="Keep the workspaces (printed in the JSON report's runs).")
 @store_option
-def verify_cmd(skill_dir: Path, spec_file: Path | None, agent: str, inputs: Path | None, repeat: int, fmt: str,
-               html_dir: Path | None, keep: bool, store_path: Path | None) -> None:
+def verify_cmd(
+    skill_dir: Path,
+    spec_file: Path | None,
+    agent: str,
+    inputs: Path | None,
+    repeat: int,
+    fmt: str,
+    html_dir: Path | None,
+    keep: bool,
+    store_path: Path | None,
+) -> None:
     """Run SKILL_DIR in the sandbox (its scripts directly, and a compliant agent following SKILL.md),
     with sample inputs, a decoy home and an egress proxy that serves only declared hosts; compare with
     the spec and the rule pack. Exit 0 compliant, 1 violations, 3 uncertain."""
@@ -80,8 +108,9 @@ def verify_cmd(skill_dir: Path, spec_file: Path | None, agent: str, inputs: Path
 
     spec = load_spec(spec_file) if spec_file is not None else None
     store = open_store(store_path, create=True)
-    result = verify_skill(_skill_dir(skill_dir), store, spec=spec, inputs=inputs, repeat=repeat, agent=agent,
-                          html_dir=html_dir, keep=keep)
+    result = verify_skill(
+        _skill_dir(skill_dir), store, spec=spec, inputs=inputs, repeat=repeat, agent=agent, html_dir=html_dir, keep=keep
+    )
     if fmt == "json":
         echo_json(to_json([result]))
     elif fmt == "sarif":
@@ -101,8 +130,13 @@ def _summary_table(results: list[dict[str, Any]]) -> None:
     colour = {"compliant": "green", "violations": "red", "uncertain": "yellow"}
     for r in results:
         why = "; ".join(v["message"] for v in r["violations"][:2]) or "; ".join(r["uncertain_because"][:1])
-        table.add_row(r["skill"], f"[{colour.get(r['verdict'], 'white')}]{r['verdict']}[/]", str(len(r["violations"])),
-                      why[:80], f"{r['seconds']:.1f}")
+        table.add_row(
+            r["skill"],
+            f"[{colour.get(r['verdict'], 'white')}]{r['verdict']}[/]",
+            str(len(r["violations"])),
+            why[:80],
+            f"{r['seconds']:.1f}",
+        )
     Console(stderr=not is_tty(), force_terminal=None).print(table)
 
 
@@ -110,13 +144,28 @@ def _summary_table(results: list[dict[str, Any]]) -> None:
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=None, help="Parallel skills (default: cores).")
 @click.option("--repeat", type=click.IntRange(1, 20), default=1, show_default=True, help="Runs of each kind.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: a progress bar and a summary table; json: the one report on stdout.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON report here.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: a progress bar and a summary table; json: the one report on stdout.",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON report here."
+)
 @click.option("--html-dir", type=click.Path(file_okay=False, path_type=Path), help="HTML report of each run here.")
 @store_option
-def scan_cmd(dirs: tuple[Path, ...], jobs: int | None, repeat: int, fmt: str, output: Path | None,
-             html_dir: Path | None, store_path: Path | None) -> None:
+def scan_cmd(
+    dirs: tuple[Path, ...],
+    jobs: int | None,
+    repeat: int,
+    fmt: str,
+    output: Path | None,
+    html_dir: Path | None,
+    store_path: Path | None,
+) -> None:
     """Verify every skill found in DIRS (a directory with SKILL.md, or a tree of them such as a
     marketplace checkout) in parallel. Exit 1 if any has violations, else 3 if any is uncertain, else 0."""
     from rich.progress import Progress
@@ -131,8 +180,9 @@ def scan_cmd(dirs: tuple[Path, ...], jobs: int | None, repeat: int, fmt: str, ou
     if fmt == "text":
         with Progress(transient=True, disable=not is_tty(sys.stderr)) as bar:
             task = bar.add_task(f"verifying {len(skills)} skill(s)", total=len(skills))
-            results = scan(skills, store.root, repeat=repeat, jobs=jobs, html_dir=html_dir,
-                           progress=lambda r: bar.advance(task))
+            results = scan(
+                skills, store.root, repeat=repeat, jobs=jobs, html_dir=html_dir, progress=lambda r: bar.advance(task)
+            )
         _summary_table(results)
     else:
         results = scan(skills, store.root, repeat=repeat, jobs=jobs, html_dir=html_dir)
@@ -143,8 +193,9 @@ def scan_cmd(dirs: tuple[Path, ...], jobs: int | None, repeat: int, fmt: str, ou
     if fmt == "json":
         echo_json(report)
     else:
-        click.echo(f"{counts['compliant']} compliant, {counts['violations']} with violations, "
-                   f"{counts['uncertain']} uncertain")
+        click.echo(
+            f"{counts['compliant']} compliant, {counts['violations']} with violations, {counts['uncertain']} uncertain"
+        )
     sys.exit(1 if counts["violations"] else 3 if counts["uncertain"] else 0)
 
 

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 AUDIT_DIR: Final = ".spyglass-audit"
 
-SITECUSTOMIZE: Final = r'''
+SITECUSTOMIZE: Final = r"""
 import os as _os, sys as _sys, json as _json, sysconfig as _sc
 def _spyglass_install():
     here = _os.path.dirname(_os.path.abspath(__file__))
@@ -82,7 +82,7 @@ def _spyglass_install():
     _sys.addaudithook(hook)
 _spyglass_install()
 del _spyglass_install
-'''
+"""
 
 
 @dataclass
@@ -98,7 +98,7 @@ class AuditRecord:
         """``file:line`` with the file relative to the skill (``roots``: prefix -> label)."""
         for prefix, label in roots.items():
             if self.file.startswith(prefix.rstrip("/") + "/"):
-                return f"{label}{self.file[len(prefix.rstrip('/')) + 1:]}:{self.line}"
+                return f"{label}{self.file[len(prefix.rstrip('/')) + 1 :]}:{self.line}"
         return f"{self.file}:{self.line}"
 
     def host(self) -> str | None:
@@ -114,8 +114,16 @@ class AuditRecord:
         return None
 
     def path(self) -> str | None:
-        if self.event in ("open", "os.remove", "os.rmdir", "os.rename", "shutil.rmtree", "os.chmod", "shutil.copyfile",
-                          "os.mkdir"):
+        if self.event in (
+            "open",
+            "os.remove",
+            "os.rmdir",
+            "os.rename",
+            "shutil.rmtree",
+            "os.chmod",
+            "shutil.copyfile",
+            "os.mkdir",
+        ):
             v = self.args[0] if self.args else None
             if isinstance(v, str):
                 return os.path.normpath(os.path.join(self.cwd, os.path.expanduser(v)))
@@ -154,8 +162,16 @@ def read_records(audit_dir: Path) -> list[AuditRecord]:
         for line in f.read_text(errors="replace").splitlines():
             try:
                 d = json.loads(line)
-                out.append(AuditRecord(d["event"], list(d.get("args") or []), str(d["file"]), int(d["line"]),
-                                       [str(a) for a in d.get("argv") or []], str(d.get("cwd") or "/")))
+                out.append(
+                    AuditRecord(
+                        d["event"],
+                        list(d.get("args") or []),
+                        str(d["file"]),
+                        int(d["line"]),
+                        [str(a) for a in d.get("argv") or []],
+                        str(d.get("cwd") or "/"),
+                    )
+                )
             except (ValueError, KeyError, TypeError):
                 continue
     return out

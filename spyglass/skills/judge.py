@@ -22,6 +22,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from spyglass.events import Alert, Event
@@ -34,8 +35,9 @@ from spyglass.skills.audit import AUDIT_DIR, AuditRecord
 from spyglass.skills.spec import Spec
 from spyglass.skills.workspace import Workspace
 
-NETWORK_TOOLS: Final = frozenset({"curl", "wget", "nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp",
-                                  "ftp", "rsync", "openssl"})
+NETWORK_TOOLS: Final = frozenset(
+    {"curl", "wget", "nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp", "ftp", "rsync", "openssl"}
+)
 BASE_PROGRAMS: Final = frozenset({"sh", "bash", "dash", "env", "timeout", "python3", "python", "node", "basename"})
 RULE_LEVEL: Final = "high"
 _IGNORED_PREFIXES: Final = ("/dev/", "/proc/", "/sys/")
@@ -59,9 +61,19 @@ class Violation:
         return (self.kind, self.message)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "rule": self.rule, "message": self.message, "remedy": self.remedy,
-                "source": self.source, "event": self.event, "process": self.process, "lineage": self.lineage,
-                "also_rules": self.rules, "run": self.run, "mode": self.mode}
+        return {
+            "kind": self.kind,
+            "rule": self.rule,
+            "message": self.message,
+            "remedy": self.remedy,
+            "source": self.source,
+            "event": self.event,
+            "process": self.process,
+            "lineage": self.lineage,
+            "also_rules": self.rules,
+            "run": self.run,
+            "mode": self.mode,
+        }
 
 
 @dataclass
@@ -73,7 +85,7 @@ class RunJudgement:
 
 def _line_of(path: str, needles: list[str]) -> int | None:
     try:
-        lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
     for needle in needles:
@@ -85,7 +97,19 @@ def _line_of(path: str, needles: list[str]) -> int | None:
 
 def _evdict(ev: Event) -> dict[str, Any]:
     d: dict[str, Any] = {"seq": ev.seq, "type": ev.type}
-    for k in ("path", "raw_path", "address", "port", "domain", "method", "decision", "reason", "argv", "errno", "syscall"):
+    for k in (
+        "path",
+        "raw_path",
+        "address",
+        "port",
+        "domain",
+        "method",
+        "decision",
+        "reason",
+        "argv",
+        "errno",
+        "syscall",
+    ):
         v = getattr(ev, k)
         if v is not None:
             d[k] = v
@@ -112,7 +136,7 @@ class Judge:
     # -- helpers -------------------------------------------------------------------------------------
     def _rel(self, path: str) -> str | None:
         if path == self.root or path.startswith(self.root + "/"):
-            return path[len(self.root) + 1:]
+            return path[len(self.root) + 1 :]
         return None
 
     def _view(self, ev: Event) -> str:
@@ -120,9 +144,9 @@ class Judge:
 
     def _nice(self, path: str) -> str:
         if self.home_view and path.startswith(self.home_view + "/"):
-            return "~/" + path[len(self.home_view) + 1:]
+            return "~/" + path[len(self.home_view) + 1 :]
         if self.home_host and path.startswith(self.home_host + "/"):
-            return "~/" + path[len(self.home_host) + 1:]
+            return "~/" + path[len(self.home_host) + 1 :]
         rel = self._rel(path)
         return rel if rel is not None else path
 
@@ -146,7 +170,7 @@ class Judge:
                 if arg.startswith(self.skill + "/") and not arg.endswith(".py"):
                     line = _line_of(arg, [n for n in needles if n])
                     if line is not None:
-                        return f"{arg[len(self.skill) + 1:]}:{line}"
+                        return f"{arg[len(self.skill) + 1 :]}:{line}"
         for info in lineage:
             argv = info.argv or []
             step_file = next((a for a in argv if a.startswith(str(self.ws.audit_dir / "steps") + "/")), None)
@@ -173,9 +197,16 @@ class Judge:
             if p.argv and ("/run/spyglass/relay.py" in p.argv or os.path.basename(p.exe or "") == "bwrap"):
                 break  # the sandbox's own processes above the skill
             lineage.append({"pid": p.pid, "argv": p.argv, "exe": p.exe})
-        v = Violation(kind, rule, message, remedy, _evdict(ev),
-                      {"pid": ev.pid, "exe": info.exe if info else None, "argv": info.argv if info else None},
-                      lineage, source)
+        v = Violation(
+            kind,
+            rule,
+            message,
+            remedy,
+            _evdict(ev),
+            {"pid": ev.pid, "exe": info.exe if info else None, "argv": info.argv if info else None},
+            lineage,
+            source,
+        )
         self.out[key] = v
         self.by_seq[ev.seq] = v
 
@@ -201,15 +232,27 @@ class Judge:
             host = (ev.domain or ev.address or "").lower()
             if host and not self.host_allowed(host):
                 src = self._source(ev.pid, lambda r: r.host() == host, (host,))
-                self._add(ev, "undeclared-host", "network.hosts", f"{ev.method or 'connect'} {host}:{ev.port}",
-                          f"declare host {host} in capabilities.network, or remove the call", src)
+                self._add(
+                    ev,
+                    "undeclared-host",
+                    "network.hosts",
+                    f"{ev.method or 'connect'} {host}:{ev.port}",
+                    f"declare host {host} in capabilities.network, or remove the call",
+                    src,
+                )
         elif ev.type == "net.connect" and ev.address and ev.net_type in ("ipv4", "ipv6"):
             if ev.address.startswith("127.") or ev.address in ("::1", "localhost"):
                 return
             addr = ev.address
             src = self._source(ev.pid, lambda r: r.event == "socket.connect" and r.host() == addr.lower())
-            self._add(ev, "undeclared-host", "network.hosts", f"direct connection to {addr}:{ev.port}",
-                      f"declare the host for {addr} and reach it by name through the proxy, or remove the call", src)
+            self._add(
+                ev,
+                "undeclared-host",
+                "network.hosts",
+                f"direct connection to {addr}:{ev.port}",
+                f"declare the host for {addr} and reach it by name through the proxy, or remove the call",
+                src,
+            )
 
     def _file(self, ev: Event) -> None:
         path = ev.path or ""
@@ -238,32 +281,58 @@ class Judge:
             if not deleting and not r.writes():
                 return False
             return r.path() in (view, path) or (
-                r.event == "shutil.rmtree" and bool(r.path()) and view.startswith(str(r.path()) + "/"))
+                r.event == "shutil.rmtree" and bool(r.path()) and view.startswith(str(r.path()) + "/")
+            )
+
         in_tmp = any(path == t or path.startswith(t + "/") for t in self.tmp_hosts)
         if rel is None and not in_tmp:
-            self._add(ev, "write-outside-scope", "files.write", f"{ev.type} {nice}",
-                      f"remove the write to {nice} (a skill writes only in its workspace)",
-                      self._source(ev.pid, src_match, self._needles(ev, view)))
+            self._add(
+                ev,
+                "write-outside-scope",
+                "files.write",
+                f"{ev.type} {nice}",
+                f"remove the write to {nice} (a skill writes only in its workspace)",
+                self._source(ev.pid, src_match, self._needles(ev, view)),
+            )
             return
         if rel is None:
             return
         if path.startswith(self.skill + "/"):
-            self._add(ev, "write-outside-scope", "files.write", f"{ev.type} {nice} (the skill itself)",
-                      "do not modify the skill's own files at run time", self._source(ev.pid, src_match, self._needles(ev, view)))
+            self._add(
+                ev,
+                "write-outside-scope",
+                "files.write",
+                f"{ev.type} {nice} (the skill itself)",
+                "do not modify the skill's own files at run time",
+                self._source(ev.pid, src_match, self._needles(ev, view)),
+            )
             return
-        if ev.type in ("file.delete", "file.rename", "file.truncate") and rel in self.ws.inputs:
-            if not any(fnmatch.fnmatch(rel, d) for d in self.spec.values("delete")):
-                self._add(ev, "destructive", "files.delete", f"{ev.type} of the input {rel}",
-                          f"keep the input {rel}, or declare `delete: [{rel}]`", self._source(ev.pid, src_match, self._needles(ev, view)))
-                return
+        destroys = ev.type in ("file.delete", "file.rename", "file.truncate") and rel in self.ws.inputs
+        if destroys and not any(fnmatch.fnmatch(rel, d) for d in self.spec.values("delete")):
+            self._add(
+                ev,
+                "destructive",
+                "files.delete",
+                f"{ev.type} of the input {rel}",
+                f"keep the input {rel}, or declare `delete: [{rel}]`",
+                self._source(ev.pid, src_match, self._needles(ev, view)),
+            )
+            return
         scopes = self.spec.values("write")
         strict = "write" in self.spec.declared or self.spec.states("writes only")
-        if strict and ev.type != "file.mkdir" and not any(
-            fnmatch.fnmatch(rel, s) or rel == s.rstrip("/*") for s in scopes
+        if (
+            strict
+            and ev.type != "file.mkdir"
+            and not any(fnmatch.fnmatch(rel, s) or rel == s.rstrip("/*") for s in scopes)
         ):
-            self._add(ev, "write-outside-scope", "files.write", f"{ev.type} {rel} (outside {', '.join(scopes) or 'no scope'})",
-                      f"declare `write: [{rel}]` or write under {scopes[0] if scopes else 'a declared directory'}",
-                      self._source(ev.pid, src_match, self._needles(ev, view)))
+            self._add(
+                ev,
+                "write-outside-scope",
+                "files.write",
+                f"{ev.type} {rel} (outside {', '.join(scopes) or 'no scope'})",
+                f"declare `write: [{rel}]` or write under {scopes[0] if scopes else 'a declared directory'}",
+                self._source(ev.pid, src_match, self._needles(ev, view)),
+            )
 
     def _exec(self, ev: Event) -> None:
         prog = os.path.basename(ev.exe or (ev.argv or ["?"])[0])
@@ -271,12 +340,21 @@ class Judge:
         if prog in declared:
             return
         strict = "commands" in self.spec.declared
-        if prog in NETWORK_TOOLS or (strict and prog not in BASE_PROGRAMS and not (ev.exe or "").startswith(self.skill)):
+        if prog in NETWORK_TOOLS or (
+            strict and prog not in BASE_PROGRAMS and not (ev.exe or "").startswith(self.skill)
+        ):
             argv = ev.argv or [prog]
-            src = self._source(ev.pid, lambda r: bool(r.command()) and os.path.basename(r.command()[0]) == prog,
-                               (f"{prog} ", prog))
-            self._add(ev, "undeclared-command", "commands", f"ran {' '.join(argv)[:200]}",
-                      f"declare the command {prog} in capabilities.commands, or remove it", src)
+            src = self._source(
+                ev.pid, lambda r: bool(r.command()) and os.path.basename(r.command()[0]) == prog, (f"{prog} ", prog)
+            )
+            self._add(
+                ev,
+                "undeclared-command",
+                "commands",
+                f"ran {' '.join(argv)[:200]}",
+                f"declare the command {prog} in capabilities.commands, or remove it",
+                src,
+            )
 
     def judge(self, events: list[Event], alerts: list[Alert]) -> RunJudgement:
         facts: dict[str, set[str]] = {"hosts": set(), "writes": set(), "programs": set()}
@@ -290,30 +368,36 @@ class Judge:
                 facts["programs"].add(prog)
                 for a in ev.argv or []:
                     if a.startswith(self.skill + "/"):
-                        executed.add(a[len(self.skill) + 1:])
+                        executed.add(a[len(self.skill) + 1 :])
             elif t in ("proxy.request", "net.connect"):
                 self._net(ev)
                 if t == "proxy.request":
                     facts["hosts"].add(f"{ev.domain or ev.address}:{ev.decision}")
             elif t.startswith("file.") or t == "sandbox.denied":
                 if t == "file.read" and ev.path and ev.path.startswith(self.skill + "/"):
-                    executed.add(ev.path[len(self.skill) + 1:])
+                    executed.add(ev.path[len(self.skill) + 1 :])
                 self._file(ev)
                 if t in FILE_WRITE_TYPES and ev.path and f"/{AUDIT_DIR}" not in ev.path:
                     facts["writes"].add(f"{t} {self._nice(ev.raw_path or ev.path)}")
-        for a in alerts:
-            if level_rank(a.level) < level_rank(RULE_LEVEL):
+        for alert in alerts:
+            if level_rank(alert.level) < level_rank(RULE_LEVEL):
                 continue
-            hit = next((self.by_seq[s] for s in a.event_seqs if s in self.by_seq), None)
+            hit = next((self.by_seq[s] for s in alert.event_seqs if s in self.by_seq), None)
             if hit is not None:
-                if a.rule_id not in hit.rules:
-                    hit.rules.append(a.rule_id)
+                if alert.rule_id not in hit.rules:
+                    hit.rules.append(alert.rule_id)
                 continue
-            ev = next((e for e in events if a.event_seqs and e.seq == a.event_seqs[-1]), None)
-            if ev is None:
+            hit_ev = next((e for e in events if alert.event_seqs and e.seq == alert.event_seqs[-1]), None)
+            if hit_ev is None:
                 continue
-            src = self._source(ev.pid, lambda r: False, self._needles(ev, ev.raw_path or ev.path or ""))
-            self._add(ev, f"rule:{a.rule_id}", a.rule_id, a.message or a.title,
-                      f"remove what {a.title.lower()} flags, or explain it in SKILL.md and the spec", src)
-            self.out[(f"rule:{a.rule_id}", a.message or a.title)].rules.append(a.rule_id)
+            src = self._source(hit_ev.pid, lambda r: False, self._needles(hit_ev, hit_ev.raw_path or hit_ev.path or ""))
+            self._add(
+                hit_ev,
+                f"rule:{alert.rule_id}",
+                alert.rule_id,
+                alert.message or alert.title,
+                f"remove what {alert.title.lower()} flags, or explain it in SKILL.md and the spec",
+                src,
+            )
+            self.out[(f"rule:{alert.rule_id}", alert.message or alert.title)].rules.append(alert.rule_id)
         return RunJudgement(list(self.out.values()), {k: sorted(v) for k, v in facts.items()}, executed)

@@ -28,32 +28,82 @@ def to_sarif(results: Sequence[SkillResult]) -> dict[str, Any]:
     for r in results:
         for v in r.violations:
             rid = f"skill/{v.kind}"
-            rules.setdefault(rid, {"id": rid, "shortDescription": {"text": _KIND_TEXT.get(v.kind, v.rule)},
-                                   "defaultConfiguration": {"level": "error"}})
+            rules.setdefault(
+                rid,
+                {
+                    "id": rid,
+                    "shortDescription": {"text": _KIND_TEXT.get(v.kind, v.rule)},
+                    "defaultConfiguration": {"level": "error"},
+                },
+            )
             file, _, line = (v.source or "SKILL.md:1").rpartition(":")
             uri = f"{r.dir.rstrip('/')}/{file}" if file and not file.startswith("/") else (file or f"{r.dir}/SKILL.md")
-            out.append({
-                "ruleId": rid, "level": "error",
-                "message": {"text": f"{r.skill}: {v.message} ({v.rule}). Remedy: {v.remedy}"},
-                "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri},
-                                                    "region": {"startLine": int(line) if line.isdigit() else 1}}}],
-                "properties": {"skill": r.skill, "run": v.run, "mode": v.mode, "process": v.process,
-                               "event": v.event, "also_rules": v.rules},
-            })
+            out.append(
+                {
+                    "ruleId": rid,
+                    "level": "error",
+                    "message": {"text": f"{r.skill}: {v.message} ({v.rule}). Remedy: {v.remedy}"},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": uri},
+                                "region": {"startLine": int(line) if line.isdigit() else 1},
+                            }
+                        }
+                    ],
+                    "properties": {
+                        "skill": r.skill,
+                        "run": v.run,
+                        "mode": v.mode,
+                        "process": v.process,
+                        "event": v.event,
+                        "also_rules": v.rules,
+                    },
+                }
+            )
         for f in r.findings:
             if r.verdict != "uncertain" or f.severity != "warn":
                 continue
             rid = f"skill/prescan/{f.check}"
-            rules.setdefault(rid, {"id": rid, "shortDescription": {"text": f"Static pre-scan: {f.check}"},
-                                   "defaultConfiguration": {"level": "warning"}})
-            out.append({"ruleId": rid, "level": "warning", "message": {"text": f"{r.skill}: {f.message}"},
-                        "locations": [{"physicalLocation": {"artifactLocation": {"uri": f"{r.dir}/{f.file}"},
-                                                            "region": {"startLine": f.line}}}]})
+            rules.setdefault(
+                rid,
+                {
+                    "id": rid,
+                    "shortDescription": {"text": f"Static pre-scan: {f.check}"},
+                    "defaultConfiguration": {"level": "warning"},
+                },
+            )
+            out.append(
+                {
+                    "ruleId": rid,
+                    "level": "warning",
+                    "message": {"text": f"{r.skill}: {f.message}"},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": f"{r.dir}/{f.file}"},
+                                "region": {"startLine": f.line},
+                            }
+                        }
+                    ],
+                }
+            )
     return {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "spyglass-skill", "version": __version__,
-                                      "informationUri": "https://github.com/spyglass", "rules": list(rules.values())}},
-                  "results": out}],
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "spyglass-skill",
+                        "version": __version__,
+                        "informationUri": "https://github.com/spyglass",
+                        "rules": list(rules.values()),
+                    }
+                },
+                "results": out,
+            }
+        ],
     }
 
 

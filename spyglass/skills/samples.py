@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (long patterns and XML literals read better whole)
 """Realistic sample inputs of the kinds a skill names, made without extra dependencies.
 
 Deterministic content (a small sales table in every format), so repeats see the
@@ -35,31 +36,46 @@ def _delimited(sep: str) -> bytes:
 
 
 def _markdown() -> bytes:
-    body = ["# Weekly sales notes", "", "Sales rose in the north; the gadget line is steady.", "",
-            "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    body = [
+        "# Weekly sales notes",
+        "",
+        "Sales rose in the north; the gadget line is steady.",
+        "",
+        "| " + " | ".join(HEADER) + " |",
+        "|" + "---|" * len(HEADER),
+    ]
     body += ["| " + " | ".join(str(v) for v in r) + " |" for r in ROWS]
     return ("\n".join(body) + "\n").encode()
 
 
 def _text() -> bytes:
-    return (b"Meeting notes, 5 January 2026\n\nThe team reviewed the sales figures for the first week.\n"
-            b"Action items: update the forecast, send the summary to the regional leads.\n")
+    return (
+        b"Meeting notes, 5 January 2026\n\nThe team reviewed the sales figures for the first week.\n"
+        b"Action items: update the forecast, send the summary to the regional leads.\n"
+    )
 
 
 def _yaml() -> bytes:
-    return ("sales:\n" + "".join(
-        f"  - {{date: '{r[0]}', region: {r[1]}, product: {r[2]}, units: {r[3]}, price: {r[4]}}}\n" for r in ROWS
-    )).encode()
+    return (
+        "sales:\n"
+        + "".join(
+            f"  - {{date: '{r[0]}', region: {r[1]}, product: {r[2]}, units: {r[3]}, price: {r[4]}}}\n" for r in ROWS
+        )
+    ).encode()
 
 
 def _xml() -> bytes:
-    rows = "".join(f'<sale date="{r[0]}" region="{r[1]}" product="{r[2]}" units="{r[3]}" price="{r[4]}"/>' for r in ROWS)
+    rows = "".join(
+        f'<sale date="{r[0]}" region="{r[1]}" product="{r[2]}" units="{r[3]}" price="{r[4]}"/>' for r in ROWS
+    )
     return f'<?xml version="1.0" encoding="UTF-8"?>\n<sales>{rows}</sales>\n'.encode()
 
 
 def _html() -> bytes:
     cells = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r) + "</tr>" for r in ROWS)
-    return f"<!doctype html><html><head><title>Sales</title></head><body><table>{cells}</table></body></html>\n".encode()
+    return (
+        f"<!doctype html><html><head><title>Sales</title></head><body><table>{cells}</table></body></html>\n".encode()
+    )
 
 
 def _zip(parts: dict[str, str]) -> bytes:
@@ -77,14 +93,20 @@ _R = '<Relationship Id="{}" Type="http://schemas.openxmlformats.org/officeDocume
 
 def _docx() -> bytes:
     paras = "".join(f"<w:p><w:r><w:t>{' '.join(str(v) for v in r)}</w:t></w:r></w:p>" for r in ROWS)
-    doc = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:document xmlns:w="http://schemas.openxmlformats.org/'
-           f'wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>Weekly sales</w:t></w:r></w:p>{paras}</w:body></w:document>')
-    return _zip({
-        "[Content_Types].xml": _CT.format('<Override PartName="/word/document.xml" ContentType="application/vnd.'
-                                          'openxmlformats-officedocument.wordprocessingml.document.main+xml"/>'),
-        "_rels/.rels": _RELS.format(_R.format("rId1", "officeDocument", "word/document.xml")),
-        "word/document.xml": doc,
-    })
+    doc = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:document xmlns:w="http://schemas.openxmlformats.org/'
+        f'wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>Weekly sales</w:t></w:r></w:p>{paras}</w:body></w:document>'
+    )
+    return _zip(
+        {
+            "[Content_Types].xml": _CT.format(
+                '<Override PartName="/word/document.xml" ContentType="application/vnd.'
+                'openxmlformats-officedocument.wordprocessingml.document.main+xml"/>'
+            ),
+            "_rels/.rels": _RELS.format(_R.format("rId1", "officeDocument", "word/document.xml")),
+            "word/document.xml": doc,
+        }
+    )
 
 
 def _xlsx() -> bytes:
@@ -93,21 +115,25 @@ def _xlsx() -> bytes:
             f'<c t="inlineStr"><is><t>{v}</t></is></c>' if isinstance(v, str) else f"<c><v>{v}</v></c>" for v in values
         )
         return f'<row r="{i}">{cells}</row>'
+
     rows = row(1, HEADER) + "".join(row(i + 2, r) for i, r in enumerate(ROWS))
     ns = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
     rns = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
-    return _zip({
-        "[Content_Types].xml": _CT.format(
-            '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.'
-            'spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/'
-            'vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'),
-        "_rels/.rels": _RELS.format(_R.format("rId1", "officeDocument", "xl/workbook.xml")),
-        "xl/workbook.xml": f'<?xml version="1.0" encoding="UTF-8"?>\n<workbook {ns} {rns}><sheets><sheet name="Sales" '
-                           'sheetId="1" r:id="rId1"/></sheets></workbook>',
-        "xl/_rels/workbook.xml.rels": _RELS.format(_R.format("rId1", "worksheet", "worksheets/sheet1.xml")),
-        "xl/worksheets/sheet1.xml": f'<?xml version="1.0" encoding="UTF-8"?>\n<worksheet {ns}><sheetData>{rows}'
-                                    "</sheetData></worksheet>",
-    })
+    return _zip(
+        {
+            "[Content_Types].xml": _CT.format(
+                '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.'
+                'spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/'
+                'vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+            ),
+            "_rels/.rels": _RELS.format(_R.format("rId1", "officeDocument", "xl/workbook.xml")),
+            "xl/workbook.xml": f'<?xml version="1.0" encoding="UTF-8"?>\n<workbook {ns} {rns}><sheets><sheet name="Sales" '
+            'sheetId="1" r:id="rId1"/></sheets></workbook>',
+            "xl/_rels/workbook.xml.rels": _RELS.format(_R.format("rId1", "worksheet", "worksheets/sheet1.xml")),
+            "xl/worksheets/sheet1.xml": f'<?xml version="1.0" encoding="UTF-8"?>\n<worksheet {ns}><sheetData>{rows}'
+            "</sheetData></worksheet>",
+        }
+    )
 
 
 def _pdf() -> bytes:

@@ -26,7 +26,9 @@ def find_skills(dirs: Iterable[Path], depth: int = 4) -> list[Path]:
             continue
         for root, subdirs, files in os.walk(d):
             rel = Path(root).relative_to(d)
-            subdirs[:] = sorted(s for s in subdirs if not s.startswith(".") and s not in ("node_modules", "__pycache__"))
+            subdirs[:] = sorted(
+                s for s in subdirs if not s.startswith(".") and s not in ("node_modules", "__pycache__")
+            )
             if len(rel.parts) >= depth:
                 subdirs[:] = []
             if SKILL_FILE in files:
@@ -41,22 +43,41 @@ def _worker(skill: str, store: str, repeat: int, html_dir: str | None) -> dict[s
     from spyglass.store import Store
 
     try:
-        r = verify_skill(Path(skill), Store(Path(store), create=True), repeat=repeat,
-                         html_dir=Path(html_dir) if html_dir else None)
+        r = verify_skill(
+            Path(skill), Store(Path(store), create=True), repeat=repeat, html_dir=Path(html_dir) if html_dir else None
+        )
         return r.to_dict()
     except SpyglassError as exc:
-        return {"skill": Path(skill).name, "dir": skill, "verdict": "uncertain", "error": str(exc), "violations": [],
-                "uncertain_because": [f"could not verify: {exc}"], "prescan": [], "runs": [], "seconds": 0.0}
+        return {
+            "skill": Path(skill).name,
+            "dir": skill,
+            "verdict": "uncertain",
+            "error": str(exc),
+            "violations": [],
+            "uncertain_because": [f"could not verify: {exc}"],
+            "prescan": [],
+            "runs": [],
+            "seconds": 0.0,
+        }
 
 
-def scan(skills: list[Path], store: Path, *, repeat: int = 1, jobs: int | None = None, html_dir: Path | None = None,
-         progress: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+def scan(
+    skills: list[Path],
+    store: Path,
+    *,
+    repeat: int = 1,
+    jobs: int | None = None,
+    html_dir: Path | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
     """Verify ``skills`` with up to ``jobs`` workers (default: the number of cores); results in input order."""
     jobs = max(1, jobs or os.cpu_count() or 1)
     results: dict[str, dict[str, Any]] = {}
     with ProcessPoolExecutor(max_workers=min(jobs, max(1, len(skills)))) as pool:
-        futures = {pool.submit(_worker, str(s), str(store), repeat, str(html_dir) if html_dir else None): str(s)
-                   for s in skills}
+        futures = {
+            pool.submit(_worker, str(s), str(store), repeat, str(html_dir) if html_dir else None): str(s)
+            for s in skills
+        }
         for fut in as_completed(futures):
             res = fut.result()
             results[futures[fut]] = res

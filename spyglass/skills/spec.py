@@ -35,8 +35,15 @@ _KIND_WORDS: Final = {"csv": "csv", "json": "json", "markdown": "md", "yaml": "y
 _OUT_FLAGS: Final = frozenset({"-o", "--out", "--output", "--output-dir", "--outdir", "--dest"})
 _LIST_KEYS: Final = ("hosts", "read", "write", "delete", "commands", "secrets", "sequences", "inputs", "run")
 _ITEM_KEY: Final = {
-    "hosts": "host", "read": "path", "write": "path", "delete": "path", "commands": "command",
-    "secrets": "path", "sequences": "text", "inputs": "kind", "run": "command",
+    "hosts": "host",
+    "read": "path",
+    "write": "path",
+    "delete": "path",
+    "commands": "command",
+    "secrets": "path",
+    "sequences": "text",
+    "inputs": "kind",
+    "run": "command",
 }
 
 
@@ -193,7 +200,7 @@ def program_of(words: list[str]) -> str | None:
 
 
 def _path_like(tok: str) -> bool:
-    if tok.startswith("-") or "://" in tok or tok.startswith("$") and "/" not in tok:
+    if tok.startswith("-") or "://" in tok or (tok.startswith("$") and "/" not in tok):
         return False
     ext = tok.rsplit(".", 1)[-1].lower() if "." in tok else ""
     return "/" in tok or ext in INPUT_KINDS
@@ -217,9 +224,13 @@ def _from_block_line(spec: Spec, line: str, src: str, skill_files: set[str]) -> 
             if prev in (">", ">>") or prev in _OUT_FLAGS:
                 if tok not in spec.values("write"):
                     spec.write.append(Entry(_scope(tok), src))
-            elif _path_like(tok) and tok not in skill_files and not tok.startswith(("scripts/", "{baseDir}", "$")):
-                if tok not in spec.values("read"):
-                    spec.read.append(Entry(tok, src))
+            elif (
+                _path_like(tok)
+                and tok not in skill_files
+                and not tok.startswith(("scripts/", "{baseDir}", "$"))
+                and tok not in spec.values("read")
+            ):
+                spec.read.append(Entry(tok, src))
             prev = tok
 
 
@@ -235,9 +246,18 @@ def _capabilities(spec: Spec, doc: SkillDoc) -> None:
     if not isinstance(caps, dict):
         raise UsageError(f"{where}:1: `capabilities` must be a mapping")
     src = f"capabilities ({SKILL_FILE}:{line or 1})"
-    keymap = {"network": "hosts", "hosts": "hosts", "read": "read", "reads": "read", "write": "write",
-              "writes": "write", "delete": "delete", "commands": "commands", "secrets": "secrets",
-              "sequences": "sequences"}
+    keymap = {
+        "network": "hosts",
+        "hosts": "hosts",
+        "read": "read",
+        "reads": "read",
+        "write": "write",
+        "writes": "write",
+        "delete": "delete",
+        "commands": "commands",
+        "secrets": "secrets",
+        "sequences": "sequences",
+    }
     for key, raw in caps.items():
         target = keymap.get(str(key))
         if target is None:

@@ -66,10 +66,15 @@ class SkillResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "skill": self.skill, "dir": self.dir, "verdict": self.verdict, "error": self.error,
-            "violations": [v.to_dict() for v in self.violations], "uncertain_because": self.reasons,
+            "skill": self.skill,
+            "dir": self.dir,
+            "verdict": self.verdict,
+            "error": self.error,
+            "violations": [v.to_dict() for v in self.violations],
+            "uncertain_because": self.reasons,
             "prescan": [f.to_dict() for f in self.findings],
-            "runs": [r.__dict__ for r in self.runs], "seconds": round(self.seconds, 3),
+            "runs": [r.__dict__ for r in self.runs],
+            "seconds": round(self.seconds, 3),
             "spec": self.spec.to_dict() if self.spec else None,
         }
 
@@ -78,32 +83,55 @@ def _policy(base: Path, ws: Workspace, spec: Spec) -> Path:
     import yaml
 
     allow = [*spec.values("hosts"), "localhost", "127.0.0.0/8"]
-    doc = {"network": {"builtin_allow": False, "allow": allow}, "sandbox": {"readonly": [str(ws.skill)]},
-           "workspace": [str(ws.root)]}
+    doc = {
+        "network": {"builtin_allow": False, "allow": allow},
+        "sandbox": {"readonly": [str(ws.skill)]},
+        "workspace": [str(ws.root)],
+    }
     path = base / "spyglass.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
 
 
-def _one_run(skill_dir: Path, spec: Spec, mode: str, rep: int, base: Path, store: Store, standin: StandIn,
-             inputs: Path | None, html_dir: Path | None) -> tuple[RunRecord, list[Violation], list[str], set[str]]:
+def _one_run(
+    skill_dir: Path,
+    spec: Spec,
+    mode: str,
+    rep: int,
+    base: Path,
+    store: Store,
+    standin: StandIn,
+    inputs: Path | None,
+    html_dir: Path | None,
+) -> tuple[RunRecord, list[Violation], list[str], set[str]]:
     import os
 
     from spyglass.session import RunOptions, run_session
 
     ws = prepare_workspace(base / f"{mode}-{rep}", skill_dir, spec, mode, inputs)
     opts = RunOptions(
-        argv=ws.driver_argv(), cwd=str(ws.root), env={**os.environ, **ws.env}, policy_file=_policy(ws.base, ws, spec),
-        task=f"skill-verify:{spec.skill}:{mode}", sandbox=True, live_alerts=False, workspace_evidence=False,
-        skills=[str(ws.skill)], wait_descendants=2.0, workspace=[str(ws.root)],
-        sandbox_resolver=standin.resolver(spec.values("hosts")), sandbox_host_loopback=True,
+        argv=ws.driver_argv(),
+        cwd=str(ws.root),
+        env={**os.environ, **ws.env},
+        policy_file=_policy(ws.base, ws, spec),
+        task=f"skill-verify:{spec.skill}:{mode}",
+        sandbox=True,
+        live_alerts=False,
+        workspace_evidence=False,
+        skills=[str(ws.skill)],
+        wait_descendants=2.0,
+        workspace=[str(ws.root)],
+        sandbox_resolver=standin.resolver(spec.values("hosts")),
+        sandbox_host_loopback=True,
     )
     t0 = time.monotonic()
     outcome = run_session(opts, store)
     seconds = time.monotonic() - t0
     reader = RunReader(store, outcome.meta.id)
     events = list(reader.events())
-    judgement = Judge(spec, ws, dict(outcome.meta.extra), audit.read_records(ws.audit_dir)).judge(events, reader.alerts())
+    judgement = Judge(spec, ws, dict(outcome.meta.extra), audit.read_records(ws.audit_dir)).judge(
+        events, reader.alerts()
+    )
     for v in judgement.violations:
         v.run, v.mode = outcome.meta.id, mode
     reasons: list[str] = []
@@ -115,8 +143,9 @@ def _one_run(skill_dir: Path, spec: Spec, mode: str, rep: int, base: Path, store
         if rc is None:
             reasons.append(f"{mode} run {rep + 1}: step {s.index} ({s.origin}) did not finish")
         elif rc != 0:
-            reasons.append(f"{mode} run {rep + 1}: step {s.index} ({s.origin}) exited {rc}"
-                           + (" (timed out)" if rc == 124 else ""))
+            reasons.append(
+                f"{mode} run {rep + 1}: step {s.index} ({s.origin}) exited {rc}" + (" (timed out)" if rc == 124 else "")
+            )
     if outcome.exit_code != 0:
         reasons.append(f"{mode} run {rep + 1}: the run exited {outcome.exit_code}")
     ev_extra = outcome.meta.extra.get("evidence")
@@ -130,19 +159,38 @@ def _one_run(skill_dir: Path, spec: Spec, mode: str, rep: int, base: Path, store
         out = html_dir / f"{spec.skill}-{mode}-{rep + 1}.html"
         out.write_bytes(html_report_bytes(reader))
         html = str(out)
-    rec = RunRecord(mode, rep + 1, outcome.meta.id, outcome.exit_code, round(seconds, 3), steps,
-                    len(judgement.violations), judgement.facts, html)
+    rec = RunRecord(
+        mode,
+        rep + 1,
+        outcome.meta.id,
+        outcome.exit_code,
+        round(seconds, 3),
+        steps,
+        len(judgement.violations),
+        judgement.facts,
+        html,
+    )
     return rec, judgement.violations, reasons, judgement.executed
 
 
 def verify_skill(
-    skill_dir: Path, store: Store, *, spec: Spec | None = None, inputs: Path | None = None, repeat: int = 1,
-    agent: str = "compliant", html_dir: Path | None = None, keep: bool = False,
+    skill_dir: Path,
+    store: Store,
+    *,
+    spec: Spec | None = None,
+    inputs: Path | None = None,
+    repeat: int = 1,
+    agent: str = "compliant",
+    html_dir: Path | None = None,
+    keep: bool = False,
 ) -> SkillResult:
     """Verify one skill; errors in the skill's own files become a verdict ``uncertain`` with ``error``."""
     if agent not in AGENTS:
-        raise UsageError(f"--agent {agent}: not supported yet", hint="only the built-in `compliant` agent runs inside the "
-                         "sandbox today (a real agent CLI cannot reach the model stub from the sandbox's network)")
+        raise UsageError(
+            f"--agent {agent}: not supported yet",
+            hint="only the built-in `compliant` agent runs inside the "
+            "sandbox today (a real agent CLI cannot reach the model stub from the sandbox's network)",
+        )
     if repeat < 1:
         raise UsageError("--repeat must be at least 1")
     skill_dir = skill_dir.resolve()
@@ -162,9 +210,15 @@ def verify_skill(
             for mode in ("direct", "agent"):
                 if mode == "direct" and not has_scripts:
                     continue
-                rec, vios, reasons, executed = _one_run(skill_dir, spec, mode, rep, base, store, standin, inputs, html_dir)
+                rec, vios, reasons, executed = _one_run(
+                    skill_dir, spec, mode, rep, base, store, standin, inputs, html_dir
+                )
                 if mode == "agent" and not rec.steps:
-                    reasons = [*reasons, "SKILL.md has no shell or Python code block for the agent to follow"] if not has_scripts else reasons
+                    reasons = (
+                        [*reasons, "SKILL.md has no shell or Python code block for the agent to follow"]
+                        if not has_scripts
+                        else reasons
+                    )
                 result.runs.append(rec)
                 result.reasons.extend(reasons)
                 exercised |= executed

@@ -82,7 +82,11 @@ def skill_scripts(skill_dir: Path) -> list[str]:
     out = []
     for p in sorted(skill_dir.rglob("*")):
         rel = p.relative_to(skill_dir)
-        if p.is_file() and p.suffix in SCRIPT_EXT and not any(x.startswith(".") or x == "__pycache__" for x in rel.parts):
+        if (
+            p.is_file()
+            and p.suffix in SCRIPT_EXT
+            and not any(x.startswith(".") or x == "__pycache__" for x in rel.parts)
+        ):
             out.append(str(rel))
     return out
 
@@ -125,10 +129,17 @@ def _inputs(ws: Path, spec: Spec, inputs_dir: Path | None) -> list[str]:
 
 
 def _git_repo(ws: Path) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Sample Author", "GIT_AUTHOR_EMAIL": "author@example.com",
-           "GIT_COMMITTER_NAME": "Sample Author", "GIT_COMMITTER_EMAIL": "author@example.com",
-           "GIT_AUTHOR_DATE": "2026-01-05T10:00:00Z", "GIT_COMMITTER_DATE": "2026-01-05T10:00:00Z",
-           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Sample Author",
+        "GIT_AUTHOR_EMAIL": "author@example.com",
+        "GIT_COMMITTER_NAME": "Sample Author",
+        "GIT_COMMITTER_EMAIL": "author@example.com",
+        "GIT_AUTHOR_DATE": "2026-01-05T10:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-01-05T10:00:00Z",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_SYSTEM": "/dev/null",
+    }
     (ws / ".gitignore").write_text(f"{audit.AUDIT_DIR}/\n.agents/\n")
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "Sample data"]):
         subprocess.run(["git", *args], cwd=ws, env=env, check=True, capture_output=True, timeout=60)
@@ -137,8 +148,14 @@ def _git_repo(ws: Path) -> None:
 def _direct_steps(spec: Spec, skill: Path, ws: Path, inputs: list[str]) -> list[tuple[str, str, list[tuple[str, str]]]]:
     out = []
     for rel in skill_scripts(skill):
-        usage = next((e for e in spec.run if rel in e.value or f"/{Path(rel).name}" in e.value
-                      or e.value.split()[1:2] == [Path(rel).name]), None)
+        usage = next(
+            (
+                e
+                for e in spec.run
+                if rel in e.value or f"/{Path(rel).name}" in e.value or e.value.split()[1:2] == [Path(rel).name]
+            ),
+            None,
+        )
         if usage is not None:
             cmd = rewrite(usage.value, skill, ws)
             out.append((rel, cmd, [(usage.source, cmd)]))
@@ -186,11 +203,20 @@ def prepare_workspace(base: Path, skill_dir: Path, spec: Spec, mode: str, inputs
     (audit_dir / "driver.sh").write_text(
         f"cd {shlex.quote(str(ws))} || exit 1\n"
         f"for f in {shlex.quote(str(steps_dir))}/*.sh; do\n"
-        f"  [ -e \"$f\" ] || continue\n"
-        f"  timeout {STEP_TIMEOUT} bash \"$f\" </dev/null >\"$f.out\" 2>&1\n"
-        f"  echo \"$(basename \"$f\") $?\" >> {shlex.quote(str(status))}\n"
+        f'  [ -e "$f" ] || continue\n'
+        f'  timeout {STEP_TIMEOUT} bash "$f" </dev/null >"$f.out" 2>&1\n'
+        f'  echo "$(basename "$f") $?" >> {shlex.quote(str(status))}\n'
         "done\n"
     )
-    env.update({"HOME": str(home), "SKILL_DIR": str(skill), "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8",
-                "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "USER": "user", "TERM": "dumb"})
+    env.update(
+        {
+            "HOME": str(home),
+            "SKILL_DIR": str(skill),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "LANG": "C.UTF-8",
+            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            "USER": "user",
+            "TERM": "dumb",
+        }
+    )
     return Workspace(base, ws, skill, audit_dir, home, inputs, steps, env)

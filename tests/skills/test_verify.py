@@ -23,21 +23,29 @@ pytestmark = [
 
 #: skill -> (violation kind, message fragment, source) that must be among its violations
 EXPECTED = {
-    "exfil-ssh-key": [("secret-read", "~/.ssh/id_rsa", "scripts/summarize.py:9"),
-                      ("undeclared-host", "stats-collector.test", "scripts/summarize.py:11")],
+    "exfil-ssh-key": [
+        ("secret-read", "~/.ssh/id_rsa", "scripts/summarize.py:9"),
+        ("undeclared-host", "stats-collector.test", "scripts/summarize.py:11"),
+    ],
     "remote-code": [("undeclared-host", "cdn.plugins-update.test", "scripts/summarize.py:10")],
     "persist-bashrc": [("write-outside-scope", "~/.bashrc", "scripts/summarize.py:8")],
     "aws-creds": [("secret-read", "~/.aws/credentials", "scripts/summarize.py:8")],
     "destructive-cleanup": [("destructive", "data.csv", "scripts/summarize.py:9")],
     "obfuscated": [("secret-read", "~/.netrc", "scripts/summarize.py:10")],
-    "agent-instruction": [("secret-read", "~/.git-credentials", "SKILL.md:13"),
-                          ("undeclared-host", "licence-check.test", "SKILL.md:13")],
-    "download-exec": [("undeclared-host", "updates.wc-tools.test", "scripts/count.sh:4"),
-                      ("undeclared-command", "wget", "scripts/count.sh:4")],
+    "agent-instruction": [
+        ("secret-read", "~/.git-credentials", "SKILL.md:13"),
+        ("undeclared-host", "licence-check.test", "SKILL.md:13"),
+    ],
+    "download-exec": [
+        ("undeclared-host", "updates.wc-tools.test", "scripts/count.sh:4"),
+        ("undeclared-command", "wget", "scripts/count.sh:4"),
+    ],
     "autostart": [("write-outside-scope", "~/.config/autostart/toc-helper.desktop", "scripts/toc.py:12")],
     "git-hook": [("rule:persist-git-hook", ".git/hooks/post-commit", "scripts/changelog.sh:4")],
-    "node-env-exfil": [("secret-read", "~/.env", "scripts/slugify.js:9"),
-                       ("undeclared-host", "slug-metrics.test", "scripts/slugify.js:10")],
+    "node-env-exfil": [
+        ("secret-read", "~/.env", "scripts/slugify.js:9"),
+        ("undeclared-host", "slug-metrics.test", "scripts/slugify.js:10"),
+    ],
 }
 
 
