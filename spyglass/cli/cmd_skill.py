@@ -66,8 +66,8 @@ def spec_cmd(skill_dir: Path, fmt: str, output: Path | None) -> None:
     "--agent",
     default="compliant",
     show_default=True,
-    help="Who follows SKILL.md: `compliant` (runs every code block in order). Real agent CLIs are not "
-    "supported inside the sandbox yet.",
+    help="Who follows SKILL.md in the agent runs: `compliant` (a program that runs every code block in order), "
+    "`mini`, `codex`, or a command line with {task} (a real agent CLI driven by the scripted model stub).",
 )
 @click.option(
     "--inputs",
@@ -143,6 +143,7 @@ def _summary_table(results: list[dict[str, Any]]) -> None:
 @skill.command("scan")
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=None, help="Parallel skills (default: cores).")
+@click.option("--agent", default="compliant", show_default=True, help="As for `skill verify`.")
 @click.option("--repeat", type=click.IntRange(1, 20), default=1, show_default=True, help="Runs of each kind.")
 @click.option(
     "--format",
@@ -160,6 +161,7 @@ def _summary_table(results: list[dict[str, Any]]) -> None:
 def scan_cmd(
     dirs: tuple[Path, ...],
     jobs: int | None,
+    agent: str,
     repeat: int,
     fmt: str,
     output: Path | None,
@@ -181,11 +183,17 @@ def scan_cmd(
         with Progress(transient=True, disable=not is_tty(sys.stderr)) as bar:
             task = bar.add_task(f"verifying {len(skills)} skill(s)", total=len(skills))
             results = scan(
-                skills, store.root, repeat=repeat, jobs=jobs, html_dir=html_dir, progress=lambda r: bar.advance(task)
+                skills,
+                store.root,
+                repeat=repeat,
+                jobs=jobs,
+                html_dir=html_dir,
+                agent=agent,
+                progress=lambda r: bar.advance(task),
             )
         _summary_table(results)
     else:
-        results = scan(skills, store.root, repeat=repeat, jobs=jobs, html_dir=html_dir)
+        results = scan(skills, store.root, repeat=repeat, jobs=jobs, html_dir=html_dir, agent=agent)
     counts = {v: sum(1 for r in results if r["verdict"] == v) for v in ("compliant", "violations", "uncertain")}
     report = {"tool": "spyglass", "version": __version__, "summary": counts, "skills": results}
     if output is not None:

@@ -117,8 +117,21 @@ def _evdict(ev: Event) -> dict[str, Any]:
 
 
 class Judge:
-    def __init__(self, spec: Spec, ws: Workspace, meta_extra: dict[str, Any], records: list[AuditRecord]) -> None:
+    def __init__(
+        self,
+        spec: Spec,
+        ws: Workspace,
+        meta_extra: dict[str, Any],
+        records: list[AuditRecord],
+        *,
+        only_steps: bool = False,
+    ) -> None:
+        """``only_steps``: judge only processes started by a step (a real agent's own activity,
+        its model calls, config and logs, is not the skill's)."""
         self.spec, self.ws, self.records = spec, ws, records
+        self.only_steps = only_steps
+        self._step_pids: dict[int, bool] = {}
+        self._steps_dir = str(ws.audit_dir / "steps") + "/"
         sb = meta_extra.get("sandbox") or {}
         self.home_host = str((sb.get("home") or {}).get("host") or "")
         self.home_view = str((sb.get("home") or {}).get("view") or ws.home)
@@ -209,6 +222,13 @@ class Judge:
         )
         self.out[key] = v
         self.by_seq[ev.seq] = v
+
+    def _in_step(self, pid: int) -> bool:
+        hit = self._step_pids.get(pid)
+        if hit is None:
+            hit = any(any(a.startswith(self._steps_dir) for a in (p.argv or [])) for p in self.procs.lineage(pid))
+            self._step_pids[pid] = hit
+        return hit
 
     def _needles(self, ev: Event, view: str) -> tuple[str, ...]:
         info = self.procs.get(ev.pid)
@@ -361,6 +381,10 @@ class Judge:
         executed: set[str] = set()
         for ev in events:
             self.procs.update(ev)
+            if ev.type in ("process.exec", "process.start"):
+                self._step_pids.pop(ev.pid, None)
+            if self.only_steps and not self._in_step(ev.pid):
+                continue
             t = ev.type
             if t == "process.exec":
                 self._exec(ev)
@@ -381,6 +405,8 @@ class Judge:
                     facts["writes"].add(f"{t} {self._nice(ev.raw_path or ev.path)}")
         for alert in alerts:
             if level_rank(alert.level) < level_rank(RULE_LEVEL):
+                continue
+            if self.only_steps and not self._in_step(alert.pid):
                 continue
             hit = next((self.by_seq[s] for s in alert.event_seqs if s in self.by_seq), None)
             if hit is not None:

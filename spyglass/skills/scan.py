@@ -37,14 +37,18 @@ def find_skills(dirs: Iterable[Path], depth: int = 4) -> list[Path]:
     return sorted(dict.fromkeys(out))
 
 
-def _worker(skill: str, store: str, repeat: int, html_dir: str | None) -> dict[str, Any]:
+def _worker(skill: str, store: str, repeat: int, html_dir: str | None, agent: str) -> dict[str, Any]:
     from spyglass.errors import SpyglassError
     from spyglass.skills.verify import verify_skill
     from spyglass.store import Store
 
     try:
         r = verify_skill(
-            Path(skill), Store(Path(store), create=True), repeat=repeat, html_dir=Path(html_dir) if html_dir else None
+            Path(skill),
+            Store(Path(store), create=True),
+            repeat=repeat,
+            html_dir=Path(html_dir) if html_dir else None,
+            agent=agent,
         )
         return r.to_dict()
     except SpyglassError as exc:
@@ -69,13 +73,14 @@ def scan(
     jobs: int | None = None,
     html_dir: Path | None = None,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    agent: str = "compliant",
 ) -> list[dict[str, Any]]:
     """Verify ``skills`` with up to ``jobs`` workers (default: the number of cores); results in input order."""
     jobs = max(1, jobs or os.cpu_count() or 1)
     results: dict[str, dict[str, Any]] = {}
     with ProcessPoolExecutor(max_workers=min(jobs, max(1, len(skills)))) as pool:
         futures = {
-            pool.submit(_worker, str(s), str(store), repeat, str(html_dir) if html_dir else None): str(s)
+            pool.submit(_worker, str(s), str(store), repeat, str(html_dir) if html_dir else None, agent): str(s)
             for s in skills
         }
         for fut in as_completed(futures):

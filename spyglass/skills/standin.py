@@ -38,8 +38,10 @@ class StandIn:
     def port(self) -> int:
         return int(self.server.server_address[1])
 
-    def resolver(self, hosts: list[str]) -> Resolver:
-        table: dict[str, str | tuple[str, int]] = {}
+    def resolver(self, hosts: list[str], extra: dict[str, str | tuple[str, int]] | None = None) -> Resolver:
+        """Each of ``hosts`` (ports 80, 443, 8080, or the one given) pinned to the stand-in; ``extra``
+        pins more names (``{"model.test:80": ("127.0.0.1", PORT)}``)."""
+        table: dict[str, str | tuple[str, int]] = dict(extra or {})
         for h in hosts:
             name, _, port = h.partition(":")
             if name.startswith("*."):

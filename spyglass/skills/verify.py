@@ -13,6 +13,8 @@ Verdicts (exit codes of the command):
 
 from __future__ import annotations
 
+import contextlib
+import shlex
 import shutil
 import tempfile
 import time
@@ -31,7 +33,7 @@ from spyglass.skills.workspace import Workspace, prepare_workspace, skill_script
 from spyglass.store import RunReader, Store
 
 VERDICT_EXIT: Final = {"compliant": 0, "violations": 1, "uncertain": 3}
-AGENTS: Final = ("compliant",)
+BUILTIN_AGENTS: Final = ("compliant", "mini", "codex")
 
 
 @dataclass
@@ -79,13 +81,13 @@ class SkillResult:
         }
 
 
-def _policy(base: Path, ws: Workspace, spec: Spec) -> Path:
+def _policy(base: Path, ws: Workspace, spec: Spec, more_hosts: list[str], readonly: list[str]) -> Path:
     import yaml
 
-    allow = [*spec.values("hosts"), "localhost", "127.0.0.0/8"]
+    allow = [*spec.values("hosts"), *more_hosts, "localhost", "127.0.0.0/8"]
     doc = {
         "network": {"builtin_allow": False, "allow": allow},
-        "sandbox": {"readonly": [str(ws.skill)]},
+        "sandbox": {"readonly": [str(ws.skill), *readonly]},
         "workspace": [str(ws.root)],
     }
     path = base / "spyglass.yaml"
@@ -103,33 +105,51 @@ def _one_run(
     standin: StandIn,
     inputs: Path | None,
     html_dir: Path | None,
+    agent: str = "compliant",
 ) -> tuple[RunRecord, list[Violation], list[str], set[str]]:
     import os
 
     from spyglass.session import RunOptions, run_session
 
     ws = prepare_workspace(base / f"{mode}-{rep}", skill_dir, spec, mode, inputs)
-    opts = RunOptions(
-        argv=ws.driver_argv(),
-        cwd=str(ws.root),
-        env={**os.environ, **ws.env},
-        policy_file=_policy(ws.base, ws, spec),
-        task=f"skill-verify:{spec.skill}:{mode}",
-        sandbox=True,
-        live_alerts=False,
-        workspace_evidence=False,
-        skills=[str(ws.skill)],
-        wait_descendants=2.0,
-        workspace=[str(ws.root)],
-        sandbox_resolver=standin.resolver(spec.values("hosts")),
-        sandbox_host_loopback=True,
-    )
-    t0 = time.monotonic()
-    outcome = run_session(opts, store)
-    seconds = time.monotonic() - t0
+    real = mode == "agent" and agent != "compliant"
+    argv, env, more_hosts, readonly = ws.driver_argv(), {**os.environ, **ws.env}, [], []
+    extra_resolve: dict[str, str | tuple[str, int]] = {}
+    with contextlib.ExitStack() as stack:
+        if real:
+            from spyglass.agents.model_stub import start_stub
+            from spyglass.agents.script import parse_script
+            from spyglass.skills.realagent import MODEL_HOST, plan_agent
+
+            plan = plan_agent(agent, ws, f"Use the skill in {ws.skill} (read its SKILL.md and follow it).")
+            stub = start_stub(parse_script(plan.script, "skill-verify"))
+            stack.callback(stub.close)
+            log = shlex.quote(str(ws.audit_dir / "agent.log"))
+            argv = ["/bin/sh", "-c", f'exec "$@" </dev/null >{log} 2>&1', "agent", *plan.argv]
+            env = {**env, **plan.env}
+            more_hosts, readonly = [MODEL_HOST], plan.readonly
+            extra_resolve = {f"{MODEL_HOST}:80": ("127.0.0.1", stub.port)}
+        opts = RunOptions(
+            argv=argv,
+            cwd=str(ws.root),
+            env=env,
+            policy_file=_policy(ws.base, ws, spec, more_hosts, readonly),
+            task=f"skill-verify:{spec.skill}:{mode}",
+            sandbox=True,
+            live_alerts=False,
+            workspace_evidence=False,
+            skills=[str(ws.skill)],
+            wait_descendants=2.0,
+            workspace=[str(ws.root)],
+            sandbox_resolver=standin.resolver(spec.values("hosts"), extra_resolve),
+            sandbox_host_loopback=True,
+        )
+        t0 = time.monotonic()
+        outcome = run_session(opts, store)
+        seconds = time.monotonic() - t0
     reader = RunReader(store, outcome.meta.id)
     events = list(reader.events())
-    judgement = Judge(spec, ws, dict(outcome.meta.extra), audit.read_records(ws.audit_dir)).judge(
+    judgement = Judge(spec, ws, dict(outcome.meta.extra), audit.read_records(ws.audit_dir), only_steps=real).judge(
         events, reader.alerts()
     )
     for v in judgement.violations:
@@ -184,12 +204,12 @@ def verify_skill(
     html_dir: Path | None = None,
     keep: bool = False,
 ) -> SkillResult:
-    """Verify one skill; errors in the skill's own files become a verdict ``uncertain`` with ``error``."""
-    if agent not in AGENTS:
+    """Verify one skill.  ``agent``: who follows SKILL.md in the ``agent`` runs: ``compliant`` (the
+    built-in program), ``mini``, ``codex`` or a command line with ``{task}`` (a real agent CLI driven
+    by the scripted model stub, see :mod:`spyglass.skills.realagent`)."""
+    if agent not in BUILTIN_AGENTS and "{task}" not in agent:
         raise UsageError(
-            f"--agent {agent}: not supported yet",
-            hint="only the built-in `compliant` agent runs inside the "
-            "sandbox today (a real agent CLI cannot reach the model stub from the sandbox's network)",
+            f"--agent {agent!r}: unknown agent", hint="one of compliant, mini, codex, or a command line with {task}"
         )
     if repeat < 1:
         raise UsageError("--repeat must be at least 1")
@@ -211,7 +231,7 @@ def verify_skill(
                 if mode == "direct" and not has_scripts:
                     continue
                 rec, vios, reasons, executed = _one_run(
-                    skill_dir, spec, mode, rep, base, store, standin, inputs, html_dir
+                    skill_dir, spec, mode, rep, base, store, standin, inputs, html_dir, agent
                 )
                 if mode == "agent" and not rec.steps:
                     reasons = (

@@ -75,3 +75,8 @@ def test_cli_spec_json_and_missing_skill(tmp_path: Path, spy: Any) -> None:
     assert json.loads(res.stdout)["skill"] == "csv-summary"
     res = spy("skill", "spec", str(tmp_path))
     assert res.exit_code == 2 and "no SKILL.md here" in res.output
+
+
+def test_cli_verify_refuses_an_unknown_agent(spy: Any) -> None:
+    res = spy("skill", "verify", str(DATA / "benign" / "csv-summary"), "--agent", "nonsense")
+    assert res.exit_code == 2 and "unknown agent" in res.output
