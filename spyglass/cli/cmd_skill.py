@@ -114,7 +114,7 @@ def verify_cmd(
     if fmt == "json":
         echo_json(to_json([result]))
     elif fmt == "sarif":
-        echo_json(to_sarif([result]))
+        echo_json(to_sarif(to_json([result])))
     else:
         click.echo(to_text(result))
     sys.exit(result.exit_code)
@@ -148,15 +148,18 @@ def _summary_table(results: list[dict[str, Any]]) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(["text", "json", "sarif"]),
     default="text",
     show_default=True,
-    help="text: a progress bar and a summary table; json: the one report on stdout.",
+    help="text: a progress bar and a summary table; json: the one report on stdout; sarif: SARIF 2.1.0.",
 )
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON report here."
 )
 @click.option("--html-dir", type=click.Path(file_okay=False, path_type=Path), help="HTML report of each run here.")
+@click.option(
+    "--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), help="One HTML summary page here."
+)
 @store_option
 def scan_cmd(
     dirs: tuple[Path, ...],
@@ -166,6 +169,7 @@ def scan_cmd(
     fmt: str,
     output: Path | None,
     html_dir: Path | None,
+    html_file: Path | None,
     store_path: Path | None,
 ) -> None:
     """Verify every skill found in DIRS (a directory with SKILL.md, or a tree of them such as a
@@ -198,8 +202,16 @@ def scan_cmd(
     report = {"tool": "spyglass", "version": __version__, "summary": counts, "skills": results}
     if output is not None:
         output.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    if html_file is not None:
+        from spyglass.skills.report import to_html
+
+        html_file.write_text(to_html(report))
     if fmt == "json":
         echo_json(report)
+    elif fmt == "sarif":
+        from spyglass.skills.report import to_sarif
+
+        echo_json(to_sarif(report))
     else:
         click.echo(
             f"{counts['compliant']} compliant, {counts['violations']} with violations, {counts['uncertain']} uncertain"

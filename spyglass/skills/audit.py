@@ -1,4 +1,4 @@
-"""Which line of a Python script made a call: an audit hook injected into the sandbox.
+"""Which line of a Python or Node script made a call: hooks injected into the sandbox.
 
 The workspace gets a directory holding ``sitecustomize.py`` (below), put first
 on ``PYTHONPATH`` so every Python process of the run loads it.  It installs a
@@ -6,6 +6,10 @@ on ``PYTHONPATH`` so every Python process of the run loads it.  It installs a
 (open, connect, name lookup, URL request, process start, delete, rename,
 chmod, exec of code) to ``audit-<pid>.jsonl`` beside it, with the first frame
 outside the standard library and site-packages: the script's file and line.
+
+Node processes load ``preload.js`` (``spyglass/skills/node_preload.js``) through
+``NODE_OPTIONS=--require``: it wraps ``fs``, ``child_process``, ``http(s)`` and
+``fetch`` and writes the same records to ``audit-node-<pid>.jsonl``.
 
 The kernel's events stay the evidence; the audit lines only point at source
 lines.  A script that removes the hook (it cannot: audit hooks cannot be
@@ -153,7 +157,8 @@ def install(workspace: Path) -> tuple[Path, dict[str, str]]:
     d = workspace / AUDIT_DIR
     d.mkdir(exist_ok=True)
     (d / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    return d, {"PYTHONPATH": str(d)}
+    (d / "preload.js").write_text((Path(__file__).parent / "node_preload.js").read_text())
+    return d, {"PYTHONPATH": str(d), "NODE_OPTIONS": f"--require {d / 'preload.js'}"}
 
 
 def read_records(audit_dir: Path) -> list[AuditRecord]:

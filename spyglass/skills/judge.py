@@ -402,7 +402,8 @@ class Judge:
                     executed.add(ev.path[len(self.skill) + 1 :])
                 self._file(ev)
                 if t in FILE_WRITE_TYPES and ev.path and f"/{AUDIT_DIR}" not in ev.path:
-                    facts["writes"].add(f"{t} {self._nice(ev.raw_path or ev.path)}")
+                    in_tmp = any(ev.path.startswith(tmp + "/") for tmp in self.tmp_hosts)
+                    facts["writes"].add(f"{t} /tmp/*" if in_tmp else f"{t} {self._nice(ev.raw_path or ev.path)}")
         for alert in alerts:
             if level_rank(alert.level) < level_rank(RULE_LEVEL):
                 continue

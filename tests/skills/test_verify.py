@@ -79,3 +79,35 @@ def test_malicious_skill_has_the_offending_call(results: dict[str, dict[str, Any
         assert any(k == kind and fragment in m and s == source for k, m, s in got), (kind, fragment, source, got)
     for v in r["violations"]:
         assert v["process"]["pid"] > 0 and v["lineage"] and v["remedy"] and v["event"]["seq"] > 0
+
+
+def test_reports_of_the_set(results: dict[str, dict[str, Any]]) -> None:
+    from spyglass.skills.report import to_html, to_sarif
+
+    report = {"summary": {}, "skills": list(results.values())}
+    sarif = to_sarif(report)
+    located = {
+        (
+            r["ruleId"],
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].rsplit("/", 2)[-2:][-1],
+            r["locations"][0]["physicalLocation"]["region"]["startLine"],
+        )
+        for r in sarif["runs"][0]["results"]
+    }
+    assert ("skill/secret-read", "summarize.py", 9) in located  # exfil-ssh-key
+    assert all(r["level"] == "error" for r in sarif["runs"][0]["results"])
+    page = to_html(report)
+    assert all(name in page for name in results) and "remedy: remove the read of ~/.ssh/id_rsa" in page
+
+
+def test_cli_verify_exit_codes_and_sarif(spy: Any) -> None:
+    import json
+
+    res = spy("skill", "verify", str(DATA / "malicious" / "aws-creds"), "--format", "sarif")
+    assert res.exit_code == 1, res.output
+    results = json.loads(res.stdout)["runs"][0]["results"]
+    assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results] == [
+        ("skill/secret-read", 8)
+    ]
+    res = spy("skill", "verify", str(DATA / "benign" / "json-format"))
+    assert res.exit_code == 0 and "json-format: COMPLIANT" in res.stdout
