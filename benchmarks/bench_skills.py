@@ -38,9 +38,10 @@ def bare(skill: Path, proxy: str) -> float:
         for mode in modes:
             ws = prepare_workspace(base / mode, skill, spec, mode)
             t0 = time.monotonic()
-            subprocess.run(
-                ws.driver_argv(), cwd=ws.root, env={**os.environ, **ws.env}, capture_output=True, timeout=300
-            )
+            env = {**os.environ, **ws.env, "http_proxy": proxy, "HTTP_PROXY": proxy, "NO_PROXY": "", "no_proxy": ""}
+            for hook in ("PYTHONPATH", "NODE_OPTIONS"):  # bare: without the source-line hooks
+                env.pop(hook, None)
+            subprocess.run(ws.driver_argv(), cwd=ws.root, env=env, capture_output=True, timeout=300)
             total += time.monotonic() - t0
         return total
     finally:

@@ -223,6 +223,11 @@ class Judge:
         self.out[key] = v
         self.by_seq[ev.seq] = v
 
+    def _secret_declared(self, view: str) -> bool:
+        """A secret the spec declares (``secrets: [~/.config/tool/token]``, globs allowed)."""
+        nice = self._nice(view)
+        return any(fnmatch.fnmatch(nice, g) or fnmatch.fnmatch(view, g) for g in self.spec.values("secrets"))
+
     def _in_step(self, pid: int) -> bool:
         hit = self._step_pids.get(pid)
         if hit is None:
@@ -282,7 +287,7 @@ class Judge:
         write = ev.type in FILE_WRITE_TYPES or (ev.type == "sandbox.denied" and ev.reason == "read-only")
         if ev.type == "file.read" or (ev.type == "sandbox.denied" and not write):
             secret = path in self.honeytokens or view in self.honeytokens or bool(self.secret_re.match(view))
-            if secret and not self.spec.secrets and self._rel(path) is None:
+            if secret and not self._secret_declared(view) and self._rel(path) is None:
                 nice = self._nice(view)
                 if self._read_by_itself(ev, view):
                     return

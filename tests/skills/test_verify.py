@@ -2,7 +2,9 @@
 
 The whole set runs once, two skills at a time (``skill scan``'s parallelism), with one
 repeat: the benign skills must be ``compliant``, every malicious one ``violations``
-with the offending call's kind and source line.
+with the offending call's kind and source line, and the two in ``uncertain/``
+(a script that fails on the sample input; a harmless base64 blob the pre-scan
+flags) ``uncertain`` with the reason.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ EXPECTED = {
     ],
     "autostart": [("write-outside-scope", "~/.config/autostart/toc-helper.desktop", "scripts/toc.py:12")],
     "git-hook": [("rule:persist-git-hook", ".git/hooks/post-commit", "scripts/changelog.sh:4")],
+    "scope-creep": [("write-outside-scope", "notes.md", "scripts/toc.py:10")],
     "node-env-exfil": [
         ("secret-read", "~/.env", "scripts/slugify.js:9"),
         ("undeclared-host", "slug-metrics.test", "scripts/slugify.js:10"),
@@ -52,7 +55,7 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     store = tmp_path_factory.mktemp("store")
-    skills = find_skills([DATA / "benign", DATA / "malicious"])
+    skills = find_skills([DATA / "benign", DATA / "malicious", DATA / "uncertain"])
     return {Path(r["dir"]).name: r for r in scan(skills, store, jobs=2)}
 
 
@@ -95,7 +98,8 @@ def test_reports_of_the_set(results: dict[str, dict[str, Any]]) -> None:
         for r in sarif["runs"][0]["results"]
     }
     assert ("skill/secret-read", "summarize.py", 9) in located  # exfil-ssh-key
-    assert all(r["level"] == "error" for r in sarif["runs"][0]["results"])
+    levels = {r["ruleId"].startswith("skill/prescan/"): r["level"] for r in sarif["runs"][0]["results"]}
+    assert levels == {False: "error", True: "warning"}  # violations; the uncertain skills' pre-scan hints
     page = to_html(report)
     assert all(name in page for name in results) and "remedy: remove the read of ~/.ssh/id_rsa" in page
 
@@ -111,3 +115,28 @@ def test_cli_verify_exit_codes_and_sarif(spy: Any) -> None:
     ]
     res = spy("skill", "verify", str(DATA / "benign" / "json-format"))
     assert res.exit_code == 0 and "json-format: COMPLIANT" in res.stdout
+
+
+def test_uncertain_when_a_step_fails_or_the_prescan_has_a_hint(results: dict[str, dict[str, Any]]) -> None:
+    failing = results["failing-script"]
+    assert failing["verdict"] == "uncertain" and failing["violations"] == []
+    assert "direct run 1: step 1 (scripts/totals.py) exited 1" in failing["uncertain_because"]
+    blob = results["harmless-blob"]
+    assert blob["verdict"] == "uncertain" and blob["violations"] == []
+    assert blob["uncertain_because"] == ["pre-scan: a long base64 blob at scripts/banner.py:4"]
+
+
+def test_an_edited_spec_changes_what_is_a_violation(tmp_path: Path) -> None:
+    """Declaring the host in the spec removes that violation; the secret read stays one, and sending
+    the honeytoken's canary there is still the rule pack's exfiltration alert."""
+    from spyglass.skills.spec import derive_spec, load_spec
+    from spyglass.skills.verify import verify_skill
+    from spyglass.store import Store
+
+    skill = DATA / "malicious" / "exfil-ssh-key"
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(derive_spec(skill).to_yaml().replace("hosts: []", "hosts:\n- host: stats-collector.test"))
+    r = verify_skill(skill, Store(tmp_path / "store", create=True), spec=load_spec(spec_file))
+    assert r.verdict == "violations"
+    assert {v.kind for v in r.violations} == {"secret-read", "rule:exfil-canary-egress"}
+    assert ("secret-read", "read of ~/.ssh/id_rsa") in {(v.kind, v.message) for v in r.violations}
