@@ -178,7 +178,9 @@ def scan_cmd(
 
     from spyglass import __version__
     from spyglass.skills.scan import find_skills, scan
+    from spyglass.skills.verify import check_agent
 
+    check_agent(agent)
     skills = find_skills(dirs)
     if not skills:
         raise UsageError("no SKILL.md found under the given directories")

@@ -13,6 +13,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from spyglass.errors import SpyglassError
 from spyglass.skills.skillmd import SKILL_FILE
 
 
@@ -38,7 +39,7 @@ def find_skills(dirs: Iterable[Path], depth: int = 4) -> list[Path]:
 
 
 def _worker(skill: str, store: str, repeat: int, html_dir: str | None, agent: str) -> dict[str, Any]:
-    from spyglass.errors import SpyglassError
+    from spyglass.errors import EXIT_CANNOT_RUN, EXIT_USAGE, SpyglassError
     from spyglass.skills.verify import verify_skill
     from spyglass.store import Store
 
@@ -52,6 +53,8 @@ def _worker(skill: str, store: str, repeat: int, html_dir: str | None, agent: st
         )
         return r.to_dict()
     except SpyglassError as exc:
+        if exc.exit_code in (EXIT_CANNOT_RUN, EXIT_USAGE):  # no sandbox, bad --agent: the scan stops
+            return {"fatal": exc.message, "exit_code": exc.exit_code, "hint": exc.hint}
         return {
             "skill": Path(skill).name,
             "dir": skill,
@@ -85,6 +88,12 @@ def scan(
         }
         for fut in as_completed(futures):
             res = fut.result()
+            if "fatal" in res:
+                for other in futures:
+                    other.cancel()
+                err = SpyglassError(res["fatal"], hint=res.get("hint"))
+                err.exit_code = int(res["exit_code"])
+                raise err
             results[futures[fut]] = res
             if progress is not None:
                 progress(res)

@@ -193,6 +193,14 @@ def _one_run(
     return rec, judgement.violations, reasons, judgement.executed
 
 
+def check_agent(agent: str) -> str:
+    if agent not in BUILTIN_AGENTS and "{task}" not in agent:
+        raise UsageError(
+            f"--agent {agent!r}: unknown agent", hint="one of compliant, mini, codex, or a command line with {task}"
+        )
+    return agent
+
+
 def verify_skill(
     skill_dir: Path,
     store: Store,
@@ -207,10 +215,7 @@ def verify_skill(
     """Verify one skill.  ``agent``: who follows SKILL.md in the ``agent`` runs: ``compliant`` (the
     built-in program), ``mini``, ``codex`` or a command line with ``{task}`` (a real agent CLI driven
     by the scripted model stub, see :mod:`spyglass.skills.realagent`)."""
-    if agent not in BUILTIN_AGENTS and "{task}" not in agent:
-        raise UsageError(
-            f"--agent {agent!r}: unknown agent", hint="one of compliant, mini, codex, or a command line with {task}"
-        )
+    check_agent(agent)
     if repeat < 1:
         raise UsageError("--repeat must be at least 1")
     skill_dir = skill_dir.resolve()

@@ -80,3 +80,18 @@ def test_cli_spec_json_and_missing_skill(tmp_path: Path, spy: Any) -> None:
 def test_cli_verify_refuses_an_unknown_agent(spy: Any) -> None:
     res = spy("skill", "verify", str(DATA / "benign" / "csv-summary"), "--agent", "nonsense")
     assert res.exit_code == 2 and "unknown agent" in res.output
+
+
+def test_cli_scan_needs_skills_and_a_known_agent(tmp_path: Path, spy: Any) -> None:
+    res = spy("skill", "scan", str(tmp_path))
+    assert res.exit_code == 2 and "no SKILL.md found" in res.output
+    res = spy("skill", "scan", str(DATA / "benign"), "--agent", "nonsense")
+    assert res.exit_code == 2 and "unknown agent" in res.output
+
+
+def test_find_skills_walks_a_marketplace_tree() -> None:
+    from spyglass.skills.scan import find_skills
+
+    found = find_skills([DATA])
+    assert len(found) == len(list(DATA.glob("*/*/SKILL.md")))
+    assert DATA / "benign" / "csv-summary" in found

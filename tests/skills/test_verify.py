@@ -140,3 +140,15 @@ def test_an_edited_spec_changes_what_is_a_violation(tmp_path: Path) -> None:
     assert r.verdict == "violations"
     assert {v.kind for v in r.violations} == {"secret-read", "rule:exfil-canary-egress"}
     assert ("secret-read", "read of ~/.ssh/id_rsa") in {(v.kind, v.message) for v in r.violations}
+
+
+def test_the_authors_inputs_are_used(tmp_path: Path) -> None:
+    from spyglass.skills.verify import verify_skill
+    from spyglass.store import Store
+
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    (inputs / "data.csv").write_text("city,visits\nOslo,3\nLima,4\n")
+    r = verify_skill(DATA / "benign" / "csv-summary", Store(tmp_path / "store", create=True), inputs=inputs)
+    assert r.verdict == "compliant", (r.violations, r.reasons)
+    assert any("out/summary.md" in w for run in r.runs for w in run.facts["writes"])
