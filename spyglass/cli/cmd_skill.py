@@ -86,7 +86,7 @@ def spec_cmd(skill_dir: Path, fmt: str, output: Path | None) -> None:
 @click.option(
     "--html-dir", type=click.Path(file_okay=False, path_type=Path), help="Write the HTML report of each run here."
 )
-@click.option("--keep", is_flag=True, help="Keep the workspaces (printed in the JSON report's runs).")
+@click.option("--keep", is_flag=True, help="Keep the workspaces (their paths are in the JSON report's runs).")
 @store_option
 def verify_cmd(
     skill_dir: Path,

@@ -47,6 +47,7 @@ class RunRecord:
     violations: int
     facts: dict[str, list[str]]
     html: str | None = None
+    workspace: str | None = None  # kept with --keep
 
 
 @dataclass
@@ -244,6 +245,8 @@ def verify_skill(
                         if not has_scripts
                         else reasons
                     )
+                if keep:
+                    rec.workspace = str(base / f"{mode}-{rep}")
                 result.runs.append(rec)
                 result.reasons.extend(reasons)
                 exercised |= executed
