@@ -36,6 +36,8 @@ class BenchConfig:
     jobs: int = 0
     sandbox: bool = False
     policy: Path | None = None
+    #: also run each task's agent once without spyglass, for the capture overhead
+    measure_overhead: bool = False
 
 
 def plan_trials(cfg: BenchConfig) -> list[TrialPlan]:
@@ -43,6 +45,8 @@ def plan_trials(cfg: BenchConfig) -> list[TrialPlan]:
     for task in cfg.suite.tasks:
         for rep in range(1, cfg.repeat + 1):
             plans.append(TrialPlan(task=task, variant="clean", rep=rep))
+        if cfg.measure_overhead:
+            plans.append(TrialPlan(task=task, variant="bare", rep=1))
         for inj in cfg.injections:
             if applies(inj, task.skills):
                 plans.append(TrialPlan(task=task, variant=inj.id, rep=1, injection=inj))
@@ -61,7 +65,7 @@ def load_done(out: Path) -> dict[str, TrialResult]:
             r = TrialResult(**data)
         except (ValueError, TypeError):
             continue
-        if r.error is None and r.run_id:
+        if r.error is None and (r.run_id or r.variant == "bare"):
             done[r.id] = r
     return done
 
@@ -125,7 +129,7 @@ def run_bench(cfg: BenchConfig, progress: Callable[[int, int, TrialResult | None
                         state.write(json.dumps(res.to_json()) + "\n")
                         state.flush()
                         os.fsync(state.fileno())
-                    if res.error is None and res.run_id:
+                    if res.error is None and (res.run_id or res.variant == "bare"):
                         done[res.id] = res
                     finished += 1
                     if progress is not None:
@@ -146,7 +150,7 @@ def failed_trials(out: Path) -> list[dict[str, Any]]:
             except ValueError:
                 continue
             last[data.get("id", "")] = data
-    return [d for d in last.values() if d.get("error") or not d.get("run_id")]
+    return [d for d in last.values() if d.get("error") or (not d.get("run_id") and d.get("variant") != "bare")]
 
 
 class Eta:

@@ -42,12 +42,15 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "bench" / "example"
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Bench directory: trials, store, tables (default: ./spyglass-bench/SUITE_NAME). "
                    "Running again on it resumes.")
+@click.option("--measure-overhead", is_flag=True,
+              help="Also run each task's agent once without spyglass: the tables then give the capture overhead.")
 @click.option("--fresh", is_flag=True, help="Delete the bench directory's trials and start over.")
 @click.option("--html/--no-html", default=True, show_default=True,
               help="Write bench.html, the heat map and a report per run into the bench directory.")
 def bench_cmd(fmt: str, suite: Path | None, agent_text: str, agent_bin: Path | None, repeat: int,
               inject_file: Path | None, inject_default: bool, tasks: tuple[str, ...], jobs: int | None,
-              sandbox: bool, policy_file: Path | None, out_dir: Path | None, fresh: bool, html: bool) -> None:
+              sandbox: bool, policy_file: Path | None, out_dir: Path | None, measure_overhead: bool, fresh: bool,
+              html: bool) -> None:
     """Run an agent over a task suite and measure reliability and detection.
 
     \b
@@ -94,7 +97,8 @@ def bench_cmd(fmt: str, suite: Path | None, agent_text: str, agent_bin: Path | N
             elif p.exists() or p.is_symlink():
                 p.unlink()
     cfg = BenchConfig(suite=the_suite, agent=agent, out=out, repeat=repeat, injections=injections,
-                      jobs=jobs or 0, sandbox=sandbox, policy=policy_file.resolve() if policy_file else None)
+                      jobs=jobs or 0, sandbox=sandbox, policy=policy_file.resolve() if policy_file else None,
+                      measure_overhead=measure_overhead)
     stop = threading.Event()
     results = _run_with_progress(cfg, run_bench, Eta(), stop)
     if not results:
