@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from spyglass.cli.common import echo_json, format_option, store_option
+from spyglass.cli.common import check_output_path, echo_json, format_option, store_option, write_output
 
 # ---------------------------------------------------------------- helpers
 
@@ -288,7 +288,7 @@ def policy_init(force: bool, path: Path) -> None:
 
     if path.exists() and not force:
         raise UsageError(f"{path} already exists", hint="use --force to overwrite it")
-    path.write_text(STARTER, encoding="utf-8")
+    write_output(path, STARTER)
     click.echo(f"wrote {path}", err=True)
 
 
@@ -424,17 +424,20 @@ def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str, outp
             raise UsageError("--compare needs an output file", hint="add -o compare.html")
         from spyglass.report.html import render_compare_html
 
+        check_output_path(output)
         render_compare_html([open_reader(store_path, r) for r in runs], output)
         click.echo(f"wrote {output}", err=True)
         return
     if len(runs) > 1:
         raise UsageError("report takes one RUN", hint="to compare runs: --compare --format html -o FILE")
+    if output is not None:
+        check_output_path(output)
     reader = open_reader(store_path, runs[0] if runs else "latest")
     data = REPORT_RENDERERS[fmt](reader, policy_file)
     if output is None:
         sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else click.echo(data.decode(), nl=False)
         return
-    output.write_bytes(data)
+    write_output(output, data)
     click.echo(f"wrote {output}", err=True)
 
 

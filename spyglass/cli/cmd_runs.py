@@ -149,7 +149,9 @@ def doctor_cmd(fmt: str) -> None:
 
     checks = run_checks()
     if fmt == "json":
-        echo_json([vars(c) for c in checks])
+        import dataclasses
+
+        echo_json([dataclasses.asdict(c) for c in checks])
     else:
         width = max((len(c.name) for c in checks), default=10)
         for c in checks:

@@ -32,6 +32,13 @@ class SpyglassGroup(click.Group):
         except BrokenPipeError:
             sys.stderr.close()
             ctx.exit(0)
+        except OSError as exc:
+            # a path the user named (store, output, input) that cannot be used: one line, never a traceback
+            from spyglass.errors import PathError
+
+            err = PathError.from_os_error(exc)
+            click.echo(f"spyglass: error: {err}", err=True)
+            ctx.exit(err.exit_code)
 
 
 @click.group(cls=SpyglassGroup, context_settings={"help_option_names": ["-h", "--help"]})
