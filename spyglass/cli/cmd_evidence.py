@@ -220,12 +220,13 @@ def gate_cmd(
     elif fmt == "junit":
         text = to_junit(result)
     else:
-        text = format_text(result, color=output is None and is_tty())
+        colour = output is None and is_tty()
+        text = format_text(result, color=colour)
     if output is not None:
         write_output(output, text if text.endswith("\n") else text + "\n")
         click.echo(f"spyglass: gate {'passed' if result.passed else 'failed'}; report in {output}", err=True)
     else:
-        click.echo(text.rstrip("\n"))
+        click.echo(text.rstrip("\n"), color=fmt == "text" and is_tty())
     sys.exit(result.exit_code)
 
 

@@ -35,11 +35,13 @@ def _policy_for_run(policy_file: Path | None, reader: Any) -> Any:
 
 
 def _alert_lines(alerts: list[Any]) -> None:
+    from spyglass.cli.common import is_tty
     from spyglass.rules.printer import format_alert_line
 
-    color = sys.stdout.isatty()
+    color = is_tty()
     for a in alerts:
-        click.echo(format_alert_line(a, color).removeprefix("spyglass: ") + f"  [events {_seqs(a.event_seqs)}]")
+        line = format_alert_line(a, color).removeprefix("spyglass: ") + f"  [events {_seqs(a.event_seqs)}]"
+        click.echo(line, color=color)
 
 
 def _seqs(seqs: list[int]) -> str:

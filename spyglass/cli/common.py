@@ -96,5 +96,7 @@ def echo_json(obj: Any) -> None:
 
 
 def is_tty(stream: Any = None) -> bool:
-    stream = stream or sys.stdout
-    return bool(getattr(stream, "isatty", lambda: False)())
+    """Colour for STREAM (stdout by default)?  ``--color``, ``NO_COLOR`` and the terminal decide."""
+    from spyglass.termcolor import use_color
+
+    return use_color(stream or sys.stdout)

@@ -44,7 +44,10 @@ class SpyglassGroup(click.Group):
 @click.group(cls=SpyglassGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="spyglass")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
-def cli(verbose: int) -> None:
+@click.option("--color", "color", type=click.Choice(["auto", "always", "never"]), default=None,
+              envvar="SPYGLASS_COLOR", show_envvar=True,
+              help="Colour the output: auto (a terminal, unless NO_COLOR is set), always, never.")
+def cli(verbose: int, color: str | None) -> None:
     """Watch AI agents from the operating-system boundary.
 
     spyglass runs an agent and every process it starts under a kernel-level
@@ -59,6 +62,9 @@ def cli(verbose: int) -> None:
       spyglass show latest           what the last run did
       spyglass doctor                what works on this machine
     """
+    from spyglass import termcolor
+
+    termcolor.set_mode(color)
     level = logging.WARNING - 10 * verbose
     logging.basicConfig(level=max(level, logging.DEBUG), format="spyglass: %(levelname)s: %(message)s")
 

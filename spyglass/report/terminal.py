@@ -311,16 +311,16 @@ def wrap_line(text: str, width: int) -> list[str]:
 
 def print_lines(lines: Sequence[Line], stream: IO[str], *, color: bool | None = None) -> None:
     """Plain text when ``stream`` is not a terminal (or ``color`` is False); else colour and wrapping."""
-    is_tty = bool(getattr(stream, "isatty", lambda: False)())
-    color = is_tty if color is None else color
-    if not color:
+    from spyglass.termcolor import use_color
+
+    if not use_color(stream, color):
         for _style, text in lines:
             stream.write(text + "\n")
         return
     from rich.console import Console
     from rich.text import Text
 
-    console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=True)
+    console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=True, no_color=False)
     width = console.width
     for style, text in lines:
         for part in wrap_line(text, width):
