@@ -374,8 +374,9 @@ def _render_sarif(reader: Any, policy_file: Path | None) -> bytes:
     alerts = reader.alerts()
     wanted = {s for a in alerts for s in a.event_seqs[-1:]}
     events = {e.seq: e for e in reader.events() if e.seq in wanted} if wanted else {}
-    rs = load_ruleset(_policy_for_run(policy_file, reader))
-    doc = to_sarif(alerts, rs.rules, reader.meta, events, reader.dir)
+    policy = _policy_for_run(policy_file, reader)
+    rs = load_ruleset(policy)
+    doc = to_sarif(alerts, rs.rules, reader.meta, events, policy_source=policy.source)
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
 
 
