@@ -40,8 +40,8 @@ def _sarif(live: Any, spy: Any, root: Path) -> dict[str, Any]:
 
 
 def _keys(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
-    return sorted((x["ruleId"], json.dumps(x["locations"], sort_keys=True), x["partialFingerprints"]["spyglassFinding/v1"])
-                  for x in doc["runs"][0]["results"])
+    return sorted((x["ruleId"], json.dumps(x["locations"], sort_keys=True),
+                   x["partialFingerprints"]["spyglassFinding/v1"]) for x in doc["runs"][0]["results"])
 
 
 def test_two_runs_of_one_attack_match(live: Any, spy: Any, tmp_path: Path) -> None:
