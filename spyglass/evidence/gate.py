@@ -41,6 +41,7 @@ from spyglass.evidence.facts import FactOptions, RunFacts, gather_facts
 from spyglass.evidence.outcome import FAIL, PASS, Evidence, GateResult, Outcome
 from spyglass.evidence.testruns import DEFAULT_EDIT_IGNORE, DEFAULT_TEST_PATTERNS, TestEvidence
 from spyglass.evidence.verify import VerifyResult
+from spyglass.policy.defaults import DEFAULT_GATE
 
 if TYPE_CHECKING:
     from spyglass.evidence.claims import Claims
@@ -54,11 +55,7 @@ REQUIREMENTS: dict[str, str] = {
     "workspace-changed": "the run changed at least one file in the workspace",
     "evidence-verified": "the record verifies against its hash chain and final checkpoint",
 }
-DEFAULT_REQUIREMENTS: tuple[str, ...] = (
-    "evidence-verified",
-    "tests-passed-after-last-edit",
-    "no-alerts-at-or-above=high",
-)
+DEFAULT_REQUIREMENTS: tuple[str, ...] = tuple(DEFAULT_GATE)
 MAX_LISTED = 20
 
 

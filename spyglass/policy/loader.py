@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from spyglass.errors import SourceError
+from spyglass.policy import defaults
 from spyglass.policy.hosts import parse_host_pattern
 from spyglass.policy.model import (
     AnalysisPolicy,
@@ -252,7 +253,7 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
             max_diff_bytes=ev.get("max_diff_bytes", ev_defaults.max_diff_bytes),
             test_patterns=tuple(ev.get("test_patterns", ev_defaults.test_patterns)),
         ),
-        gate=_t(data.get("gate")),
+        gate=_t(data.get("gate")) or defaults.DEFAULT_GATE,
         analysis=AnalysisPolicy(grading_paths=_t(an.get("grading_paths")), ignore_paths=_t(an.get("ignore_paths"))),
         source=path,
         base_dir=base_dir,

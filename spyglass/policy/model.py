@@ -92,7 +92,8 @@ class Policy:
     rules: RulesPolicy = field(default_factory=RulesPolicy)
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     evidence: EvidencePolicy = field(default_factory=EvidencePolicy)
-    gate: tuple[str, ...] = ()
+    #: `spyglass gate` requirements (the built-in list unless the file says otherwise)
+    gate: tuple[str, ...] = defaults.DEFAULT_GATE
     analysis: AnalysisPolicy = field(default_factory=AnalysisPolicy)
     #: the file it came from (None: built-in defaults)
     source: str | None = None
