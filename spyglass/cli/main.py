@@ -42,7 +42,10 @@ class SpyglassGroup(click.Group):
 
 
 @click.group(cls=SpyglassGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="spyglass")
+@click.version_option(
+    __version__, prog_name="spyglass",
+    message="%(prog)s (the agent monitor from the operating-system boundary), version %(version)s",
+)
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.option("--color", "color", type=click.Choice(["auto", "always", "never"]), default=None,
               envvar="SPYGLASS_COLOR", show_envvar=True,

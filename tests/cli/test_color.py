@@ -74,3 +74,9 @@ def test_colour_choice(recorded: tuple[Path, dict[str, str]], extra_env: dict[st
         out = _run([*flags, *cmd], {**env, **extra_env}, d, tty)
         assert b"exec-untrusted-location" in out or b"untrusted" in out or cmd[0] == "show", out[-500:]
         assert (ESC in out) is coloured, (cmd, out[-500:])
+
+
+def test_version_names_the_project() -> None:
+    for argv in ([sys.executable, "-m", "spyglass", "--version"],):
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+        assert out.startswith("spyglass (the agent monitor from the operating-system boundary), version ")
