@@ -7,10 +7,12 @@ from typing import Any
 
 from spyglass.policy.yamlsrc import Pos
 from spyglass.rules.condition import Cond
+from spyglass.rules.modifiers import FLAGS as MODIFIER_FLAGS
+from spyglass.rules.modifiers import operators
 
 #: operators (at most one per field test) and flags a field test may carry
-OPERATORS = ("contains", "startswith", "endswith", "re", "glob", "cidr", "under", "exists", "gt", "gte", "lt", "lte")
-FLAGS = ("all", "cased")
+OPERATORS = operators()
+FLAGS = MODIFIER_FLAGS
 MODIFIERS = OPERATORS + FLAGS
 SCOPES = ("run", "process", "lineage", "child")
 

@@ -42,6 +42,7 @@ from spyglass.rules.model import (
     Step,
     Threshold,
 )
+from spyglass.rules.modifiers import REGISTRY as MODIFIER_CLASSES
 
 #: lists every rule can use, filled from the policy and the run
 POLICY_LISTS: Final = {
@@ -312,38 +313,9 @@ class _FileParser:
                     return None
                 values[i] = ListRef(v[1:])
                 continue
-            if operator == "exists":
-                if not isinstance(v, bool):
-                    self.err(f"{spec}: exists takes true or false", vp)
-                    return None
-            elif operator in ("gt", "gte", "lt", "lte"):
-                if isinstance(v, bool) or not isinstance(v, int | float):
-                    self.err(f"{spec}: {operator} takes a number", vp)
-                    return None
-            elif operator == "re":
-                try:
-                    re.compile(str(v))
-                except re.error as exc:
-                    self.err(f"bad regular expression {v!r}: {exc}", vp)
-                    return None
-            elif operator == "cidr":
-                import ipaddress
-
-                try:
-                    ipaddress.ip_network(str(v), strict=False)
-                except ValueError as exc:
-                    self.err(f"bad CIDR {v!r}: {exc}", vp)
-                    return None
-            elif operator is None and kind == "bool" and not isinstance(v, bool) and v is not None:
-                self.err(f"{fname} is true or false, not {v!r}", vp)
-                return None
-            elif operator is None and kind == "int" and v is not None and (
-                isinstance(v, bool) or not isinstance(v, int)
-            ):
-                self.err(f"{fname} is a number, not {v!r}", vp)
-                return None
-            elif operator in ("contains", "startswith", "endswith", "glob", "under") and not isinstance(v, str):
-                self.err(f"{spec}: {operator} takes text", vp)
+            problem = MODIFIER_CLASSES[operator].check(spec, v, kind)
+            if problem:
+                self.err(problem, vp)
                 return None
             if fname == "type" and operator is None and v not in EVENT_TYPES:
                 self.err(f"unknown event type {v!r}", vp)
