@@ -165,9 +165,12 @@ def rules_list(policy_file: Path | None, fmt: str) -> None:
 @rules_group.command("show")
 @policy_option
 @format_option("json")
+@click.option("--effective", is_flag=True,
+              help="The rule as finally applied (exceptions, append, override, the policy) and where each "
+                   "part came from.")
 @click.argument("rule_id")
-def rules_show(policy_file: Path | None, fmt: str, rule_id: str) -> None:
-    """Show one rule: its metadata and its YAML source."""
+def rules_show(policy_file: Path | None, fmt: str, effective: bool, rule_id: str) -> None:
+    """Show one rule: its metadata and its YAML source (--effective: as applied)."""
     from spyglass.errors import UsageError
     from spyglass.rules.ruleset import load_ruleset
 
@@ -176,6 +179,13 @@ def rules_show(policy_file: Path | None, fmt: str, rule_id: str) -> None:
     rule = rs.get(rule_id)
     if rule is None:
         raise UsageError(f"no rule {rule_id!r}", hint="`spyglass rules list` lists them")
+    if effective:
+        from spyglass.rules.effective import effective as effective_data
+        from spyglass.rules.effective import effective_text
+
+        data = effective_data(rule, rs)
+        echo_json(data) if fmt == "json" else click.echo(effective_text(data))
+        return
     source = _rule_source(rule)
     if fmt == "json":
         echo_json({"id": rule.id, "title": rule.title, "level": rule.level, "action": rule.action,
@@ -229,7 +239,8 @@ def rules_lint(fmt: str, paths: tuple[Path, ...]) -> None:
         for e in errors:
             click.echo(str(e))
         if not errors:
-            click.echo(f"ok: {len(own)} rule(s)", err=True)
+            changes = [c for c in rs.changes if not getattr(c, "path", "").startswith("spyglass/rules/pack/")]
+            click.echo(f"ok: {len(own)} rule(s)" + (f", {len(changes)} change(s)" if changes else ""), err=True)
         else:
             click.echo(f"{len(errors)} error(s)", err=True)
     if errors:

@@ -239,7 +239,10 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
         rules=RulesPolicy(
             paths=tuple(absdir(p) for p in rules.get("paths") or ()),
             disable=_t(rules.get("disable")),
-            overrides={k: RuleOverride(level=v.get("level"), action=v.get("action"))
+            overrides={k: RuleOverride(level=v.get("level"),
+                                       action=v.get("action"), enabled=v.get("enabled"),
+                                       exceptions=tuple(v.get("exceptions") or ()),
+                                       append=dict(v.get("append") or {}), override=dict(v.get("override") or {}))
                        for k, v in (rules.get("overrides") or {}).items()},
         ),
         sandbox=SandboxPolicy(

@@ -12,7 +12,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from spyglass.policy import defaults
 from spyglass.policy.paths import expand_home
@@ -43,8 +43,15 @@ class ExecPolicy:
 
 @dataclass(frozen=True)
 class RuleOverride:
+    """A change to one rule: level, action, enabled, and (checked by the rule loader, see
+    spyglass/rules/tuning.py) exceptions, append and override, as plain data."""
+
     level: str | None = None
     action: str | None = None
+    enabled: bool | None = None
+    exceptions: tuple[Any, ...] = ()
+    append: dict[str, Any] = field(default_factory=dict)
+    override: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,8 @@ class Rule:
     enabled: bool = True
     source: str = ""
     pos: Pos = field(default_factory=Pos)
+    #: what changed the rule after its definition, in order: (part, "file:line ...")
+    origin: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -120,3 +122,5 @@ class Library:
     macros: dict[str, Selection] = field(default_factory=dict)
     list_pos: dict[str, tuple[str, Pos]] = field(default_factory=dict)
     macro_pos: dict[str, tuple[str, Pos]] = field(default_factory=dict)
+    #: "list NAME" / "macro NAME" -> the appends and overrides applied, in order
+    changes: dict[str, list[str]] = field(default_factory=dict)
