@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -373,50 +372,18 @@ def policy_lint(fmt: str, path: Path) -> None:
 
 # ---------------------------------------------------------------- report
 
-Renderer = Callable[[Any, Path | None], bytes]
 
+def _format_names() -> list[str]:
+    from spyglass.report.formats import FORMATS
 
-def _render_sarif(reader: Any, policy_file: Path | None) -> bytes:
-    import json
-
-    from spyglass.rules.ruleset import load_ruleset
-    from spyglass.rules.sarif import to_sarif
-
-    alerts = reader.alerts()
-    wanted = {s for a in alerts for s in a.event_seqs[-1:]}
-    events = {e.seq: e for e in reader.events() if e.seq in wanted} if wanted else {}
-    policy = _policy_for_run(policy_file, reader)
-    rs = load_ruleset(policy)
-    doc = to_sarif(alerts, rs.rules, reader.meta, events, policy_source=policy.source)
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
-
-
-def _render_json(reader: Any, policy_file: Path | None) -> bytes:
-    import json
-
-    from spyglass.rules.ruleset import load_ruleset
-    from spyglass.rules.sarif import to_json_report
-
-    rs = load_ruleset(_policy_for_run(policy_file, reader))
-    doc = to_json_report(reader.alerts(), rs.rules, reader.meta)
-    return (json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n").encode()
-
-
-def _render_html(reader: Any, policy_file: Path | None) -> bytes:
-    from spyglass.report.html import html_report_bytes
-
-    return html_report_bytes(reader)
-
-
-#: report format -> renderer(reader, policy file) -> bytes; other areas add formats here
-REPORT_RENDERERS: dict[str, Renderer] = {"sarif": _render_sarif, "json": _render_json, "html": _render_html}
+    return sorted(FORMATS)
 
 
 @click.command("report")
 @store_option
 @policy_option
-@click.option("--format", "fmt", type=click.Choice(sorted(REPORT_RENDERERS)), required=True,
-              help="Report format.")
+@click.option("--format", "fmt", type=click.Choice(_format_names()), required=True,
+              help="Report format (spyglass/report/formats.py: terminal, json, html, sarif, junit ...).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to FILE (default: stdout).")
 @click.option("--compare", is_flag=True, help="Similarity heat map of several runs (html).")
@@ -424,7 +391,7 @@ REPORT_RENDERERS: dict[str, Renderer] = {"sarif": _render_sarif, "json": _render
 def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str, output: Path | None,
                compare: bool, runs: tuple[str, ...]) -> None:
     """Write a report of RUN (default: latest): SARIF 2.1.0 (GitHub code scanning),
-    JSON or a self-contained HTML page.  With --compare, an HTML heat map of how
+    JSON, a self-contained HTML page, JUnit XML of the gate, or plain text.  With --compare, an HTML heat map of how
     similar RUNS (two or more) are."""
     from spyglass.cli.common import open_reader
     from spyglass.errors import UsageError
@@ -447,7 +414,9 @@ def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str, outp
     if output is not None:
         check_output_path(output)
     reader = open_reader(store_path, runs[0] if runs else "latest")
-    data = REPORT_RENDERERS[fmt](reader, policy_file)
+    from spyglass.report.formats import get
+
+    data = get(fmt).render(reader, _policy_for_run(policy_file, reader))
     if output is None:
         sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else click.echo(data.decode(), nl=False)
         return
