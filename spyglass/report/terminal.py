@@ -199,6 +199,10 @@ def _files(data: ReportData, max_items: int) -> list[Line]:
         out.extend(("", f"  {p}") for p in paths[:max_items])
         if len(paths) > max_items:
             out.append(("dim", f"  … {len(paths) - max_items} more (spyglass events RUN --type {t})"))
+    if data.digest.probes:
+        out.append(("", ""))
+        out.append(("dim", f"{data.digest.probes} failed probe(s) folded: opens of files that are not there "
+                           "(spyglass events RUN --noise)"))
     return out
 
 
