@@ -22,7 +22,13 @@ from typing import IO, Any
 from spyglass.events import LEVELS
 from spyglass.events.proctree import ProcInfo
 from spyglass.report.collect import ReportData, collect_run
-from spyglass.report.describe import command_text, describe_event, is_routine_program, lineage_root_first
+from spyglass.report.describe import (
+    command_text,
+    describe_event,
+    host_role,
+    is_routine_program,
+    lineage_root_first,
+)
 from spyglass.store import RunReader
 
 Line = tuple[str, str]  # (rich style, text); style "" is plain
@@ -217,6 +223,12 @@ def _hosts(data: ReportData, max_items: int) -> list[Line]:
         port = f":{h.port}" if h.port is not None else ""
         fail = f", {h.failed} failed" if h.failed else ""
         style = "red" if h.decision == "deny" else ""
+        role = host_role(h.address, h.port, data.meta)
+        if role != "host":
+            style = "dim"
+            route = "spyglass plumbing (the sandbox's proxy relay)" if role == "plumbing" else "local IPC"
+        else:
+            route = "bypassed proxy" if data.meta.sandbox else "direct"
         out.append(
             (
                 style,
