@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable
 
 from spyglass.policy import defaults
-from spyglass.policy.model import EvidencePolicy
+from spyglass.policy.model import EvidencePolicy, RetentionPolicy
 
 
 def _items(values: Iterable[str], indent: str) -> str:
@@ -89,6 +89,18 @@ gate:
 analysis:
   grading_paths: []
   ignore_paths: []
+
+# `run --record-tty` for every run: the agent's terminal on record (asciicast v2 in the evidence).
+terminal:
+  record: false
+  redact: []         # regular expressions masked in the recording (token shapes always are)
+
+# Limits `spyglass prune` applies, and every run after it finishes.  Default: keep everything.
+retention:
+  # max_age: 30d
+  # max_size: 5G
+  # max_runs_per_task: 20
+  keep_level: {RetentionPolicy().keep_level or "null"}   # runs with alerts at or above are kept
 """
 
 

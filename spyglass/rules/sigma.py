@@ -269,6 +269,8 @@ def convert_text(text: str, source: str) -> list[Converted]:
         coll = SigmaCollection.from_yaml(text, collect_errors=True)
     except SigmaError as exc:
         return [Converted(source, "?", reason=f"not a Sigma rule: {exc}")]
+    except Exception as exc:  # pySigma assumes mappings: any other YAML is not a Sigma rule file
+        return [Converted(source, "?", reason=f"not a Sigma rule file ({type(exc).__name__})")]
     out: list[Converted] = []
     for rule in coll.rules:
         errs = getattr(rule, "errors", None)
@@ -283,4 +285,6 @@ def convert_text(text: str, source: str) -> list[Converted]:
             out.append(convert_rule(rule, source))
         except SigmaError as exc:
             out.append(Converted(source, title, reason=f"not supported: {exc}"))
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            out.append(Converted(source, title, reason=f"not supported ({type(exc).__name__}: {exc})"))
     return out

@@ -18,7 +18,7 @@ def test_every_registered_format_renders(spy: Any, store_dir: Path, tmp_path: Pa
     from spyglass.capture.replay import ReplayBackend
     from spyglass.events import Event
     from spyglass.report.formats import FORMATS
-    from spyglass.runner import RunRequest, record
+    from spyglass.session.record import RunRequest, record
 
     assert {"terminal", "json", "html", "sarif", "junit"} <= set(FORMATS)
     store = Store(store_dir, create=True)

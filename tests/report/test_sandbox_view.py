@@ -18,7 +18,7 @@ from spyglass.events import Event
 from spyglass.policy import Policy
 from spyglass.report.html import render_html
 from spyglass.rules import build_sinks
-from spyglass.runner import RunRequest, record
+from spyglass.session.record import RunRequest, record
 from spyglass.store import RunReader, Store
 
 HOME = "/home/u"
