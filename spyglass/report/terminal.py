@@ -29,6 +29,7 @@ from spyglass.report.describe import (
     is_routine_program,
     lineage_root_first,
 )
+from spyglass.report.verdict import lineage_view
 from spyglass.store import RunReader
 
 Line = tuple[str, str]  # (rich style, text); style "" is plain
@@ -112,9 +113,12 @@ def _alerts(data: ReportData, max_items: int) -> list[Line]:
             chain = lineage_root_first(a)
             if len(chain) > 1:
                 out.append(("dim", "      lineage"))
-                for depth, e in enumerate(chain):
-                    tool = f"  ({e.tool_call})" if e.tool_call else ""
-                    out.append(("dim", f"        {'  ' * depth}{e.pid} {command_text(e.argv, e.exe)}{tool}"))
+                view = lineage_view([{"pid": e.pid, "cmd": command_text(e.argv, e.exe), "tool_call": e.tool_call}
+                                     for e in chain], [e.argv for e in chain])
+                for depth, e in enumerate(view):
+                    tool = f"  ({e['tool_call']})" if e["tool_call"] else ""
+                    what = f"[{e['label']}]" if e["label"] else e["cmd"]
+                    out.append(("dim", f"        {'  ' * depth}{e['pid']} {what}{tool}"))
             for s in a.event_seqs[:3]:
                 ev = data.alert_events.get(s)
                 if ev is not None:

