@@ -54,6 +54,10 @@ def rules_import_sigma(output: Path | None, fmt: str, paths: tuple[Path, ...]) -
                 r.reason, r.rule = f"converted rule does not load: {errors[0].message}", None
     ok = [r for r in results if r.rule is not None]
     text = "\n---\n".join(yaml.safe_dump(r.rule, sort_keys=False, allow_unicode=True, width=200) for r in ok)
+    if ok:
+        text = ("# Converted from Sigma rules by `spyglass rules import-sigma` (pySigma).  Rules from the\n"
+                "# SigmaHQ repository are under the Detection Rule License 1.1: keep their author and\n"
+                "# references (attribution).\n" + text)
     if fmt == "json":
         echo_json({"rules": [r.rule for r in ok],
                    "not_converted": [{"source": r.source, "title": r.title, "reason": r.reason}

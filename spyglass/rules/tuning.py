@@ -197,7 +197,8 @@ def parse_exceptions(p: _FileParser, node: Any, where: Pos) -> list[tuple[str, S
                 op = COMPS[comp]
                 spec = f if op is None else f"{f}|{op}"
                 cpos = rpos if single else item_pos(cells, k)
-                t = p.field_test(spec, cell, cpos, cpos)
+                fpos = value_pos(exc, "fields") if single else item_pos(fields, k)
+                t = p.field_test(spec, cell, fpos, cpos)
                 if t is None:
                     break
                 tests.append(t)

@@ -124,3 +124,12 @@ def test_copying_a_pack_rule_points_at_modify(tmp_path: Path) -> None:
     with pytest.raises(RuleSetError) as exc:
         load_ruleset(None, [tmp_path / "copy.yaml"])
     assert "modify: ID" in str(exc.value)
+
+
+def test_policy_lint_points_at_a_bad_exception(spy: Any, tmp_path: Path) -> None:
+    f = tmp_path / "spyglass.yaml"
+    f.write_text("rules:\n  overrides:\n    cred-secret-read:\n      exceptions:\n        - name: x\n"
+                 "          fields: [process.nme]\n          values: [[cat]]\n")
+    res = spy("policy", "lint", str(f))
+    assert res.exit_code == 2
+    assert f"{f}:6:20: unknown field 'process.nme' (did you mean 'process.name'?)" in res.stdout
