@@ -33,7 +33,10 @@ class SpyglassGroup(click.Group):
             sys.stderr.close()
             ctx.exit(0)
         except OSError as exc:
-            # a path the user named (store, output, input) that cannot be used: one line, never a traceback
+            # a path (store, output, input) that cannot be used: one line, never a traceback; an
+            # OSError without a path is no user mistake and keeps its traceback
+            if exc.filename is None:
+                raise
             from spyglass.errors import PathError
 
             err = PathError.from_os_error(exc)
