@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spyglass.policy import Policy
 from spyglass.session.options import RunOptions
@@ -44,6 +44,8 @@ class Plan:
     early: list[object] = field(default_factory=list)
     #: the command's stdin, stdout, stderr when a sink owns them (the terminal recorder)
     stdio: tuple[int, int, int] | None = None
+    #: spyglass.sandbox.broker.Broker when the policy has secrets.broker (values in memory only)
+    broker: Any = None
 
 
 SinkFactory = Callable[[Plan], Iterable[object]]
@@ -89,7 +91,9 @@ def _terminal(plan: Plan) -> Iterable[object]:
         return []
     from spyglass.tty import TerminalRecorder
 
-    recorder = TerminalRecorder(plan.store.run_dir, patterns=plan.policy.terminal.redact)
+    recorder = TerminalRecorder(
+        plan.store.run_dir, patterns=plan.policy.terminal.redact, literals=plan.broker.values if plan.broker else ()
+    )
     plan.stdio = recorder.stdio
     return [recorder]
 
