@@ -72,7 +72,7 @@ def pipeline(category: str) -> Any:
     from sigma.processing.pipeline import ProcessingItem, ProcessingPipeline
     from sigma.processing.transformations import FieldMappingTransformation
 
-    mapping: dict[str | None, str | list[str]] = {k: v or k for k, v in LOGSOURCES[category][1].items()}
+    mapping: dict[Any, Any] = {k: v or k for k, v in LOGSOURCES[category][1].items()}
     return ProcessingPipeline(name=f"spyglass {category}", priority=20, items=[
         ProcessingItem(identifier=f"spyglass_{category}_fields",
                        transformation=FieldMappingTransformation(mapping),
