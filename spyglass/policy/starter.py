@@ -44,6 +44,8 @@ mode: observe
 # `spyglass policy show` lists them all).
 secrets: []
 #  - ~/.config/my-tool/token
+# or a mapping, to also broker secrets (the agent sees a placeholder only; docs/sandbox.md):
+# secrets: {{paths: [...], broker: {{NAME: {{...}}}}}}
 
 # Decoy files: reading one is a finding by itself.
 honeytokens: []
