@@ -29,8 +29,10 @@ def mode() -> str:
 
 
 def use_color(stream: IO[str] | Any = None, explicit: bool | None = None) -> bool:
-    """Colour for STREAM?  EXPLICIT (a caller's own True/False) is honoured only under ``auto``
-    when ``NO_COLOR`` is not set."""
+    """Colour for STREAM?  EXPLICIT False (the caller writes a file, not a screen) always wins;
+    EXPLICIT True is honoured unless ``--color never`` or ``NO_COLOR`` say otherwise."""
+    if explicit is False:
+        return False
     m = mode()
     if m == "always":
         return True
