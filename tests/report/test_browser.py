@@ -118,11 +118,19 @@ def test_demo_report_in_chromium(
                        for e, r in zip(errnos, page.locator("#tl-body tr").all_inner_texts(), strict=False))
 
         # diffs are single-spaced: each line starts where the one above ends
+        page.locator("#files details.change").evaluate_all("ds => ds.forEach(d => d.open = true)")
         diff_lines = page.locator("#files pre.diff span")
-        if diff_lines.count() >= 2:
-            page.locator("#files details.change").first.evaluate("d => d.open = true")
-            a, b = diff_lines.nth(0).bounding_box(), diff_lines.nth(1).bounding_box()
-            assert a and b and abs(b["y"] - (a["y"] + a["height"])) < 2, (a, b)
+        assert diff_lines.count() >= 2
+        a, b = diff_lines.nth(0).bounding_box(), diff_lines.nth(1).bounding_box()
+        assert a and b and abs(b["y"] - (a["y"] + a["height"])) < 2, (a, b)
+        # the failed lookups are there, folded: the switch brings them back
+        page.click("#f-clear")
+        before = _rows(page)
+        page.check("#f-noise")
+        page.fill("#f-text", "")
+        assert page.locator("#tl-body tr", has_text="ENOENT").count() > 0
+        page.uncheck("#f-noise")
+        assert _rows(page) == before
 
         # the behaviour graph, with the alert's resource marked
         graph = page.locator("#graph svg.graph")
