@@ -381,6 +381,7 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
                                        exceptions=tuple(v.get("exceptions") or ()),
                                        append=dict(v.get("append") or {}), override=dict(v.get("override") or {}))
                        for k, v in (rules.get("overrides") or {}).items()},
+            library=dict(rules.get("library") or {}),
         ),
         sandbox=SandboxPolicy(
             writable=_t(sb.get("writable")), readonly=_t(sb.get("readonly")),

@@ -59,6 +59,9 @@ class RulesPolicy:
     paths: tuple[str, ...] = ()
     disable: tuple[str, ...] = ()
     overrides: dict[str, RuleOverride] = field(default_factory=dict)
+    #: ``{append: {lists, macros}, override: {lists, macros}}``: changes to the shared lists and macros
+    #: (checked by the rule loader, spyglass/rules/tuning.py), as plain data
+    library: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

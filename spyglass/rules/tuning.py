@@ -332,10 +332,11 @@ def _apply_rule(rule: Rule, ch: RuleChange, macros: set[str], errors: list[Sourc
             rule.origin.append((f"{part}: {str(value).lower() if isinstance(value, bool) else value}", ch.where))
 
 
-def policy_changes(policy: Any, parser_for: Any) -> tuple[list[RuleChange], list[SourceError]]:
-    """The policy's ``rules.overrides`` and ``rules.disable`` as rule changes."""
+def policy_changes(policy: Any, parser_for: Any) -> tuple[list[RuleChange | LibraryChange], list[SourceError]]:
+    """The policy's ``rules.library``, ``rules.overrides`` and ``rules.disable`` as changes."""
     where = policy.source or "policy"
     nodes: dict[str, Any] = {}
+    library: Any = policy.rules.library
     if policy.source:
         from spyglass.policy.yamlsrc import load_documents
 
@@ -343,12 +344,18 @@ def policy_changes(policy: Any, parser_for: Any) -> tuple[list[RuleChange], list
             with open(policy.source, encoding="utf-8") as f:
                 docs = load_documents(f.read(), policy.source)
             top: Any = docs[0] if docs and is_map(docs[0]) else {}
-            ov = (top.get("rules") or {}).get("overrides") if is_map(top.get("rules") or {}) else None
+            rules = top.get("rules") if is_map(top.get("rules")) else {}
+            ov = rules.get("overrides")
             nodes = ov if isinstance(ov, dict) else {}
+            library = rules.get("library") if is_map(rules.get("library")) else library
         except (OSError, SourceError):
             nodes = {}
     p = parser_for(where)
-    out: list[RuleChange] = []
+    out: list[RuleChange | LibraryChange] = []
+    if library:
+        for lch in parse_library_change(p, library):
+            lch.where += " (policy rules.library)"
+            out.append(lch)
     for rid, ov in policy.rules.overrides.items():
         node = nodes.get(rid)
         if node is None:

@@ -133,3 +133,21 @@ def test_policy_lint_points_at_a_bad_exception(spy: Any, tmp_path: Path) -> None
     res = spy("policy", "lint", str(f))
     assert res.exit_code == 2
     assert f"{f}:6:20: unknown field 'process.nme' (did you mean 'process.name'?)" in res.stdout
+
+
+def test_policy_appends_to_a_shared_list(live: Any, tmp_path: Path, spy: Any,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cat` made an owner of credentials from the policy: the pack's rule, unchanged, lets it read."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    policy = "rules:\n  library:\n    append:\n      lists:\n        credential_owners: [cat]\n"
+    run = live(READ_KEY, policy_text=policy, workspace=ws)
+    assert _pids(run, "cred-secret-read") == {"head"}
+    monkeypatch.chdir(ws)
+    out = spy("rules", "show", "--effective", "cred-secret-read").stdout
+    assert "# list credential_owners: defined at spyglass/rules/pack/" in out
+    assert "append at spyglass.yaml:5" in out
+    bad = ws / "bad.yaml"
+    bad.write_text("rules:\n  library:\n    override:\n      lists:\n        no_such_list: [x]\n")
+    res = spy("policy", "lint", str(bad))
+    assert res.exit_code == 2 and "no list 'no_such_list' to override" in res.stdout
