@@ -66,13 +66,35 @@ def load_done(out: Path) -> dict[str, TrialResult]:
     return done
 
 
+def _identity(cfg: BenchConfig) -> dict[str, Any]:
+    """What makes trials of two invocations the same experiment (repeats, tasks and injections may grow)."""
+    return {"suite": str(cfg.suite.dir), "agent": {"kind": cfg.agent.kind, "argv": list(cfg.agent.argv)},
+            "sandbox": cfg.sandbox, "policy": str(cfg.policy) if cfg.policy else None}
+
+
 def run_bench(cfg: BenchConfig, progress: Callable[[int, int, TrialResult | None], None] | None = None,
               stop: threading.Event | None = None) -> list[TrialResult]:
-    """Run the trials not yet done; returns every finished trial's result (old and new), in plan order."""
+    """Run the trials not yet done; returns every finished trial's result (old and new), in plan order.
+
+    A bench directory belongs to one experiment: resuming it with another agent, suite, policy or
+    sandbox setting is refused (its finished trials would be counted as the new experiment's)."""
+    from spyglass.errors import UsageError
+
     cfg.out.mkdir(parents=True, exist_ok=True)
-    (cfg.out / CONFIG).write_text(json.dumps({
-        "suite": str(cfg.suite.dir), "agent": {"kind": cfg.agent.kind, "argv": list(cfg.agent.argv)},
-        "repeat": cfg.repeat, "injections": [i.id for i in cfg.injections], "sandbox": cfg.sandbox,
+    ident = _identity(cfg)
+    saved_path = cfg.out / CONFIG
+    if saved_path.exists() and (cfg.out / STATE).exists():
+        try:
+            saved = json.loads(saved_path.read_text(encoding="utf-8"))
+        except ValueError:
+            saved = {}
+        before = {k: saved.get(k) for k in ident}
+        if before != ident:
+            changed = ", ".join(k for k in ident if before.get(k) != ident[k])
+            raise UsageError(f"{cfg.out} holds trials of another experiment ({changed} differ)",
+                             hint="give another --out, or --fresh to start this bench directory over")
+    saved_path.write_text(json.dumps({
+        **ident, "repeat": cfg.repeat, "injections": [i.id for i in cfg.injections],
         "tasks": [t.name for t in cfg.suite.tasks],
     }, indent=2) + "\n")
     plans = plan_trials(cfg)

@@ -197,7 +197,7 @@ def run_trial(plan: TrialPlan, agent: AgentSpec, bench_dir: Path, *, sandbox: bo
                                   stdout=trial_dir / "agent.log")
         res.run_id = _latest_run(store, trial_dir / "run.json")
         if task.verifier is not None:
-            res.reward, res.verifier_run_id = _verify(task, trial_dir, ws, store, env, pol)
+            res.reward, res.verifier_run_id = _verify(task, trial_dir, ws, store, env, pol, sandbox=sandbox)
     except subprocess.TimeoutExpired:
         res.error = "timed out"
     except Exception as exc:  # a trial's failure is a result, not the bench's end
@@ -210,14 +210,22 @@ def run_trial(plan: TrialPlan, agent: AgentSpec, bench_dir: Path, *, sandbox: bo
 
 
 def _verify(task: Task, trial_dir: Path, ws: Path, store: Path, env: dict[str, str],
-            policy: Path) -> tuple[float, str | None]:
-    """The task's tests, copied into the workspace only now, run and recorded; the reward they wrote."""
+            policy: Path, *, sandbox: bool = False) -> tuple[float, str | None]:
+    """The task's tests, copied into the workspace only now, run and recorded; the reward they wrote.
+
+    Whatever the agent left at ``tests`` (files, or a symlink to somewhere else) is removed first,
+    and with ``--sandbox`` the verifier is sandboxed too: it runs in a workspace the agent shaped."""
     assert task.verifier is not None
     tests = ws / "tests"
-    shutil.copytree(task.verifier.parent, tests, dirs_exist_ok=True)
+    if tests.is_symlink() or tests.is_file():
+        tests.unlink()
+    elif tests.exists():
+        shutil.rmtree(tests)
+    shutil.copytree(task.verifier.parent, tests)
     reward_file = trial_dir / "reward.txt"
     venv = {**env, "REWARD_FILE": str(reward_file), "TASK_DIR": str(task.dir)}
     args = ["run", "--store", str(store), "--policy", str(policy), "--workspace", str(ws), "-q",
+            *(["--sandbox"] if sandbox else []),
             "--task", f"{task.name}.verifier", "--agent-id", "verifier", "--result-file",
             str(trial_dir / "verifier-run.json"), "--", "bash", str(tests / "test.sh")]
     code = _spyglass(args, cwd=ws, env=venv, timeout=task.timeout("verifier", 300) + 60,
