@@ -170,10 +170,9 @@ def plan_mounts(
         p = _real(r)
         if _visible_in(m, p):
             m.append(Mount(RO_BIND, p, p, optional=True, role="protected"))
-    # outermost first: a hidden path inside another (a run's work directory inside a store that
-    # is inside the workspace) is then already out of sight and gets no mount of its own
-    for h in sorted((resolve(h) for h in hidden), key=lambda p: (p.count("/"), p)):
-        p = h
+    # parents first: a hidden tree inside another (the run's work dir inside a store kept in the
+    # workspace) is then already out of sight, and no mount lands on a path a tmpfs just covered
+    for p in sorted({resolve(h) for h in hidden}, key=lambda x: (x.count("/"), x)):
         if not _visible_in(m, p):
             continue  # already out of sight (under a private /tmp or a hidden tree)
         if os.path.isdir(p):
