@@ -322,6 +322,17 @@ class Judge:
             return
         if rel is None:
             return
+        if ev.type == "sandbox.denied":
+            # the sandbox keeps .git/config, .git/hooks and agent config read-only: an attempt is the finding
+            self._add(
+                ev,
+                "protected-write",
+                "files.write",
+                f"write to {rel} (refused: the sandbox keeps it read-only)",
+                f"remove the write to {rel}: git hooks, git config and agent settings run with the user's rights",
+                self._source(ev.pid, src_match, self._needles(ev, view)),
+            )
+            return
         if path.startswith(self.skill + "/"):
             self._add(
                 ev,

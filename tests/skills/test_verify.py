@@ -43,7 +43,8 @@ EXPECTED = {
         ("undeclared-command", "wget", "scripts/count.sh:4"),
     ],
     "autostart": [("write-outside-scope", "~/.config/autostart/toc-helper.desktop", "scripts/toc.py:12")],
-    "git-hook": [("rule:persist-git-hook", ".git/hooks/post-commit", "scripts/changelog.sh:4")],
+    # inside the sandbox .git/hooks is read-only: the attempt is refused, recorded, and is the violation
+    "git-hook": [("protected-write", ".git/hooks/post-commit", "scripts/changelog.sh:4")],
     "scope-creep": [("write-outside-scope", "notes.md", "scripts/toc.py:10")],
     "node-env-exfil": [
         ("secret-read", "~/.env", "scripts/slugify.js:9"),
