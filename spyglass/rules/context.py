@@ -23,6 +23,16 @@ _NOT_INET = frozenset({"unix", "af_unix", "netlink", "af_netlink"})
 _WRITE_TYPES = frozenset({"file.create", "file.write", "file.mkdir", "file.truncate"})
 _LINK_TYPES = frozenset({"file.link", "file.symlink"})
 _CACHE_MAX = 200_000
+#: reads that are not the source of a copy (loader, locale, the program's own libraries)
+_NOT_SOURCE = re.compile(r"^/(proc|sys|dev)/|^/etc/ld\.so|^/usr/(lib|share)/locale/|\.so(\.[0-9.]+)?$|/__pycache__/"
+                         r"|\.py[cd]?$|/gconv/")
+_MAX_CHAIN = 8
+#: file extensions of user data: databases, documents, mail, calendars, key stores, archives
+DATA_EXTENSIONS = frozenset({
+    "db", "sqlite", "sqlite3", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "ods", "odp", "pdf",
+    "ics", "vcf", "mbox", "eml", "pst", "kdbx", "zip", "tar", "tgz", "gz", "bz2", "xz", "7z", "rar",
+    "parquet", "jpg", "jpeg", "png", "heic", "mp4", "mov", "psd", "key", "numbers", "pages", "dump", "bak",
+})
 
 
 class RunState:
@@ -31,9 +41,40 @@ class RunState:
     MAX_PATHS = 1_000_000
     MAX_DNS = 100_000
 
+    MAX_COPIES = 200_000
+
     def __init__(self) -> None:
         self.written: set[str] = set()
         self.dns: dict[str, str] = {}  # address -> name
+        #: new path -> the path it was copied, renamed or linked from (the copy event chain)
+        self.origin: dict[str, str] = {}
+        #: a pre-existing path -> a file the run wrote from it (a transformed copy)
+        self.copied: dict[str, str] = {}
+        #: files that hold a copy of a secret (a copy of a secret is a secret)
+        self.tainted: set[str] = set()
+        #: pid -> the last file it opened for reading (a copy's source), and whether that was secret
+        self.last_read: dict[int, str] = {}
+        self.read_secret: set[int] = set()
+        self.deleted: set[str] = set()
+
+    def note_read(self, ev: Event, secret: bool) -> None:
+        """A successful read (called by the engine, which knows what is secret)."""
+        path = ev.path
+        if not path or _NOT_SOURCE.search(path) or (ev.flags and "O_DIRECTORY" in ev.flags):
+            return
+        if len(self.last_read) > self.MAX_COPIES:
+            self.last_read.clear()
+        self.last_read[ev.pid] = path
+        if secret or path in self.tainted:
+            self.read_secret.add(ev.pid)
+
+    def _derive(self, new: str, old: str, taint: bool) -> None:
+        if new == old or len(self.origin) > self.MAX_COPIES:
+            return
+        self.origin[new] = old
+        self.copied.setdefault(old, new)
+        if taint:
+            self.tainted.add(new)
 
     def update(self, ev: Event) -> None:
         if not ev.ok:
@@ -42,19 +83,28 @@ class RunState:
         if t in _WRITE_TYPES:
             if ev.path:
                 self._add(ev.path)
+                src = self.last_read.get(ev.pid)
+                if t in ("file.create", "file.write") and src is not None and src != ev.path:
+                    self._derive(ev.path, src, ev.pid in self.read_secret)
         elif t in _LINK_TYPES:
             # the link is new; what it points at was not written by making it (exec events
             # name the file a symlink resolves to, so a link to a dropped file is still caught)
             if ev.path:
                 self._add(ev.path)
+            if t == "file.link" and ev.path and ev.target:  # a hard link: the new name is the old file
+                self._derive(ev.path, ev.target, ev.target in self.tainted)
         elif t == "file.rename":
             if ev.path:
                 self.written.discard(ev.path)
             if ev.target:
                 self._add(ev.target)
+                if ev.path:
+                    self._derive(ev.target, ev.path, ev.path in self.tainted)
         elif t == "file.delete":
             if ev.path:
                 self.written.discard(ev.path)
+                if len(self.deleted) < self.MAX_PATHS:
+                    self.deleted.add(ev.path)
         elif t == "net.dns" and ev.dns_answers and ev.dns_name:
             if len(self.dns) > self.MAX_DNS:
                 self.dns.clear()
@@ -66,6 +116,15 @@ class RunState:
     def _add(self, path: str) -> None:
         if len(self.written) < self.MAX_PATHS:
             self.written.add(path)
+
+    def root_of(self, path: str) -> str:
+        """Where ``path`` came from, following copies, renames and links back (bounded)."""
+        for _ in range(_MAX_CHAIN):
+            prev = self.origin.get(path)
+            if prev is None:
+                break
+            path = prev
+        return path
 
 
 def _base(path: str) -> str:
@@ -91,6 +150,11 @@ class FieldContext:
         hosts: HostMatcher,
         monitor_pids: frozenset[int] = frozenset(),
         meta: object = None,
+        run_meta: dict[str, Any] | None = None,
+        launch_programs: frozenset[str] = frozenset(),
+        launch_trees: DirSet | None = None,
+        agent_state_re: re.Pattern[str] | None = None,
+        resolvers: frozenset[str] = frozenset(),
     ) -> None:
         self.procs = procs
         self.state = state
@@ -107,6 +171,12 @@ class FieldContext:
         self.hosts = hosts
         self.monitor_pids = monitor_pids
         self.meta = meta
+        #: the pipeline's shared facts (``workspace_before``: paths of the before-manifest)
+        self.run_meta = run_meta if run_meta is not None else {}
+        self.launch_programs = launch_programs
+        self.launch_trees = launch_trees if launch_trees is not None else DirSet([])
+        self.agent_state_re = agent_state_re
+        self.resolvers = resolvers
         self.ev: Event = Event(type="none")
         self._secret_cache: dict[str, bool] = {}
         #: pid -> (ancestors' executables, names, command lines); valid until the tree changes
@@ -159,7 +229,41 @@ class FieldContext:
         exe = self.exe()
         if not exe:
             return False
+        if self.launched_exe(exe):
+            return True
         return exe in self.trusted or self.trusted_re.fullmatch(exe) is not None
+
+    def launched_exe(self, exe: str | None = None) -> bool:
+        """The executable is the program the user launched, its interpreter, or lies in its
+        install tree (and was not written by this run)."""
+        exe = exe if exe is not None else self.exe()
+        if not exe or exe in self.state.written:
+            return False
+        return exe in self.launch_programs or exe in self.launch_trees
+
+    def identity(self) -> str | None:
+        """The name of what the executable really is: a copied, renamed or linked program keeps
+        the name of its source; a program the run wrote from nothing known has none ("")."""
+        exe = self.exe()
+        if not exe:
+            return None
+        root = self.state.root_of(exe)
+        if root == exe and exe in self.state.written:
+            return ""
+        return _base(root)
+
+    def is_agent_state(self, path: str | None) -> bool:
+        return bool(path) and self.agent_state_re is not None and self.agent_state_re.fullmatch(path or "") is not None
+
+    def is_dns(self) -> bool:
+        """A name lookup: port 53 to a resolver the system is configured with (any port-53
+        peer when the run recorded no resolvers)."""
+        ev = self.ev
+        if ev.port != 53:
+            return False
+        if not self.resolvers or ev.type == "net.dns":
+            return True
+        return ev.address in self.resolvers
 
     def exe_created(self) -> bool:
         exe = self.exe()
@@ -278,6 +382,36 @@ class FieldContext:
 
     def created(self, path: str | None) -> bool:
         return path is not None and path in self.state.written
+
+    def secret_copy(self, path: str | None) -> bool:
+        return path is not None and path in self.state.tainted
+
+    def pre_existing(self, path: str | None) -> bool:
+        """The file existed before the run: in the workspace, it is in the before-manifest
+        (not ignored by git, not a build or cache directory); elsewhere, the run did not
+        create it and it is not a temp, cache or pseudo file."""
+        if not path:
+            return False
+        if path in self.workspace:
+            before = self.run_meta.get("workspace_before")
+            if before is None:
+                return path not in self.state.written and path not in self.state.origin
+            return path in before
+        if path.startswith(("/proc/", "/dev/", "/sys/", "/run/")) or self.in_temp(path):
+            return False
+        return path not in self.state.written and path not in self.state.origin
+
+    def user_data(self, path: str | None) -> bool:
+        """A pre-existing file in a data format (database, document, mail, calendar, archive ...)."""
+        if not path or not self.pre_existing(path):
+            return False
+        name = _base(path)
+        ext = name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
+        return ext in DATA_EXTENSIONS
+
+    def has_copy(self, path: str | None) -> bool:
+        """The run wrote a copy (or transformed copy) of this file before this event."""
+        return path is not None and path in self.state.copied
 
     def is_dir_open(self) -> bool:
         f = self.ev.flags

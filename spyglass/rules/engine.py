@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from spyglass.agents import known_state
 from spyglass.events import EVENT_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
 from spyglass.policy import Policy
@@ -97,6 +98,8 @@ class RuleEngine(Sink):
         home = home.rstrip("/") or "/"
         if meta is not None and "home" not in extra:
             meta.extra["home"] = home
+        if meta is not None and getattr(meta, "status", "") == "running":
+            _record_launch(meta, home)
         if self._workspace:
             ws = list(self._workspace)
         elif self.policy.workspace:
@@ -113,6 +116,10 @@ class RuleEngine(Sink):
         trusted_dirs = [expand_home(d, home) for d in pol.exec.effective_trusted]
         ws_trusted = [f"{w.rstrip('/')}/{g}/**" for w in ws for g in pdefaults.WORKSPACE_TRUSTED_EXEC]
         honeytokens = [*pol.honeytokens, *extra.get("honeytokens", [])]
+        secret_globs = list(pol.secret_globs)
+        if pol.evidence.sign_key:  # the run's own signing key is a secret
+            secret_globs.append(pol.resolve_path(pol.evidence.sign_key))
+        launch: dict[str, Any] = extra.get("launch") or {}
         fx_args: dict[str, Any] = dict(
             procs=ctx.procs,
             state=self.state,
@@ -121,12 +128,17 @@ class RuleEngine(Sink):
             home=home,
             trusted=DirSet(trusted_dirs),
             trusted_re=compile_globs(ws_trusted, home),
-            secrets_re=compile_globs(pol.secret_globs, home),
+            secrets_re=compile_globs(secret_globs, home),
             secret_exceptions_re=compile_globs(pdefaults.SECRET_EXCEPTIONS, home),
             honeytokens_re=compile_globs(honeytokens, home),
             hosts=HostMatcher(pol.network.effective_allow, pol.network.deny),
             monitor_pids=frozenset(monitors),
             meta=meta,
+            run_meta=ctx.meta,
+            launch_programs=frozenset(launch.get("programs") or ()),
+            launch_trees=DirSet(launch.get("trees") or ()),
+            agent_state_re=compile_globs(known_state.all_state_globs(), home),
+            resolvers=frozenset(extra.get("resolvers") or ()),
         )
         self.fx = FieldContext(**fx_args)
         #: for would_block, which other threads call: its own context, never the pipeline's
@@ -137,7 +149,7 @@ class RuleEngine(Sink):
         )
         lists: dict[str, list[Any]] = dict(self.ruleset.library.lists)
         lists.update(
-            secrets=list(pol.secret_globs),
+            secrets=secret_globs,
             secret_exceptions=list(pdefaults.SECRET_EXCEPTIONS),
             honeytokens=honeytokens,
             workspace=ws,
@@ -196,6 +208,9 @@ class RuleEngine(Sink):
                     self._hit(self._matchers[i], ev)
         if t in _STATE_TYPES:
             self.state.update(ev)
+        elif t == "file.read" and ev.ok:
+            p = ev.path
+            self.state.note_read(ev, bool(p) and (fx.is_secret(p) and not self._owner(ev)))
 
     def would_block(self, ev: Event) -> str | None:
         """The id of a ``block`` rule that this would-be event matches, or None.
@@ -348,6 +363,42 @@ class RuleEngine(Sink):
             self.stopped_by = rule.id
             if self.ctx.stop_agent is not None:
                 self.ctx.stop_agent(rule.id)
+
+
+    def _owner(self, ev: Event) -> bool:
+        """The reader is the agent itself or a credential owner (its copies are not taint)."""
+        fx = self.fx
+        fx.ev = ev
+        return fx.launched_exe() or (fx.identity() or "") in _OWNERS
+
+
+#: programs whose reads of their own credentials do not taint what they write (ssh writes known_hosts)
+_OWNERS = frozenset({"ssh", "scp", "sftp", "ssh-add", "ssh-agent", "ssh-keygen", "gpg", "gpg2", "gpg-agent",
+                     "git", "git-remote-http", "git-remote-https", "kubectl", "aws", "gcloud", "gh", "docker"})
+
+
+def _resolvers() -> list[str]:
+    try:
+        with open("/etc/resolv.conf", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "nameserver":
+            out.append(parts[1].split("%")[0])
+    return out
+
+
+def _record_launch(meta: Any, home: str) -> None:
+    """Live runs: what the user launched (program, interpreter, install trees) and the
+    configured name servers go into the run's metadata, so a replay sees the same."""
+    extra = meta.extra
+    if "launch" not in extra and getattr(meta, "command", None):
+        extra["launch"] = known_state.install_trees(list(meta.command), meta.cwd or "/", home=home)
+    if "resolvers" not in extra:
+        extra["resolvers"] = _resolvers()
 
 
 def command_of(alert: Alert) -> str:

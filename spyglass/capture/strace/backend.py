@@ -57,7 +57,7 @@ TRACE_SET: tuple[str, ...] = (
     "unlink", "unlinkat", "rmdir", "rename", "renameat", "renameat2", "link", "linkat",
     "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "?fchmodat2",
     "chown", "fchown", "lchown", "fchownat", "mkdir", "mkdirat", "truncate", "ftruncate",
-    "chdir", "fchdir",
+    "chdir", "fchdir", "dup2", "dup3",
     "connect", "bind", "listen", "sendto", "sendmsg", "sendmmsg", "recvfrom", "recvmsg",
     "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid", "capset",
     "ptrace", "memfd_create", "io_uring_setup", "mount", "umount2", "unshare", "setns", "bpf",

@@ -270,6 +270,10 @@ class StraceParser:
         c = Call(name, tid, proc, ts, args, ret, ann, err)
         if name in EXECS:
             self._exec(c, out, pending is not None and pending.pid_changed)
+            if out and out[-1].type == "process.exec" and out[-1].ok:
+                sock = privs.stdio_socket(self.state, c)
+                if sock is not None:
+                    out.append(sock)
         elif name in CLONES:
             self._clone(c, out, pending)
         elif handler is not None:
@@ -290,6 +294,10 @@ class StraceParser:
                 p.claimed = tid
                 parent = st.procs[st.leader_of[p.tid]]
                 return self._adopt(parent, tid, "CLONE_THREAD" in p.args, ts, p.name, out)
+        if self.root_pid is not None:
+            known = self._live_parent(tid)
+            if known is not None:
+                return self._adopt(st.procs[known[0]], tid, known[1], ts, "clone", out)
         # born before we looked: the root, or a process strace attached to
         proc = Proc(pid=tid, ppid=None, cwd=st.initial_cwd, ruid=st.uid, euid=st.uid, rgid=st.gid, egid=st.gid)
         if self.root_pid is None:
@@ -299,6 +307,26 @@ class StraceParser:
         st.seen.add(tid)
         self._started(proc, ts, None, out)
         return proc
+
+    def _live_parent(self, tid: int) -> tuple[int, bool] | None:
+        """For a task whose clone line strace never showed: its thread group leader (a
+        thread) or parent (a process) from /proc, when that is a traced process we know."""
+        try:
+            with open(f"/proc/{tid}/status", encoding="ascii", errors="replace") as f:
+                text = f.read(4096)
+        except OSError:
+            return None
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        try:
+            tgid, ppid = int(fields.get("Tgid", "0")), int(fields.get("PPid", "0"))
+        except ValueError:
+            return None
+        procs = self.state.procs
+        if tgid != tid and tgid in procs and procs[tgid].alive:
+            return tgid, True
+        if tgid == tid and ppid in procs and procs[ppid].alive:
+            return ppid, False
+        return None
 
     def _adopt(self, parent: Proc, child: int, thread: bool, ts: int, syscall: str, out: list[Event]) -> Proc:
         st = self.state

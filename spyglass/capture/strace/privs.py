@@ -166,7 +166,46 @@ def h_kill(st: TraceState, c: Call) -> Event | None:
     return _sensitive(st, c, sig if not sig.isdigit() else f"signal {sig}", target)
 
 
+#: marks a standard descriptor that is an internet socket (see :func:`stdio_socket`)
+SOCKET_FD = "socket:"
+
+
+def h_dup(st: TraceState, c: Call) -> Event | None:
+    """dup2/dup3 onto fd 0, 1 or 2: remember what the standard descriptor now is.
+
+    No event: the exec that follows says so when a program starts with a
+    socket for its input or output (:func:`stdio_socket`)."""
+    if not c.ok:
+        return None
+    new = parse_int(c.arg(1))
+    if new is None or new not in (0, 1, 2):
+        return None
+    fd = parse_fd(c.arg(0))
+    ann = fd.ann if fd is not None else None
+    if ann and ann.upper().startswith(("TCP", "UDP")) and ":[" in ann:
+        c.proc.fds[new] = SOCKET_FD + ann
+        return None
+    path = ann_path(ann)
+    if path is not None:
+        c.proc.fds[new] = path
+    else:
+        c.proc.fds.pop(new, None)
+    return None
+
+
+def stdio_socket(st: TraceState, c: Call) -> Event | None:
+    """After a successful exec: a ``sys.sensitive`` event when the program's standard
+    input or output is an internet socket (a reverse or bind shell, whatever its command line)."""
+    fds = c.proc.fds
+    socks = [f"fd {n} {fds[n][len(SOCKET_FD):]}" for n in (0, 1) if fds.get(n, "").startswith(SOCKET_FD)]
+    if not socks:
+        return None
+    return _sensitive(st, c, "stdio-socket: " + ", ".join(socks))
+
+
 HANDLERS: dict[str, Handler] = {
+    "dup2": h_dup,
+    "dup3": h_dup,
     "setuid": h_setid,
     "setgid": h_setid,
     "setreuid": h_setid,
