@@ -25,7 +25,8 @@ from collections.abc import Mapping
 #: agent kind -> globs (``~`` is the run's HOME) of the agent's own state files
 STATE_GLOBS: dict[str, tuple[str, ...]] = {
     "codex": (
-        "~/.codex", "~/.codex/skills", "~/.codex/memories/**", "~/.codex/*.sqlite", "~/.codex/*.sqlite-*", "~/.codex/*.db", "~/.codex/*.db-*",
+        "~/.codex", "~/.codex/skills", "~/.codex/memories/**", "~/.codex/*.sqlite", "~/.codex/*.sqlite-*",
+        "~/.codex/*.db", "~/.codex/*.db-*",
         "~/.codex/installation_id", "~/.codex/auth.json", "~/.codex/version.json",
         "~/.codex/models_cache.json", "~/.codex/internal_storage.json", "~/.codex/history.jsonl",
         "~/.codex/*.tmp", "~/.codex/.tmp*/**", "~/.codex/tmp/**", "~/.codex/cache/**",
@@ -53,9 +54,34 @@ STATE_GLOBS: dict[str, tuple[str, ...]] = {
 _TOO_WIDE = frozenset({"/", "/tmp", "/var/tmp", "/dev/shm", "/home", "/root", "/usr", "/usr/local", "/opt"})
 
 
-def all_state_globs() -> list[str]:
-    """Every known agent's state globs (the run's agent is not always recognisable)."""
-    return [g for globs in STATE_GLOBS.values() for g in globs]
+#: agent kind -> markers of its program: base names, and path parts of its package
+PROGRAM_MARKERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "codex": (("codex", "codex.js"), ("/@openai/codex",)),
+    "claude_code": (("claude", "claude.exe", "cli.js"), ("/@anthropic-ai/claude-code",)),
+    "mini": (("mini", "mini-swe-agent", "mini-extra"), ("/minisweagent/",)),
+    "aider": (("aider",), ("/aider/",)),
+    "goose": (("goose",), ()),
+    "opencode": (("opencode",), ("/opencode-ai/",)),
+}
+
+
+def agent_kind(programs: list[str]) -> str | None:
+    """The agent a launched program is, from its resolved paths (package directory first,
+    then the file name); None for anything else."""
+    for kind, (_names, parts) in PROGRAM_MARKERS.items():
+        if any(part in p for p in programs for part in parts):
+            return kind
+    for kind, (names, _parts) in PROGRAM_MARKERS.items():
+        if any(p.rsplit("/", 1)[-1] in names for p in programs):
+            if kind == "claude_code" and all(p.rsplit("/", 1)[-1] == "cli.js" for p in programs):
+                continue
+            return kind
+    return None
+
+
+def state_globs(kind: str | None) -> list[str]:
+    """The state globs of one agent kind (none for an unknown program)."""
+    return list(STATE_GLOBS.get(kind, ())) if kind else []
 
 
 def resolve_program(argv0: str, cwd: str, env: Mapping[str, str] | None = None) -> str | None:
@@ -106,24 +132,26 @@ def _tree_of(path: str, home: str | None) -> str | None:
 
 
 def install_trees(argv: list[str], cwd: str, env: Mapping[str, str] | None = None,
-                  home: str | None = None) -> dict[str, list[str]]:
-    """``{"programs": [...], "trees": [...]}`` for the launched command ``argv``: the
-    program file (as named and resolved), its interpreter, and their install trees."""
+                  home: str | None = None) -> dict[str, object]:
+    """What the user launched with ``argv``: ``programs`` (the program file as named and
+    resolved), ``interpreters`` (its ``#!`` interpreter), ``trees`` (their install trees)
+    and ``kind`` (the agent it is, or None)."""
     programs: list[str] = []
+    interpreters: list[str] = []
     trees: list[str] = []
     first = resolve_program(argv[0], cwd, env) if argv else None
     if first is None:
-        return {"programs": [], "trees": []}
+        return {"programs": [], "interpreters": [], "trees": [], "kind": None}
     for p in (first, os.path.realpath(first)):
         if p not in programs:
             programs.append(p)
     interp = _shebang(os.path.realpath(first))
     if interp:
         for p in (interp, os.path.realpath(interp)):
-            if p not in programs:
-                programs.append(p)
-    for p in programs:
+            if p not in interpreters:
+                interpreters.append(p)
+    for p in programs + interpreters:
         t = _tree_of(p, home)
         if t and t not in trees and t not in _TOO_WIDE and t != home:
             trees.append(t)
-    return {"programs": programs, "trees": trees}
+    return {"programs": programs, "interpreters": interpreters, "trees": trees, "kind": agent_kind(programs)}

@@ -25,7 +25,11 @@ _LINK_TYPES = frozenset({"file.link", "file.symlink"})
 _CACHE_MAX = 200_000
 #: reads that are not the source of a copy (loader, locale, the program's own libraries)
 _NOT_SOURCE = re.compile(r"^/(proc|sys|dev)/|^/etc/ld\.so|^/usr/(lib|share)/locale/|\.so(\.[0-9.]+)?$|/__pycache__/"
-                         r"|\.py[cd]?$|/gconv/")
+                         r"|\.py[cd]$|/gconv/|/site-packages/|/lib/python[0-9.]+/")
+#: how many recent reads of a process count as the sources of a file it writes
+_RECENT = 4
+#: how many reads after exec feed a file the process was started writing to (``tool > out``)
+_REDIRECT_READS = 8
 _MAX_CHAIN = 8
 #: file extensions of user data: databases, documents, mail, calendars, key stores, archives
 DATA_EXTENSIONS = frozenset({
@@ -52,27 +56,59 @@ class RunState:
         self.copied: dict[str, str] = {}
         #: files that hold a copy of a secret (a copy of a secret is a secret)
         self.tainted: set[str] = set()
-        #: pid -> the last file it opened for reading (a copy's source), and whether that was secret
-        self.last_read: dict[int, str] = {}
+        #: pid -> the last files it opened for reading (a copy's sources; the newest last)
+        self.recent: dict[int, list[str]] = {}
+        #: pid -> files its shell opened for it before the exec (``tool > out``), and reads left
+        self.redirect: dict[int, tuple[list[str], int]] = {}
+        #: pid -> files it created since its exec
+        self.created_by: dict[int, list[str]] = {}
         self.read_secret: set[int] = set()
         self.deleted: set[str] = set()
+
+    def note_exec(self, pid: int) -> None:
+        """An exec: what the process created before it (its shell's redirections) is its output."""
+        made = self.created_by.pop(pid, None)
+        self.recent.pop(pid, None)
+        self.read_secret.discard(pid)
+        if made:
+            self.redirect[pid] = (made, _REDIRECT_READS)
+        else:
+            self.redirect.pop(pid, None)
 
     def note_read(self, ev: Event, secret: bool) -> None:
         """A successful read (called by the engine, which knows what is secret)."""
         path = ev.path
         if not path or _NOT_SOURCE.search(path) or (ev.flags and "O_DIRECTORY" in ev.flags):
             return
-        if len(self.last_read) > self.MAX_COPIES:
-            self.last_read.clear()
-        self.last_read[ev.pid] = path
-        if secret or path in self.tainted:
-            self.read_secret.add(ev.pid)
+        pid = ev.pid
+        if len(self.recent) > self.MAX_COPIES:
+            self.recent.clear()
+            self.redirect.clear()
+            self.created_by.clear()
+        tainted = secret or path in self.tainted
+        if tainted:
+            self.read_secret.add(pid)
+        reads = self.recent.setdefault(pid, [])
+        if path in reads:
+            reads.remove(path)
+        reads.append(path)
+        del reads[:-_RECENT]
+        red = self.redirect.get(pid)
+        if red is not None:
+            outs, left = red
+            for out in outs:
+                self._derive(out, path, tainted)
+            if left > 1:
+                self.redirect[pid] = (outs, left - 1)
+            else:
+                del self.redirect[pid]
 
     def _derive(self, new: str, old: str, taint: bool) -> None:
         if new == old or len(self.origin) > self.MAX_COPIES:
             return
         self.origin[new] = old
-        self.copied.setdefault(old, new)
+        if "/.git/" not in new:  # git storing a file in its object store is not a replacement of it
+            self.copied.setdefault(old, new)
         if taint:
             self.tainted.add(new)
 
@@ -83,9 +119,12 @@ class RunState:
         if t in _WRITE_TYPES:
             if ev.path:
                 self._add(ev.path)
-                src = self.last_read.get(ev.pid)
-                if t in ("file.create", "file.write") and src is not None and src != ev.path:
-                    self._derive(ev.path, src, ev.pid in self.read_secret)
+                if t in ("file.create", "file.write"):
+                    made = self.created_by.setdefault(ev.pid, [])
+                    if len(made) < _RECENT:
+                        made.append(ev.path)
+                    for src in self.recent.get(ev.pid, ()):
+                        self._derive(ev.path, src, ev.pid in self.read_secret)
         elif t in _LINK_TYPES:
             # the link is new; what it points at was not written by making it (exec events
             # name the file a symlink resolves to, so a link to a dropped file is still caught)
@@ -152,6 +191,7 @@ class FieldContext:
         meta: object = None,
         run_meta: dict[str, Any] | None = None,
         launch_programs: frozenset[str] = frozenset(),
+        launch_interpreters: frozenset[str] = frozenset(),
         launch_trees: DirSet | None = None,
         agent_state_re: re.Pattern[str] | None = None,
         resolvers: frozenset[str] = frozenset(),
@@ -174,6 +214,7 @@ class FieldContext:
         #: the pipeline's shared facts (``workspace_before``: paths of the before-manifest)
         self.run_meta = run_meta if run_meta is not None else {}
         self.launch_programs = launch_programs
+        self.launch_interpreters = launch_interpreters
         self.launch_trees = launch_trees if launch_trees is not None else DirSet([])
         self.agent_state_re = agent_state_re
         self.resolvers = resolvers
@@ -229,13 +270,13 @@ class FieldContext:
         exe = self.exe()
         if not exe:
             return False
-        if self.launched_exe(exe):
+        if self.launched_exe(exe) or (exe in self.launch_interpreters and exe not in self.state.written):
             return True
         return exe in self.trusted or self.trusted_re.fullmatch(exe) is not None
 
     def launched_exe(self, exe: str | None = None) -> bool:
-        """The executable is the program the user launched, its interpreter, or lies in its
-        install tree (and was not written by this run)."""
+        """The executable is the program the user launched or lies in its install tree (and was
+        not written by this run).  Its interpreter is trusted for exec but is not the agent."""
         exe = exe if exe is not None else self.exe()
         if not exe or exe in self.state.written:
             return False

@@ -136,8 +136,9 @@ class RuleEngine(Sink):
             meta=meta,
             run_meta=ctx.meta,
             launch_programs=frozenset(launch.get("programs") or ()),
+            launch_interpreters=frozenset(launch.get("interpreters") or ()),
             launch_trees=DirSet(launch.get("trees") or ()),
-            agent_state_re=compile_globs(known_state.all_state_globs(), home),
+            agent_state_re=compile_globs(known_state.state_globs(launch.get("kind")), home),
             resolvers=frozenset(extra.get("resolvers") or ()),
         )
         self.fx = FieldContext(**fx_args)
@@ -208,6 +209,8 @@ class RuleEngine(Sink):
                     self._hit(self._matchers[i], ev)
         if t in _STATE_TYPES:
             self.state.update(ev)
+        elif t == "process.exec" and ev.ok:
+            self.state.note_exec(ev.pid)
         elif t == "file.read" and ev.ok:
             p = ev.path
             self.state.note_read(ev, bool(p) and (fx.is_secret(p) and not self._owner(ev)))

@@ -177,7 +177,8 @@ def h_dup(st: TraceState, c: Call) -> Event | None:
     socket for its input or output (:func:`stdio_socket`)."""
     if not c.ok:
         return None
-    new = parse_int(c.arg(1))
+    target = parse_fd(c.arg(1))
+    new = target.num if target is not None else parse_int(c.arg(1))
     if new is None or new not in (0, 1, 2):
         return None
     fd = parse_fd(c.arg(0))
