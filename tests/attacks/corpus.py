@@ -205,7 +205,8 @@ def run_one(template: Path, base: Path, sc: Scenario, variant: str, ports: tuple
     root = base / f"{sc.id}-{variant}"
     shutil.copytree(template, root, symlinks=True)
     ws, home = root / "ws", root / "home"
-    skill = root / "skill" / "SKILL.md"
+    # where the project keeps its skills; inside the workspace when sandboxed (the sandbox has its own /tmp)
+    skill = (ws / ".agents" / "skills" / "task" if mode else root / "skill") / "SKILL.md"
     _write(skill, skill_text(script if script is not None else getattr(sc, variant)))
     policy = root / "spyglass.yaml"
     _policy(policy, ports[1], sc.policy, mode)
