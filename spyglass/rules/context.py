@@ -64,11 +64,20 @@ class RunState:
         self.created_by: dict[int, list[str]] = {}
         self.read_secret: set[int] = set()
         self.deleted: set[str] = set()
+        #: pid -> the file it created last, until it reads or execs (a redirection about to be inherited)
+        self.pending_out: dict[int, str] = {}
+
+    def note_fork(self, child: int, parent: int | None) -> None:
+        """A new process: a file its parent had just created for it is its output (``tool > out``)."""
+        out = self.pending_out.pop(parent, None) if parent is not None else None
+        if out is not None:
+            self.created_by[child] = [out]
 
     def note_exec(self, pid: int) -> None:
         """An exec: what the process created before it (its shell's redirections) is its output."""
         made = self.created_by.pop(pid, None)
         self.recent.pop(pid, None)
+        self.pending_out.pop(pid, None)
         self.read_secret.discard(pid)
         if made:
             self.redirect[pid] = (made, _REDIRECT_READS)
@@ -81,10 +90,12 @@ class RunState:
         if not path or _NOT_SOURCE.search(path) or (ev.flags and "O_DIRECTORY" in ev.flags):
             return
         pid = ev.pid
+        self.pending_out.pop(pid, None)
         if len(self.recent) > self.MAX_COPIES:
             self.recent.clear()
             self.redirect.clear()
             self.created_by.clear()
+            self.pending_out.clear()
         tainted = secret or path in self.tainted
         if tainted:
             self.read_secret.add(pid)
@@ -123,6 +134,8 @@ class RunState:
                     made = self.created_by.setdefault(ev.pid, [])
                     if len(made) < _RECENT:
                         made.append(ev.path)
+                    if len(self.pending_out) < self.MAX_COPIES:
+                        self.pending_out[ev.pid] = ev.path
                     for src in self.recent.get(ev.pid, ()):
                         self._derive(ev.path, src, ev.pid in self.read_secret)
         elif t in _LINK_TYPES:

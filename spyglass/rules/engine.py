@@ -211,6 +211,8 @@ class RuleEngine(Sink):
             self.state.update(ev)
         elif t == "process.exec" and ev.ok:
             self.state.note_exec(ev.pid)
+        elif t == "process.start":
+            self.state.note_fork(ev.pid, ev.ppid)
         elif t == "file.read" and ev.ok:
             p = ev.path
             self.state.note_read(ev, bool(p) and (fx.is_secret(p) and not self._owner(ev)))
