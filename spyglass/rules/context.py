@@ -9,6 +9,7 @@ process event changes the tree (``procs_changed``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from spyglass.events import Event
@@ -201,8 +202,8 @@ class FieldContext:
         honeytokens_re: re.Pattern[str],
         hosts: HostMatcher,
         monitor_pids: frozenset[int] = frozenset(),
-        meta: object = None,
-        run_meta: dict[str, Any] | None = None,
+        live_monitors: Sequence[int] = (),
+        run_ctx: Any = None,
         launch_programs: frozenset[str] = frozenset(),
         launch_interpreters: frozenset[str] = frozenset(),
         launch_trees: DirSet | None = None,
@@ -223,9 +224,10 @@ class FieldContext:
         self.honeytokens_re = honeytokens_re
         self.hosts = hosts
         self.monitor_pids = monitor_pids
-        self.meta = meta
-        #: the pipeline's shared facts (``workspace_before``: paths of the before-manifest)
-        self.run_meta = run_meta if run_meta is not None else {}
+        #: the run context's list: the tracer's pid joins it once capture runs
+        self.live_monitors = live_monitors
+        #: the run context (``workspace_before``: paths of the before-manifest, set by the evidence sink)
+        self.run_ctx = run_ctx
         self.launch_programs = launch_programs
         self.launch_interpreters = launch_interpreters
         self.launch_trees = launch_trees if launch_trees is not None else DirSet([])
@@ -447,7 +449,7 @@ class FieldContext:
         if not path:
             return False
         if path in self.workspace:
-            before = self.run_meta.get("workspace_before")
+            before = getattr(self.run_ctx, "workspace_before", None)
             if before is None:
                 return path not in self.state.written and path not in self.state.origin
             return path in before
@@ -524,26 +526,14 @@ class FieldContext:
         return t is not None and t in self.procs.procs
 
     def target_is_monitor(self) -> bool:
-        """spyglass itself, or a pid the run's metadata names as part of the monitor.
+        """spyglass itself, or a pid of the monitor (the tracer and its helpers).
 
-        ``RunMeta.extra["monitor_pids"]`` (the tracer and its helpers) is read at the
-        time of the event: it is recorded once the capture has started."""
+        The run context's ``monitor_pids`` is read at the time of the event: the
+        tracer's pid joins it once the capture has started."""
         t = self.ev.target_pid
         if t is None:
             return False
-        if t in self.monitor_pids or t == getattr(self.meta, "monitor_pid", None):
-            return True
-        extra = getattr(self.meta, "extra", None)
-        pids = extra.get("monitor_pids") if isinstance(extra, dict) else None
-        if not pids:
-            return False
-        for p in pids:
-            try:
-                if int(p) == t:
-                    return True
-            except (TypeError, ValueError):
-                continue
-        return False
+        return t in self.monitor_pids or t in self.live_monitors
 
     def target_exe(self) -> str | None:
         t = self.ev.target_pid

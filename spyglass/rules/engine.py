@@ -11,7 +11,6 @@ everything it uses comes from the events, the policy and the run's metadata.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from typing import Any
 
 from spyglass.agents import known_state
 from spyglass.events import EVENT_TYPES, Alert, Event, LineageEntry
-from spyglass.pipeline import RunContext, Sink
+from spyglass.pipeline import RunContext, Sink, default_home
 from spyglass.policy import Policy
 from spyglass.policy import defaults as pdefaults
 from spyglass.policy.hosts import HostMatcher
@@ -92,13 +91,10 @@ class RuleEngine(Sink):
         self.alerts = []
         self._dedup = set()
         self.stopped_by = None
-        meta = ctx.meta.get("run")
-        extra: dict[str, Any] = getattr(meta, "extra", None) or {}
-        home = self._home or extra.get("home") or os.environ.get("HOME") or os.path.expanduser("~")
-        home = home.rstrip("/") or "/"
-        if meta is not None and "home" not in extra:
-            meta.extra["home"] = home
-        if meta is not None and getattr(meta, "status", "") == "running":
+        meta = ctx.run
+        extra: dict[str, Any] = meta.extra if meta is not None else {}
+        home = (self._home or ctx.home or default_home()).rstrip("/") or "/"
+        if meta is not None and meta.status == "running":
             _record_launch(meta, home)
         if self._workspace:
             ws = list(self._workspace)
@@ -106,16 +102,17 @@ class RuleEngine(Sink):
             ws = list(self.policy.workspace)
         else:
             ws = list(ctx.workspace) or ([ctx.root_cwd] if ctx.root_cwd else [])
-        self.mode = self._mode or getattr(meta, "mode", None) or self.policy.mode
+        self.mode = self._mode or (meta.mode if meta is not None else None) or self.policy.mode
         self.home = home
         self.workspace = ws
         monitors = set(self._monitor_pids)
-        if getattr(meta, "monitor_pid", None):
-            monitors.add(meta.monitor_pid)  # type: ignore[union-attr]
+        if meta is not None and meta.monitor_pid:
+            monitors.add(meta.monitor_pid)
+        honeytoken_paths = ctx.sandbox.honeytokens if ctx.sandbox is not None else extra.get("honeytokens", [])
         pol = self.policy
         trusted_dirs = [expand_home(d, home) for d in pol.exec.effective_trusted]
         ws_trusted = [f"{w.rstrip('/')}/{g}/**" for w in ws for g in pdefaults.WORKSPACE_TRUSTED_EXEC]
-        honeytokens = [*pol.honeytokens, *extra.get("honeytokens", [])]
+        honeytokens = [*pol.honeytokens, *honeytoken_paths]
         secret_globs = list(pol.secret_globs)
         if pol.evidence.sign_key:  # the run's own signing key is a secret
             secret_globs.append(pol.resolve_path(pol.evidence.sign_key))
@@ -133,8 +130,8 @@ class RuleEngine(Sink):
             honeytokens_re=compile_globs(honeytokens, home),
             hosts=HostMatcher(pol.network.effective_allow, pol.network.deny),
             monitor_pids=frozenset(monitors),
-            meta=meta,
-            run_meta=ctx.meta,
+            live_monitors=ctx.monitor_pids,
+            run_ctx=ctx,
             launch_programs=frozenset(launch.get("programs") or ()),
             launch_interpreters=frozenset(launch.get("interpreters") or ()),
             launch_trees=DirSet(launch.get("trees") or ()),
@@ -340,7 +337,7 @@ class RuleEngine(Sink):
         assert self.ctx is not None
         fx = self.fx
         fx.ev = ev
-        labels: dict[int, str] = self.ctx.meta.get("tool_calls") or {}
+        labels = self.ctx.tool_calls
         lineage = [
             LineageEntry(pid=p.pid, exe=p.exe, argv=list(p.argv) if p.argv else None, cwd=p.cwd,
                          tool_call=labels.get(p.pid))

@@ -30,8 +30,10 @@ def npm_tree() -> Iterator[Path]:
     shutil.copy("/bin/true", vendor / "fake-agent")
     launcher = nm / "fake-agent" / "bin" / "fake-agent.sh"
     launcher.parent.mkdir(parents=True)
-    launcher.write_text('#!/bin/sh\nd=$(dirname "$(readlink -f "$0")")\n"$d/../../fake-agent-linux-x64/vendor/fake-agent"\n'
-                        'if [ -n "$DROP" ]; then cp /bin/true "$DROP" && "$DROP"; fi\n')
+    launcher.write_text(
+        '#!/bin/sh\nd=$(dirname "$(readlink -f "$0")")\n"$d/../../fake-agent-linux-x64/vendor/fake-agent"\n'
+        'if [ -n "$DROP" ]; then cp /bin/true "$DROP" && "$DROP"; fi\n'
+    )
     launcher.chmod(0o755)
     (nm / ".bin").mkdir()
     (nm / ".bin" / "fake-agent").symlink_to("../fake-agent/bin/fake-agent.sh")
