@@ -94,7 +94,7 @@ class RuleEngine(Sink):
         meta = ctx.run
         extra: dict[str, Any] = meta.extra if meta is not None else {}
         home = (self._home or ctx.home or default_home()).rstrip("/") or "/"
-        if meta is not None and meta.status == "running":
+        if meta is not None and getattr(meta, "status", "") == "running":
             _record_launch(meta, home)
         if self._workspace:
             ws = list(self._workspace)
