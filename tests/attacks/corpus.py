@@ -32,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 AGENT = HERE / "agent.py"
 PYTHON = sys.executable
 LEVELS = ["info", "low", "medium", "high", "critical"]
+RUN_TIMEOUT = 240
 DECOY_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\ncorpus-decoy-key\n-----END OPENSSH PRIVATE KEY-----\n"
 
 
@@ -213,13 +214,16 @@ def run_one(template: Path, base: Path, sc: Scenario, variant: str, ports: tuple
     store = root / ".spyglass"
     env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PY": PYTHON, "ROOT": str(root),
            "A": str(ports[0]), "C": str(ports[1]), "LANG": "C.UTF-8", "GIT_CONFIG_NOSYSTEM": "1"}
-    proc = subprocess.run(
-        [PYTHON, "-m", "spyglass", "run", "--store", str(store), "--policy", str(policy), "--workspace", str(ws),
-         "--", PYTHON, str(AGENT), str(skill)],
-        cwd=ws, env={**env, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, stdin=subprocess.DEVNULL,
-        capture_output=True, text=True, timeout=300, check=False,
-    )
-    result = Result(sc, variant, proc.returncode, stderr=proc.stderr, root=root)
+    cmd = [PYTHON, "-m", "spyglass", "run", "--store", str(store), "--policy", str(policy), "--workspace", str(ws),
+           "--", PYTHON, str(AGENT), str(skill)]
+    try:
+        proc = subprocess.run(cmd, cwd=ws, env={**env, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                              check=False)
+        result = Result(sc, variant, proc.returncode, stderr=proc.stderr, root=root)
+    except subprocess.TimeoutExpired as exc:  # reported as this scenario's failure, not the corpus's
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        result = Result(sc, variant, -1, stderr=f"spyglass run did not end within {RUN_TIMEOUT}s\n{err}", root=root)
     runs = [p for p in (store / "runs").iterdir() if p.is_dir()] if (store / "runs").is_dir() else []
     for run in runs:
         alerts = run / "alerts.jsonl"
@@ -228,7 +232,10 @@ def run_one(template: Path, base: Path, sc: Scenario, variant: str, ports: tuple
                 if line.strip():
                     obj = json.loads(line)
                     result.alerts.append(obj.get("alert", obj) if isinstance(obj, dict) else obj)
-        meta = json.loads((run / "run.json").read_text())
+        try:
+            meta = json.loads((run / "run.json").read_text())
+        except (OSError, ValueError):
+            continue
         result.stopped_by = meta.get("stopped_by")
     return result
 
