@@ -42,7 +42,8 @@ STATE_GLOBS: dict[str, tuple[str, ...]] = {
         "~/.claude/local/**", "~/.claude/downloads/**",
     ),
     "mini": (
-        "~/.config", "~/.config/mini-swe-agent", "~/.config/mini-swe-agent/.env", "~/.config/mini-swe-agent/*.traj.json",
+        "~/.config", "~/.config/mini-swe-agent", "~/.config/mini-swe-agent/.env",
+        "~/.config/mini-swe-agent/*.traj.json",
         "~/.config/mini-swe-agent/last_*", "~/.local/share/mini-swe-agent/**",
     ),
     "aider": ("~/.aider/**", "~/.aider.*.history*", "~/.aider*"),

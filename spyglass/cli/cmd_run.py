@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -67,14 +68,13 @@ Examples:
 )
 @click.option(
     "--mode",
-    type=click.Choice(["observe", "contain", "enforce"]),
+    type=click.Choice(["observe", "contain", "enforce", "ask"]),
     default=None,
     help="Override the policy's mode: observe (record and alert), contain (sandbox), "
-    "enforce (sandbox, and kill rules stop the agent).",
+    "enforce (sandbox, and kill rules stop the agent), ask (observe, and the agent's hooks ask "
+    "before a risky tool call, as --ask).",
 )
-@click.option(
-    "--sandbox", is_flag=True, help="Confine the agent (bubblewrap, decoy home, egress proxy): mode contain."
-)
+@click.option("--sandbox", is_flag=True, help="Confine the agent (bubblewrap, decoy home, egress proxy): mode contain.")
 @click.option(
     "--fail-on",
     type=click.Choice(["info", "low", "medium", "high", "critical"]),
@@ -87,28 +87,43 @@ Examples:
     default=None,
     help="Sign the run's checkpoint with this Ed25519 private key (policy: evidence.sign_key).",
 )
-@click.option(
-    "--no-workspace-evidence", is_flag=True, help="Do not fingerprint the workspace before and after."
-)
+@click.option("--no-workspace-evidence", is_flag=True, help="Do not fingerprint the workspace before and after.")
 @click.option(
     "--model-script",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Serve this model script on loopback for the run and point the agent at it (docs/agents.md).",
 )
+@click.option("--model-var", "model_vars", multiple=True, metavar="NAME=VALUE", help="${NAME} in the model script.")
 @click.option(
-    "--model-var", "model_vars", multiple=True, metavar="NAME=VALUE", help="${NAME} in the model script."
+    "--model-port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    help="Port of the --model-script stub on 127.0.0.1 (default: any free port).",
+)
+@click.option(
+    "--ask",
+    is_flag=True,
+    help="Ask before a tool call runs: the agent's hooks (Claude Code) hand each call to the policy; "
+    "one that touches a secret, a host not allowed or a persistence file is put to you on the "
+    "terminal (allow once / deny), or denied without one.  Decisions are agent.intervention events.",
+)
+@click.option(
+    "--agent-hooks",
+    is_flag=True,
+    help="Claude Code: per-run hooks (loaded with --settings, beside your own) report each tool call "
+    "live, so processes carry its id from the start (automatic with --model-script).",
 )
 @click.option(
     "--agent",
     "agent_kind",
-    type=click.Choice(["codex", "mini"]),
+    type=click.Choice(["codex", "claude", "mini", "generic"]),
     default=None,
     help="Which agent CMD runs, when spyglass cannot tell (for --model-script).",
 )
 @click.option(
     "--agent-log",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The agent's log (codex --json output or rollout, mini-swe-agent trajectory); "
+    help="The agent's log (codex --json output or rollout, Claude Code transcript, mini-swe-agent trajectory); "
     "default: the log the agent is seen writing.",
 )
 @click.option("--backend", default="strace", show_default=True, help="Capture backend.")
@@ -122,6 +137,11 @@ Examples:
     is_flag=True,
     help="Record the agent's terminal output and the operator's input (asciicast v2, evidence/terminal.cast; "
     "secrets masked). Policy: terminal.record.",
+)
+@click.option(
+    "--result-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="When the run ends, write its id, status, exit code and highest alert level there as JSON (for harnesses).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No live alerts and no summary.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -140,11 +160,15 @@ def run_cmd(
     no_workspace_evidence: bool,
     model_script: Path | None,
     model_vars: tuple[str, ...],
+    model_port: int,
+    ask: bool,
+    agent_hooks: bool,
     agent_kind: str | None,
     agent_log: Path | None,
     backend: str,
     no_seccomp: bool,
     record_tty: bool,
+    result_file: Path | None,
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -173,12 +197,17 @@ def run_cmd(
         live_alerts=not quiet,
         model_script=model_script,
         model_vars=parse_vars(model_vars),
+        model_port=model_port,
+        ask=ask,
+        agent_hooks=agent_hooks,
         agent_kind=agent_kind,
         agent_log=agent_log,
     )
     store = open_store(store_path, create=True)
     result = run_session(opts, store)
     meta = result.meta
+    if result_file is not None:
+        write_result_file(result_file, result)
     if not quiet:
         print_run_summary(RunReader(store, meta.id), sys.stderr)
         click.echo(f"spyglass: recorded run {meta.id} in {store.root}", err=True)
@@ -192,6 +221,25 @@ def run_cmd(
         failed = ", ".join(f"{k} ({v}x)" for k, v in sorted(result.sink_errors.items()))
         click.echo(f"spyglass: evidence is partial: {failed} failed during the run (see `spyglass show`)", err=True)
     sys.exit(result.verdict_code if result.verdict_code is not None else result.exit_code)
+
+
+def write_result_file(path: Path, result: Any) -> None:
+    """The run's outcome as JSON for a harness; a path that cannot be written is one line, not a traceback."""
+    import json
+
+    from spyglass.errors import UsageError
+
+    meta = result.meta
+    data = {
+        "id": meta.id, "status": meta.status, "exit_code": result.exit_code,
+        "verdict_code": result.verdict_code, "max_level": meta.extra.get("max_level"),
+        "alerts": meta.counts.get("alerts", 0), "events": meta.counts.get("events", 0),
+    }
+    try:
+        path.write_text(json.dumps(data) + "\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write the result file {path}: {exc.strerror}",
+                         hint="give a path in a directory that exists and can be written") from None
 
 
 @click.command("demo")

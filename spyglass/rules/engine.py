@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from spyglass.agents import known_state
+from spyglass.agents.adapters import adapter_named, agent_state_globs
 from spyglass.events import EVENT_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink, default_home
 from spyglass.policy import Policy
@@ -111,6 +112,8 @@ class RuleEngine(Sink):
         honeytoken_paths = ctx.sandbox.honeytokens if ctx.sandbox is not None else extra.get("honeytokens", [])
         pol = self.policy
         trusted_dirs = [expand_home(d, home) for d in pol.exec.effective_trusted]
+        # the install tree of the agent the run started, found by its adapter (session/agent.py)
+        trusted_dirs += [str(d) for d in extra.get("agent_install") or [] if isinstance(d, str)]
         ws_trusted = [f"{w.rstrip('/')}/{g}/**" for w in ws for g in pdefaults.WORKSPACE_TRUSTED_EXEC]
         honeytokens = [*pol.honeytokens, *honeytoken_paths]
         secret_globs = list(pol.secret_globs)
@@ -135,7 +138,7 @@ class RuleEngine(Sink):
             launch_programs=frozenset(launch.get("programs") or ()),
             launch_interpreters=frozenset(launch.get("interpreters") or ()),
             launch_trees=DirSet(launch.get("trees") or ()),
-            agent_state_re=compile_globs(known_state.state_globs(launch.get("kind")), home),
+            agent_state_re=compile_globs(_agent_state(launch.get("kind"), home), home),
             resolvers=frozenset(extra.get("resolvers") or ()),
         )
         self.fx = FieldContext(**fx_args)
@@ -156,6 +159,7 @@ class RuleEngine(Sink):
             allowed_hosts=list(pol.network.effective_allow),
             denied_hosts=list(pol.network.deny),
             trusted_exec=trusted_dirs,
+            agent_state=agent_state_globs(home),
         )
         self.lists = lists
         matchers: list[Matcher] = []
@@ -377,6 +381,19 @@ class RuleEngine(Sink):
 #: programs whose reads of their own credentials do not taint what they write (ssh writes known_hosts)
 _OWNERS = frozenset({"ssh", "scp", "sftp", "ssh-add", "ssh-agent", "ssh-keygen", "gpg", "gpg2", "gpg-agent",
                      "git", "git-remote-http", "git-remote-https", "kubectl", "aws", "gcloud", "gh", "docker"})
+
+
+#: known_state's agent kinds -> adapter names
+_ADAPTER_OF = {"codex": "codex", "claude_code": "claude", "mini": "mini"}
+
+
+def _agent_state(kind: str | None, home: str) -> list[str]:
+    """The own state files of the agent the user launched: the known-state list and its adapter's."""
+    globs = known_state.state_globs(kind)
+    name = _ADAPTER_OF.get(kind or "")
+    if name:
+        globs += adapter_named(name).state_globs(home)
+    return globs
 
 
 def _resolvers() -> list[str]:

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spyglass.policy import Policy
 from spyglass.session.options import RunOptions
 from spyglass.store import Store
 
 if TYPE_CHECKING:
+    from spyglass.agents.ask import PolicyAsk
+    from spyglass.agents.hooks import HookServer
+    from spyglass.agents.replay import StubSession
     from spyglass.rules.engine import RuleEngine
     from spyglass.sandbox.prepared import PreparedSandbox
 
@@ -44,6 +47,14 @@ class Plan:
     early: list[object] = field(default_factory=list)
     #: the command's stdin, stdout, stderr when a sink owns them (the terminal recorder)
     stdio: tuple[int, int, int] | None = None
+    #: the command as it runs (the agent's hooks may add an option); None: the options' argv
+    argv: list[str] | None = None
+    ask: bool = False  # --ask or mode: ask
+    asker: PolicyAsk | None = None  # decides the agent's PreToolUse hooks under --ask
+    hooks: HookServer | None = None  # the agent's per-run hooks report here
+    stub: StubSession | None = None  # the --model-script stub
+    #: spyglass.sandbox.broker.Broker when the policy has secrets.broker (values in memory only)
+    broker: Any = None
 
 
 SinkFactory = Callable[[Plan], Iterable[object]]
@@ -52,7 +63,7 @@ SinkFactory = Callable[[Plan], Iterable[object]]
 def _awareness(plan: Plan) -> Iterable[object]:
     from spyglass.agents.awareness import AgentAwareness
 
-    return [AgentAwareness(plan.opts.agent_log)]
+    return [AgentAwareness(plan.opts.agent_log, hooks=plan.hooks, asker=plan.asker, env=plan.env, cwd=plan.cwd)]
 
 
 def _sandbox_guards(plan: Plan) -> Iterable[object]:
@@ -89,7 +100,9 @@ def _terminal(plan: Plan) -> Iterable[object]:
         return []
     from spyglass.tty import TerminalRecorder
 
-    recorder = TerminalRecorder(plan.store.run_dir, patterns=plan.policy.terminal.redact)
+    recorder = TerminalRecorder(
+        plan.store.run_dir, patterns=plan.policy.terminal.redact, literals=plan.broker.values if plan.broker else ()
+    )
     plan.stdio = recorder.stdio
     return [recorder]
 
