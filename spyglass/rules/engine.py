@@ -216,7 +216,7 @@ class RuleEngine(Sink):
             self.state.note_fork(ev.pid, ev.ppid)
         elif t == "file.read" and ev.ok:
             p = ev.path
-            self.state.note_read(ev, bool(p) and (fx.is_secret(p) and not self._owner(ev)))
+            self.state.note_read(ev, bool(p) and self._taints(ev, p or ""))
 
     def would_block(self, ev: Event) -> str | None:
         """The id of a ``block`` rule that this would-be event matches, or None.
@@ -371,13 +371,22 @@ class RuleEngine(Sink):
                 self.ctx.stop_agent(rule.id)
 
 
-    def _owner(self, ev: Event) -> bool:
-        """The reader is the agent itself or a credential owner (its copies are not taint)."""
+    def _taints(self, ev: Event, path: str) -> bool:
+        """A read that makes what the reader writes next a secret: a secret as cred-secret-read
+        sees one (not the workspace's .env, not a shell history), by neither the agent itself
+        nor a program that owns the credential."""
         fx = self.fx
+        if not fx.is_secret(path):
+            return False
+        name = path.rsplit("/", 1)[-1]
+        if name in _HISTORIES or (name.startswith(".env") and fx.in_ws(path)):
+            return False
         fx.ev = ev
-        return fx.launched_exe() or (fx.identity() or "") in _OWNERS
+        return not (fx.launched_exe() or (fx.identity() or "") in _OWNERS)
 
 
+_HISTORIES = frozenset({".bash_history", ".zsh_history", ".zhistory", ".histfile", "fish_history", ".python_history",
+                        ".node_repl_history", ".psql_history", ".mysql_history", ".sqlite_history", ".lesshst"})
 #: programs whose reads of their own credentials do not taint what they write (ssh writes known_hosts)
 _OWNERS = frozenset({"ssh", "scp", "sftp", "ssh-add", "ssh-agent", "ssh-keygen", "gpg", "gpg2", "gpg-agent",
                      "git", "git-remote-http", "git-remote-https", "kubectl", "aws", "gcloud", "gh", "docker"})
