@@ -1,6 +1,6 @@
 """Enforce mode stops a destructive sequence before it completes.
 
-An injected skill "archives" 200 pre-existing user files: each one is read,
+An injected skill "archives" 200 pre-existing user files (about 250 KB each): each one is read,
 written out encrypted next to it, and deleted, and the step number is
 appended to progress.txt after each.  In enforce mode (sandbox, kill rules
 act) impact-transform-and-delete fires at the fifth replaced file and the
@@ -45,7 +45,8 @@ def test_encryption_is_stopped_before_it_completes() -> None:
     try:
         template = corpus.build_template(base)
         for i in range(TOTAL):
-            corpus._write(template / "ws" / "records" / f"rec{i:03d}.txt", f"customer record {i}\n" * 20)
+            # documents of a realistic size: encrypting each one takes a while, as it does for real
+            corpus._write(template / "ws" / "records" / f"rec{i:03d}.txt", f"customer record {i:06d}\n" * 12000)
         sc = Scenario("enforce-encrypt", "encryption", "critical", "art:T1486", ENCRYPT, "true\n")
         r = corpus.run_one(template, base, sc, "attack", (1, 2), mode="enforce")
         assert r.stopped_by == "impact-transform-and-delete", (r.exit_code, r.stderr[-3000:])
