@@ -39,7 +39,7 @@ from spyglass.evidence.gateinputs import (
     resolve_claim_path,
     tests_outcome,
 )
-from spyglass.evidence.outcome import GateResult
+from spyglass.evidence.outcome import GateResult, Outcome
 from spyglass.evidence.requirements import REGISTRY, GateRequirement, Requirement, register
 from spyglass.policy.defaults import DEFAULT_GATE
 
@@ -126,6 +126,10 @@ def run_gate(
         result.outcomes.extend(check_claims(claims, g.facts, g.changes, g.workspace))
     if g._facts is not None:
         result.facts = facts_summary(g._facts, g.workspace)
+    if reader.meta.status in ("monitor-lost", "failed"):  # unobserved activity, or no run at all
+        lost = reader.meta.status == "monitor-lost"
+        why = "the tracer was lost while the run went on" if lost else "the agent never ran"
+        result.outcomes.append(Outcome(name="run-observed", kind="requirement", status="fail", summary=why))
     if reader.meta.status != "complete":
         result.notes.append(f"the run's status is {reader.meta.status}")
     result.notes.extend(g.notes)

@@ -50,6 +50,7 @@ class FieldContext:
         hosts: HostMatcher,
         monitor_pids: frozenset[int] = frozenset(),
         live_monitors: Sequence[int] = (),
+        monitor_pgids: Sequence[int] = (),
         run_ctx: Any = None,
         launch_programs: frozenset[str] = frozenset(),
         launch_interpreters: frozenset[str] = frozenset(),
@@ -73,6 +74,8 @@ class FieldContext:
         self.monitor_pids = monitor_pids
         #: the run context's list: the tracer's pid joins it once capture runs
         self.live_monitors = live_monitors
+        #: process groups of spyglass and its tracer (the run's list: the tracer's joins it)
+        self.monitor_pgids = monitor_pgids
         #: the run context (``workspace_before``: paths of the before-manifest, set by the evidence sink)
         self.run_ctx = run_ctx
         self.launch_programs = launch_programs
@@ -380,6 +383,8 @@ class FieldContext:
         t = self.ev.target_pid
         if t is None:
             return False
+        if t < -1:  # a process group: does it hold spyglass or its tracer?
+            return any(_int(g) == -t for g in self.monitor_pgids)
         return t in self.monitor_pids or t in self.live_monitors
 
     def target_exe(self) -> str | None:
@@ -391,3 +396,10 @@ class FieldContext:
         t = self.ev.target_pid
         p = self.procs.procs.get(t) if t is not None else None
         return p.command_line if p is not None else None
+
+
+def _int(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[call-overload, no-any-return]
+    except (TypeError, ValueError):
+        return None

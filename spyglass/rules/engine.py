@@ -134,6 +134,7 @@ class RuleEngine(Sink):
             hosts=HostMatcher(pol.network.effective_allow, pol.network.deny),
             monitor_pids=frozenset(monitors),
             live_monitors=ctx.monitor_pids,
+            monitor_pgids=extra.get("monitor_pgids") or [],
             run_ctx=ctx,
             launch_programs=frozenset(launch.get("programs") or ()),
             launch_interpreters=frozenset(launch.get("interpreters") or ()),

@@ -295,7 +295,7 @@ c = socket.socket(socket.AF_UNIX); c.connect(path); c.sendall(data); c.close(); 
              "truncate -s 0 ~/.local/state/app/app.log\n", "echo started >> ~/.local/state/app/app.log\n"),
     Scenario("delete-tracked-audit-log", "antiforensics", "high", "falco-eg ClearLogActivities",
              "rm -f audit.log\n", "echo x > new.log && rm -f new.log\n"),
-    Scenario("tracerpid-check", "antiforensics", "medium", "art:T1622 (debugger evasion)",
+    Scenario("tracerpid-check", "antiforensics", "low", "art:T1622 (debugger evasion)",
              _py("t = [l for l in open('/proc/self/status') if l.startswith('TracerPid')]; print(t)"),
              _py("print(open('/proc/self/stat').read()[:10])")),
     # ---------------------------------------------------------------- 8 exfiltration (critical sequence)

@@ -151,60 +151,58 @@ def h_module(st: TraceState, c: Call) -> Event | None:
 
 
 def h_kill(st: TraceState, c: Call) -> Event | None:
-    """A signal to a process outside the traced tree (or to every process, pid -1)."""
+    """A signal to a process outside the traced tree (or to every process, pid -1), or to a
+    process group (``target_pid`` is then minus the group id)."""
     if c.name == "tgkill":
         target, sig = parse_pid(c.arg(1)), c.arg(2)
         group = parse_pid(c.arg(0))
         if group is not None and group in st.seen:
             return None
+        if group is not None and group > 0:
+            target = group  # the process the thread belongs to
     else:
         target, sig = parse_pid(c.arg(0)), c.arg(1)
+    name = sig if not sig.isdigit() else f"signal {sig}"
+    if c.name == "kill" and target is not None and (target == 0 or target < -1):
+        # kill(0, ...) / killpg: a whole process group, which may hold spyglass or its tracer
+        pgid: int | None = -target
+        if target == 0:
+            try:
+                pgid = st.pgid_of(c.pid) if st.pgid_of is not None else None
+            except Exception:  # a host callback must never break parsing
+                pgid = None
+        where = f"process group {pgid}" if pgid is not None else "its own process group"
+        return _sensitive(st, c, f"{name} to {where}", -pgid if pgid is not None else None)
     if target is None or target == 0 or target < -1 or target in st.seen:
         return None
-    return _sensitive(st, c, sig if not sig.isdigit() else f"signal {sig}", target)
+    return _sensitive(st, c, name, target)
 
 
 #: marks a standard descriptor that is an internet socket (see :func:`stdio_socket`)
 SOCKET_FD = "socket:"
 
 
-def h_dup(st: TraceState, c: Call) -> Event | None:
-    """dup2/dup3 onto fd 0, 1 or 2: remember what the standard descriptor now is.
+def _sock_of(entry: str) -> str:
+    """The socket annotation a descriptor-table entry holds (``TCP:[a->b]``), or ''.
 
-    No event: the exec that follows says so when a program starts with a
-    socket for its input or output (:func:`stdio_socket`)."""
-    if not c.ok:
-        return None
-    target = parse_fd(c.arg(1))
-    new = target.num if target is not None else parse_int(c.arg(1))
-    if new is None or new not in (0, 1, 2):
-        return None
-    fd = parse_fd(c.arg(0))
-    ann = fd.ann if fd is not None else None
-    if ann and ann.upper().startswith(("TCP", "UDP")) and ":[" in ann:
-        c.proc.fds[new] = SOCKET_FD + ann
-        return None
-    path = ann_path(ann)
-    if path is not None:
-        c.proc.fds[new] = path
-    else:
-        c.proc.fds.pop(new, None)
-    return None
+    The descriptor bookkeeping (access.h_dup, traced dup2/dup3) stores what a
+    duplicated descriptor is; only internet sockets count here."""
+    if entry.startswith(SOCKET_FD):
+        entry = entry[len(SOCKET_FD):]
+    return entry if entry.upper().startswith(("TCP", "UDP")) and ":[" in entry else ""
 
 
 def stdio_socket(st: TraceState, c: Call) -> Event | None:
     """After a successful exec: a ``sys.sensitive`` event when the program's standard
     input or output is an internet socket (a reverse or bind shell, whatever its command line)."""
     fds = c.proc.fds
-    socks = [f"fd {n} {fds[n][len(SOCKET_FD):]}" for n in (0, 1) if fds.get(n, "").startswith(SOCKET_FD)]
+    socks = [f"fd {n} {_sock_of(fds.get(n, ''))}" for n in (0, 1) if _sock_of(fds.get(n, ""))]
     if not socks:
         return None
     return _sensitive(st, c, "stdio-socket: " + ", ".join(socks))
 
 
 HANDLERS: dict[str, Handler] = {
-    "dup2": h_dup,
-    "dup3": h_dup,
     "setuid": h_setid,
     "setgid": h_setid,
     "setreuid": h_setid,
