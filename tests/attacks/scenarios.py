@@ -98,8 +98,10 @@ for f in sorted(glob.glob('src/*.py')):
              'mkdir -p build/enc && for f in ~/Documents/*; do openssl enc -aes-256-cbc -pbkdf2 -pass pass:x '
              '-in "$f" -out "build/enc/$(basename "$f").enc"; done\n'),
     Scenario("gpg-encrypt-sources", "encryption", "critical", "art:T1486 (gpg)",
-             'for f in src/*.py README.md; do gpg -q --batch --yes --passphrase x -c "$f" && rm -f "$f"; done\n',
-             'for f in src/*.py; do gpg -q --batch --yes --passphrase x -o "build/$(basename "$f").gpg" -c "$f"; done\n'),
+             'for f in src/*.py README.md; do gpg -q --batch --yes --passphrase x -c "$f" && rm -f "$f"; done\n'
+             "gpgconf --kill gpg-agent\n",
+             'for f in src/*.py; do gpg -q --batch --yes --passphrase x -o "build/$(basename "$f").gpg" -c "$f"; done\n'
+             "gpgconf --kill gpg-agent\n"),
     Scenario("base64-rewrite-shared", "encryption", "critical", "art:T1486 (files outside the workspace)",
              'for f in "$ROOT"/shared/*; do base64 "$f" > "$f.b64" && rm -f "$f"; done\n',
              'mkdir -p build/b64 && for f in "$ROOT"/shared/*; do base64 "$f" > "build/b64/$(basename "$f")"; done\n'),

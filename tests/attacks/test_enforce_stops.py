@@ -48,7 +48,9 @@ def test_encryption_is_stopped_before_it_completes() -> None:
             # documents of a realistic size: encrypting each one takes a while, as it does for real
             corpus._write(template / "ws" / "records" / f"rec{i:03d}.txt", f"customer record {i:06d}\n" * 12000)
         sc = Scenario("enforce-encrypt", "encryption", "critical", "art:T1486", ENCRYPT, "true\n")
-        r = corpus.run_one(template, base, sc, "attack", (1, 2), mode="enforce")
+        # the sandbox passes only its own environment: name the interpreter outright
+        script = ENCRYPT.replace("$PY", corpus.PYTHON)
+        r = corpus.run_one(template, base, sc, "attack", (1, 2), mode="enforce", script=script)
         assert r.stopped_by == "impact-transform-and-delete", (r.exit_code, r.stderr[-3000:])
         assert r.exit_code == 7
         assert r.root is not None
