@@ -82,13 +82,15 @@ class SkillResult:
         }
 
 
-def _policy(base: Path, ws: Workspace, spec: Spec, more_hosts: list[str], readonly: list[str]) -> Path:
+def _policy(base: Path, ws: Workspace, spec: Spec, more_hosts: list[str], readonly: list[str],
+            env_pass: list[str]) -> Path:
     import yaml
 
     allow = [*spec.values("hosts"), *more_hosts, "localhost", "127.0.0.0/8"]
     doc = {
         "network": {"builtin_allow": False, "allow": allow},
-        "sandbox": {"readonly": [str(ws.skill), *readonly]},
+        # the sandbox passes a short allowlist of variables; the driver's and the agent's own must go in too
+        "sandbox": {"readonly": [str(ws.skill), *readonly], "env": {"pass": sorted(set(env_pass))}},
         "workspace": [str(ws.root)],
     }
     path = base / "spyglass.yaml"
@@ -134,7 +136,8 @@ def _one_run(
             argv=argv,
             cwd=str(ws.root),
             env=env,
-            policy_file=_policy(ws.base, ws, spec, more_hosts, readonly),
+            policy_file=_policy(ws.base, ws, spec, more_hosts, readonly,
+                                [*ws.env, *(plan.env if real else {})]),
             task=f"skill-verify:{spec.skill}:{mode}",
             sandbox=True,
             live_alerts=False,
