@@ -85,6 +85,8 @@ class RunContext:
     pipeline: Pipeline | None = None
     #: set by the session: stop the agent now (enforcement), with the reason
     stop_agent: Callable[[str], None] | None = None
+    #: paths of the workspace that existed before the run (the evidence sink's before-manifest)
+    workspace_before: frozenset[str] | None = None
 
     def raise_alert(self, alert: Alert) -> None:
         """Hand an alert to every sink's ``alert`` hook (store, printer, enforcer …)."""

@@ -144,6 +144,8 @@ class WorkspaceEvidence(Sink):
                 "later files get no unified diff"
             )
         self._write(MANIFEST_BEFORE, encode_manifest(self.before))
+        # which files existed before the run, for the rules (``file.pre_existing``)
+        ctx.workspace_before = frozenset(f.path for f in self.before.files)
 
     def _on_file_change(self, ev: Event) -> None:
         if self._outside is None:

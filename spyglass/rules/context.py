@@ -17,56 +17,14 @@ from spyglass.events.proctree import ProcessTable
 from spyglass.policy.hosts import HostMatcher, parse_ip
 from spyglass.policy.paths import DirSet
 from spyglass.rules.fields import parse_mode
+from spyglass.rules.runstate import DATA_EXTENSIONS, RunState
+
+__all__ = ["DATA_EXTENSIONS", "FieldContext", "RunState"]
 
 _METADATA_ADDRS = frozenset({"169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200"})
 _METADATA_NAMES = frozenset({"metadata.google.internal", "metadata", "instance-data"})
 _NOT_INET = frozenset({"unix", "af_unix", "netlink", "af_netlink"})
-_WRITE_TYPES = frozenset({"file.create", "file.write", "file.mkdir", "file.truncate"})
-_LINK_TYPES = frozenset({"file.link", "file.symlink"})
 _CACHE_MAX = 200_000
-
-
-class RunState:
-    """What the rules remember of the run so far (bounded)."""
-
-    MAX_PATHS = 1_000_000
-    MAX_DNS = 100_000
-
-    def __init__(self) -> None:
-        self.written: set[str] = set()
-        self.dns: dict[str, str] = {}  # address -> name
-
-    def update(self, ev: Event) -> None:
-        if not ev.ok:
-            return
-        t = ev.type
-        if t in _WRITE_TYPES:
-            if ev.path:
-                self._add(ev.path)
-        elif t in _LINK_TYPES:
-            # the link is new; what it points at was not written by making it (exec events
-            # name the file a symlink resolves to, so a link to a dropped file is still caught)
-            if ev.path:
-                self._add(ev.path)
-        elif t == "file.rename":
-            if ev.path:
-                self.written.discard(ev.path)
-            if ev.target:
-                self._add(ev.target)
-        elif t == "file.delete":
-            if ev.path:
-                self.written.discard(ev.path)
-        elif t == "net.dns" and ev.dns_answers and ev.dns_name:
-            if len(self.dns) > self.MAX_DNS:
-                self.dns.clear()
-            for a in ev.dns_answers:
-                self.dns[a] = ev.dns_name.rstrip(".")
-        elif t == "net.connect" and ev.domain and ev.address:
-            self.dns.setdefault(ev.address, ev.domain)
-
-    def _add(self, path: str) -> None:
-        if len(self.written) < self.MAX_PATHS:
-            self.written.add(path)
 
 
 def _base(path: str) -> str:
@@ -93,6 +51,12 @@ class FieldContext:
         monitor_pids: frozenset[int] = frozenset(),
         live_monitors: Sequence[int] = (),
         monitor_pgids: Sequence[int] = (),
+        run_ctx: Any = None,
+        launch_programs: frozenset[str] = frozenset(),
+        launch_interpreters: frozenset[str] = frozenset(),
+        launch_trees: DirSet | None = None,
+        agent_state_re: re.Pattern[str] | None = None,
+        resolvers: frozenset[str] = frozenset(),
     ) -> None:
         self.procs = procs
         self.state = state
@@ -112,6 +76,13 @@ class FieldContext:
         self.live_monitors = live_monitors
         #: process groups of spyglass and its tracer (the run's list: the tracer's joins it)
         self.monitor_pgids = monitor_pgids
+        #: the run context (``workspace_before``: paths of the before-manifest, set by the evidence sink)
+        self.run_ctx = run_ctx
+        self.launch_programs = launch_programs
+        self.launch_interpreters = launch_interpreters
+        self.launch_trees = launch_trees if launch_trees is not None else DirSet([])
+        self.agent_state_re = agent_state_re
+        self.resolvers = resolvers
         self.ev: Event = Event(type="none")
         self._secret_cache: dict[str, bool] = {}
         #: pid -> (ancestors' executables, names, command lines); valid until the tree changes
@@ -164,7 +135,41 @@ class FieldContext:
         exe = self.exe()
         if not exe:
             return False
+        if self.launched_exe(exe) or (exe in self.launch_interpreters and exe not in self.state.written):
+            return True
         return exe in self.trusted or self.trusted_re.fullmatch(exe) is not None
+
+    def launched_exe(self, exe: str | None = None) -> bool:
+        """The executable is the program the user launched or lies in its install tree (and was
+        not written by this run).  Its interpreter is trusted for exec but is not the agent."""
+        exe = exe if exe is not None else self.exe()
+        if not exe or exe in self.state.written:
+            return False
+        return exe in self.launch_programs or exe in self.launch_trees
+
+    def identity(self) -> str | None:
+        """The name of what the executable really is: a copied, renamed or linked program keeps
+        the name of its source; a program the run wrote from nothing known has none ("")."""
+        exe = self.exe()
+        if not exe:
+            return None
+        root = self.state.root_of(exe)
+        if root == exe and exe in self.state.written:
+            return ""
+        return _base(root)
+
+    def is_agent_state(self, path: str | None) -> bool:
+        return bool(path) and self.agent_state_re is not None and self.agent_state_re.fullmatch(path or "") is not None
+
+    def is_dns(self) -> bool:
+        """A name lookup: port 53 to a resolver the system is configured with (any port-53
+        peer when the run recorded no resolvers)."""
+        ev = self.ev
+        if ev.port != 53:
+            return False
+        if not self.resolvers or ev.type == "net.dns":
+            return True
+        return ev.address in self.resolvers
 
     def exe_created(self) -> bool:
         exe = self.exe()
@@ -283,6 +288,36 @@ class FieldContext:
 
     def created(self, path: str | None) -> bool:
         return path is not None and path in self.state.written
+
+    def secret_copy(self, path: str | None) -> bool:
+        return path is not None and path in self.state.tainted
+
+    def pre_existing(self, path: str | None) -> bool:
+        """The file existed before the run: in the workspace, it is in the before-manifest
+        (not ignored by git, not a build or cache directory); elsewhere, the run did not
+        create it and it is not a temp, cache or pseudo file."""
+        if not path:
+            return False
+        if path in self.workspace:
+            before = getattr(self.run_ctx, "workspace_before", None)
+            if before is None:
+                return path not in self.state.written and path not in self.state.origin
+            return path in before
+        if path.startswith(("/proc/", "/dev/", "/sys/", "/run/")) or self.in_temp(path):
+            return False
+        return path not in self.state.written and path not in self.state.origin
+
+    def user_data(self, path: str | None) -> bool:
+        """A pre-existing file in a data format (database, document, mail, calendar, archive ...)."""
+        if not path or not self.pre_existing(path):
+            return False
+        name = _base(path)
+        ext = name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
+        return ext in DATA_EXTENSIONS
+
+    def has_copy(self, path: str | None) -> bool:
+        """The run wrote a copy (or transformed copy) of this file before this event."""
+        return path is not None and path in self.state.copied
 
     def is_dir_open(self) -> bool:
         f = self.ev.flags

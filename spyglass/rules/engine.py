@@ -16,7 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from spyglass.agents.adapters import agent_state_globs
+from spyglass.agents import known_state
+from spyglass.agents.adapters import adapter_named, agent_state_globs
 from spyglass.events import EVENT_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink, default_home
 from spyglass.policy import Policy
@@ -94,6 +95,8 @@ class RuleEngine(Sink):
         meta = ctx.run
         extra: dict[str, Any] = meta.extra if meta is not None else {}
         home = (self._home or ctx.home or default_home()).rstrip("/") or "/"
+        if meta is not None and getattr(meta, "status", "") == "running":
+            _record_launch(meta, home)
         if self._workspace:
             ws = list(self._workspace)
         elif self.policy.workspace:
@@ -113,6 +116,10 @@ class RuleEngine(Sink):
         trusted_dirs += [str(d) for d in extra.get("agent_install") or [] if isinstance(d, str)]
         ws_trusted = [f"{w.rstrip('/')}/{g}/**" for w in ws for g in pdefaults.WORKSPACE_TRUSTED_EXEC]
         honeytokens = [*pol.honeytokens, *honeytoken_paths]
+        secret_globs = list(pol.secret_globs)
+        if pol.evidence.sign_key:  # the run's own signing key is a secret
+            secret_globs.append(pol.resolve_path(pol.evidence.sign_key))
+        launch: dict[str, Any] = extra.get("launch") or {}
         fx_args: dict[str, Any] = dict(
             procs=ctx.procs,
             state=self.state,
@@ -121,13 +128,19 @@ class RuleEngine(Sink):
             home=home,
             trusted=DirSet(trusted_dirs),
             trusted_re=compile_globs(ws_trusted, home),
-            secrets_re=compile_globs(pol.secret_globs, home),
+            secrets_re=compile_globs(secret_globs, home),
             secret_exceptions_re=compile_globs(pdefaults.SECRET_EXCEPTIONS, home),
             honeytokens_re=compile_globs(honeytokens, home),
             hosts=HostMatcher(pol.network.effective_allow, pol.network.deny),
             monitor_pids=frozenset(monitors),
             live_monitors=ctx.monitor_pids,
             monitor_pgids=extra.get("monitor_pgids") or [],
+            run_ctx=ctx,
+            launch_programs=frozenset(launch.get("programs") or ()),
+            launch_interpreters=frozenset(launch.get("interpreters") or ()),
+            launch_trees=DirSet(launch.get("trees") or ()),
+            agent_state_re=compile_globs(_agent_state(launch.get("kind"), home), home),
+            resolvers=frozenset(extra.get("resolvers") or ()),
         )
         self.fx = FieldContext(**fx_args)
         #: for would_block, which other threads call: its own context, never the pipeline's
@@ -138,7 +151,7 @@ class RuleEngine(Sink):
         )
         lists: dict[str, list[Any]] = dict(self.ruleset.library.lists)
         lists.update(
-            secrets=list(pol.secret_globs),
+            secrets=secret_globs,
             secret_exceptions=list(pdefaults.SECRET_EXCEPTIONS),
             honeytokens=honeytokens,
             workspace=ws,
@@ -198,6 +211,13 @@ class RuleEngine(Sink):
                     self._hit(self._matchers[i], ev)
         if t in _STATE_TYPES:
             self.state.update(ev)
+        elif t == "process.exec" and ev.ok:
+            self.state.note_exec(ev.pid)
+        elif t == "process.start":
+            self.state.note_fork(ev.pid, ev.ppid)
+        elif t == "file.read" and ev.ok:
+            p = ev.path
+            self.state.note_read(ev, bool(p) and self._taints(ev, p or ""))
 
     def would_block(self, ev: Event) -> str | None:
         """The id of a ``block`` rule that this would-be event matches, or None.
@@ -350,6 +370,64 @@ class RuleEngine(Sink):
             self.stopped_by = rule.id
             if self.ctx.stop_agent is not None:
                 self.ctx.stop_agent(rule.id)
+
+
+    def _taints(self, ev: Event, path: str) -> bool:
+        """A read that makes what the reader writes next a secret: a secret as cred-secret-read
+        sees one (not the workspace's .env, not a shell history), by neither the agent itself
+        nor a program that owns the credential."""
+        fx = self.fx
+        if not fx.is_secret(path):
+            return False
+        name = path.rsplit("/", 1)[-1]
+        if name in _HISTORIES or (name.startswith(".env") and fx.in_ws(path)):
+            return False
+        fx.ev = ev
+        return not (fx.launched_exe() or (fx.identity() or "") in _OWNERS)
+
+
+_HISTORIES = frozenset({".bash_history", ".zsh_history", ".zhistory", ".histfile", "fish_history", ".python_history",
+                        ".node_repl_history", ".psql_history", ".mysql_history", ".sqlite_history", ".lesshst"})
+#: programs whose reads of their own credentials do not taint what they write (ssh writes known_hosts)
+_OWNERS = frozenset({"ssh", "scp", "sftp", "ssh-add", "ssh-agent", "ssh-keygen", "gpg", "gpg2", "gpg-agent",
+                     "git", "git-remote-http", "git-remote-https", "kubectl", "aws", "gcloud", "gh", "docker"})
+
+
+#: known_state's agent kinds -> adapter names
+_ADAPTER_OF = {"codex": "codex", "claude_code": "claude", "mini": "mini"}
+
+
+def _agent_state(kind: str | None, home: str) -> list[str]:
+    """The own state files of the agent the user launched: the known-state list and its adapter's."""
+    globs = known_state.state_globs(kind)
+    name = _ADAPTER_OF.get(kind or "")
+    if name:
+        globs += adapter_named(name).state_globs(home)
+    return globs
+
+
+def _resolvers() -> list[str]:
+    try:
+        with open("/etc/resolv.conf", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "nameserver":
+            out.append(parts[1].split("%")[0])
+    return out
+
+
+def _record_launch(meta: Any, home: str) -> None:
+    """Live runs: what the user launched (program, interpreter, install trees) and the
+    configured name servers go into the run's metadata, so a replay sees the same."""
+    extra = meta.extra
+    if "launch" not in extra and getattr(meta, "command", None):
+        extra["launch"] = known_state.install_trees(list(meta.command), meta.cwd or "/", home=home)
+    if "resolvers" not in extra:
+        extra["resolvers"] = _resolvers()
 
 
 def command_of(alert: Alert) -> str:

@@ -117,6 +117,12 @@ FIELDS: Final[dict[str, FieldSpec]] = {
     "process.executable.created_by_run": _f(
         "bool", "fx.exe_created()", "the executable was written by an earlier event of this run"),
     "process.executable.in_workspace": _f("bool", "fx.exe_in_ws()", "the executable is in the workspace"),
+    "process.executable.launched": _f(
+        "bool", "fx.launched_exe()", "the executable is the program the user launched, its interpreter, or "
+        "lies in its install tree (node_modules, virtualenv, prefix), and this run did not write it"),
+    "process.identity": _f(
+        "str", "fx.identity()", "base name of what the executable really is: a copy, rename or link of a "
+        "program keeps its source's name; a program the run wrote from scratch has none (empty)"),
     "process.parent.pid": _f("int", "fx.parent_pid()", "parent pid"),
     "process.parent.executable": _f("str", "fx.parent_exe()", "parent's executable"),
     "process.parent.name": _f("str", "fx.parent_name()", "parent's executable base name"),
@@ -143,6 +149,25 @@ FIELDS: Final[dict[str, FieldSpec]] = {
     "file.created_by_run": _f(
         "bool", "fx.created(ev.path)",
         "file.path was created or written by an earlier event of this run (and not deleted since)"),
+    "file.secret_copy": _f(
+        "bool", "fx.secret_copy(ev.path)", "file.path holds a copy of a secret this run made (copied, renamed, "
+        "linked or written by a process that had read a secret)"),
+    "file.target.is_secret": _f(
+        "bool", "fx.is_secret(ev.target)", "file.target matches a secret glob", "target"),
+    "file.target.secret_copy": _f("bool", "fx.secret_copy(ev.target)", "file.target holds a copy of a secret"),
+    "file.pre_existing": _f(
+        "bool", "fx.pre_existing(ev.path)", "the file existed before the run: in the workspace it is in the "
+        "before-manifest (not git-ignored, not a build/cache dir); elsewhere the run did not create it"),
+    "file.target.pre_existing": _f(
+        "bool", "fx.pre_existing(ev.target)", "file.target existed before the run"),
+    "file.user_data": _f(
+        "bool", "fx.user_data(ev.path)", "a pre-existing file in a data format (database, document, mail, "
+        "calendar, key store, archive, image)"),
+    "file.has_copy": _f(
+        "bool", "fx.has_copy(ev.path)", "the run wrote a (transformed) copy of this file earlier"),
+    "file.agent_state": _f(
+        "bool", "fx.is_agent_state(ev.path)", "file.path is a known agent's own state (spyglass/agents/"
+        "known_state.py: databases, caches, locks, sessions, bundled skills, its login)", "path"),
     "file.is_directory": _f("bool", "fx.is_dir_open()", "the open was of a directory (O_DIRECTORY)"),
     "file.mode.executable": _f("bool", "fx.mode_has(0o111)", "file.mode has an execute bit"),
     "file.mode.setuid": _f("bool", "fx.mode_has(0o6000)", "file.mode has the setuid or setgid bit"),
@@ -170,7 +195,8 @@ FIELDS: Final[dict[str, FieldSpec]] = {
     "server.is_private": _f(
         "bool", "fx.ip_flag('is_private')", "a private, link-local or loopback address"),
     "server.is_metadata": _f("bool", "fx.is_metadata()", "a cloud metadata service address"),
-    "server.is_dns": _f("bool", "ev.port == 53", "port 53 (name lookups)"),
+    "server.is_dns": _f(
+        "bool", "fx.is_dns()", "port 53 to a resolver of /etc/resolv.conf as recorded for the run (name lookups)"),
     "network.is_inet": _f("bool", "fx.is_inet()", "an IPv4/IPv6 socket (not a unix socket)"),
     # targets of sys.sensitive / kill / ptrace
     "target.in_run": _f("bool", "fx.target_in_run()", "target.pid is a process of this run"),

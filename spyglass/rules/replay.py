@@ -11,11 +11,21 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from spyglass.events import Alert, Event
 from spyglass.pipeline import Pipeline, RunContext, default_home
 from spyglass.policy import Policy
 from spyglass.rules.engine import RuleEngine
 from spyglass.rules.ruleset import RuleSet
+
+
+class _Entry(msgspec.Struct):
+    path: str
+
+
+class _ManifestPaths(msgspec.Struct):
+    files: list[_Entry] = msgspec.field(default_factory=list)
 
 
 class AlertCollector:
@@ -41,6 +51,7 @@ def evaluate(
     home: str | None = None,
     renumber: bool = False,
     before: Sequence[object] = (),
+    workspace_before: frozenset[str] | None = None,
 ) -> list[Alert]:
     """Alerts the rule set raises over ``events`` (kept seq numbers unless ``renumber``).
 
@@ -54,6 +65,8 @@ def evaluate(
         run_id=meta.id if meta is not None else "", root_cwd=root, workspace=ws or ([root] if root else []),
         home=home or extra.get("home") or default_home(), run=meta, monitor_pids=monitors,
     )
+    if workspace_before is not None:
+        ctx.workspace_before = workspace_before
     engine = RuleEngine(ruleset, policy, home=home)
     collector = AlertCollector()
     pipe = Pipeline([*before, engine, collector], ctx)
@@ -73,7 +86,23 @@ def check_run(
     import copy
 
     meta = copy.deepcopy(reader.meta)
-    return evaluate(reader.events(), ruleset, policy, meta=meta, before=before)
+    run_dir = getattr(reader, "dir", None)
+    before_paths = _manifest_paths(Path(run_dir) / "evidence" / "manifest-before.json") if run_dir else None
+    return evaluate(reader.events(), ruleset, policy, meta=meta, before=before, workspace_before=before_paths)
+
+
+def _manifest_paths(path: Path) -> frozenset[str] | None:
+    """Paths of a stored workspace manifest (the files that existed before the run)."""
+    import msgspec
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        return frozenset(f.path for f in msgspec.json.decode(data, type=_ManifestPaths).files)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 def read_events_file(path: Path) -> list[Event]:

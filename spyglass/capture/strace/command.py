@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 #: The system calls traced: only those events are made of (ptrace cost is per stopped call).
+#: dup2/dup3 are here (not only in FD_SET): a program started with a socket on its standard
+#: input and output (a reverse or bind shell) is seen by them, whatever its command line.
 TRACE_SET: tuple[str, ...] = (
     "fork", "vfork", "clone", "clone3", "execve", "execveat",
     "open", "openat", "openat2", "creat",
     "unlink", "unlinkat", "rmdir", "rename", "renameat", "renameat2", "link", "linkat",
     "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "?fchmodat2",
     "chown", "fchown", "lchown", "fchownat", "mkdir", "mkdirat", "truncate", "ftruncate",
-    "chdir", "fchdir",
+    "chdir", "fchdir", "dup2", "dup3",
     "connect", "bind", "listen", "sendto", "sendmsg", "sendmmsg", "recvfrom", "recvmsg",
     "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid", "capset",
     "ptrace", "memfd_create", "io_uring_setup", "mount", "umount2", "unshare", "setns", "bpf",
@@ -39,6 +41,6 @@ def strace_command(
     cmd = [strace, "-DD", "-f", "-q", "-yy", "-ttt", "-s", "4096", "--decode-pids=pidns", "-I2"]
     if seccomp:
         cmd.append("--seccomp-bpf")
-    calls = TRACE_SET + FD_SET if fd_tracking else TRACE_SET
+    calls = tuple(dict.fromkeys(TRACE_SET + FD_SET)) if fd_tracking else TRACE_SET
     cmd += ["-e", "trace=" + ",".join(calls), "-o", output, "--", *argv]
     return cmd

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from spyglass.capture.strace import access, files, net, privs
 from spyglass.capture.strace.decode import to_text, unquote
 from spyglass.capture.strace.paths import RealpathDir, resolve
-from spyglass.capture.strace.state import Call, FdLink, HostsFile, PgidOf, Proc, TraceState
+from spyglass.capture.strace.state import Call, FdLink, HostsFile, PgidOf, Proc, TraceState, live_parent
 from spyglass.events.schema import Event
 
 Handler = Callable[[TraceState, Call], "Event | None"]
@@ -274,6 +274,10 @@ class StraceParser:
         c = Call(name, tid, proc, ts, args, ret, ann, err)
         if name in EXECS:
             self._exec(c, out, pending is not None and pending.pid_changed)
+            if out and out[-1].type == "process.exec" and out[-1].ok:
+                sock = privs.stdio_socket(self.state, c)
+                if sock is not None:
+                    out.append(sock)
         elif name in CLONES:
             self._clone(c, out, pending)
         elif handler is not None:
@@ -294,6 +298,10 @@ class StraceParser:
                 p.claimed = tid
                 parent = st.procs[st.leader_of[p.tid]]
                 return self._adopt(parent, tid, "CLONE_THREAD" in p.args, ts, p.name, out)
+        if self.root_pid is not None:
+            known = live_parent(st.procs, tid)
+            if known is not None:
+                return self._adopt(st.procs[known[0]], tid, known[1], ts, "clone", out)
         # born before we looked: the root, or a process strace attached to
         proc = Proc(pid=tid, ppid=None, cwd=st.initial_cwd, ruid=st.uid, euid=st.uid, rgid=st.gid, egid=st.gid)
         if self.root_pid is None:

@@ -178,6 +178,30 @@ def h_kill(st: TraceState, c: Call) -> Event | None:
     return _sensitive(st, c, name, target)
 
 
+#: marks a standard descriptor that is an internet socket (see :func:`stdio_socket`)
+SOCKET_FD = "socket:"
+
+
+def _sock_of(entry: str) -> str:
+    """The socket annotation a descriptor-table entry holds (``TCP:[a->b]``), or ''.
+
+    The descriptor bookkeeping (access.h_dup, traced dup2/dup3) stores what a
+    duplicated descriptor is; only internet sockets count here."""
+    if entry.startswith(SOCKET_FD):
+        entry = entry[len(SOCKET_FD):]
+    return entry if entry.upper().startswith(("TCP", "UDP")) and ":[" in entry else ""
+
+
+def stdio_socket(st: TraceState, c: Call) -> Event | None:
+    """After a successful exec: a ``sys.sensitive`` event when the program's standard
+    input or output is an internet socket (a reverse or bind shell, whatever its command line)."""
+    fds = c.proc.fds
+    socks = [f"fd {n} {_sock_of(fds.get(n, ''))}" for n in (0, 1) if _sock_of(fds.get(n, ""))]
+    if not socks:
+        return None
+    return _sensitive(st, c, "stdio-socket: " + ", ".join(socks))
+
+
 HANDLERS: dict[str, Handler] = {
     "setuid": h_setid,
     "setgid": h_setid,

@@ -246,3 +246,23 @@ def path_fields(path: str, raw: str | None = None, target: str | None = None) ->
     if rb:
         out["raw_bytes"] = rb
     return out
+
+
+def live_parent(procs: dict[int, Proc], tid: int) -> tuple[int, bool] | None:
+    """For a task whose clone line strace never showed: its thread group leader (a thread,
+    True) or parent (a process, False) from /proc, when that is a traced process we know."""
+    try:
+        with open(f"/proc/{tid}/status", encoding="ascii", errors="replace") as f:
+            text = f.read(4096)
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    try:
+        tgid, ppid = int(fields.get("Tgid", "0")), int(fields.get("PPid", "0"))
+    except ValueError:
+        return None
+    if tgid != tid and tgid in procs and procs[tgid].alive:
+        return tgid, True
+    if tgid == tid and ppid in procs and procs[ppid].alive:
+        return ppid, False
+    return None

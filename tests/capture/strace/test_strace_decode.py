@@ -314,6 +314,29 @@ def test_proc_self_names_the_traced_process(parse, pick) -> None:
     assert not [p for p in seen if p.startswith("/proc")]
 
 
+def test_an_exec_with_a_socket_for_stdin_and_stdout_is_reported(parse) -> None:
+    """dup2 of a TCP socket onto fds 0 and 1, inherited by a child that runs a shell."""
+    sock = "3<TCP:[127.0.0.1:40000->127.0.0.1:4444]>"
+    lines = [
+        f"5 1700000000.000001 dup2({sock}, 0</dev/pts/0<char 136:0>>) = 0{sock[1:]}",
+        f"5 1700000000.000002 dup2({sock}, 1</dev/pts/0<char 136:0>>) = 1{sock[1:]}",
+        "5 1700000000.000003 clone(child_stack=NULL, flags=SIGCHLD) = 6",
+        '6 1700000000.000004 execve("/bin/sh", ["/bin/sh", "-i"], 0x1 /* 2 vars */) = 0',
+        '5 1700000000.000005 execve("/bin/true", ["true"], 0x1 /* 2 vars */) = 0',
+    ]
+    events, parser = parse(lines=lines)
+    assert parser.unparsed == 0
+    hits = [(ev.pid, ev.detail) for ev in events if ev.type == "sys.sensitive"]
+    assert (6, "stdio-socket: fd 0 TCP:[127.0.0.1:40000->127.0.0.1:4444], "
+               "fd 1 TCP:[127.0.0.1:40000->127.0.0.1:4444]") in hits
+    # a redirection of stdout to a file, then an exec: nothing to report
+    quiet, _ = parse(lines=[
+        "7 1700000000.000001 dup2(3</w/out.txt>, 1</dev/pts/0<char 136:0>>) = 1</w/out.txt>",
+        '7 1700000000.000002 execve("/bin/cat", ["cat"], 0x1 /* 2 vars */) = 0',
+    ])
+    assert [ev for ev in quiet if ev.type == "sys.sensitive"] == []
+
+
 def test_proc_self_fd_naming_a_proc_file_is_not_a_directory() -> None:
     """A descriptor last seen on a /proc file cannot be the directory of /proc/self/fd/N/NAME:
     the number was reused by another thread (Claude Code polls /proc/self/statm while it
