@@ -42,7 +42,11 @@ Examples:
     help="Policy file (default: ./spyglass.yaml if present, else built-in defaults).",
 )
 @click.option("--task", help="Task label (used by `compare --by task`).")
-@click.option("--agent-id", help="Agent label (e.g. codex, claude-code).")
+@click.option(
+    "--agent-id",
+    help="The agent's persistent identity (default: the policy's agent_id, else derived from the agent's kind, "
+    "executable, config home, user and host; docs/otel.md).",
+)
 @click.option(
     "--workspace",
     "workspaces",
@@ -111,6 +115,19 @@ Examples:
     help="The agent's log (codex --json output or rollout, mini-swe-agent trajectory); "
     "default: the log the agent is seen writing.",
 )
+@click.option(
+    "--otlp",
+    metavar="URL",
+    default=None,
+    help="Export the run live to this OpenTelemetry collector (default: OTEL_EXPORTER_OTLP_ENDPOINT, "
+    "else the policy's otlp.endpoint; docs/otel.md).",
+)
+@click.option(
+    "--otlp-protocol",
+    type=click.Choice(["http/protobuf", "grpc"]),
+    default=None,
+    help="OTLP transport (default: OTEL_EXPORTER_OTLP_PROTOCOL, else the policy's, else http/protobuf).",
+)
 @click.option("--backend", default="strace", show_default=True, help="Capture backend.")
 @click.option(
     "--no-seccomp",
@@ -136,6 +153,8 @@ def run_cmd(
     model_vars: tuple[str, ...],
     agent_kind: str | None,
     agent_log: Path | None,
+    otlp: str | None,
+    otlp_protocol: str | None,
     backend: str,
     no_seccomp: bool,
     quiet: bool,
@@ -167,6 +186,8 @@ def run_cmd(
         model_vars=parse_vars(model_vars),
         agent_kind=agent_kind,
         agent_log=agent_log,
+        otlp=otlp,
+        otlp_protocol=otlp_protocol,
     )
     store = open_store(store_path, create=True)
     result = execute(opts, store)

@@ -45,6 +45,8 @@ class RunOptions:
     model_vars: dict[str, str] = field(default_factory=dict)
     agent_kind: str | None = None
     agent_log: Path | None = None
+    otlp: str | None = None  # live OpenTelemetry export (else OTEL_EXPORTER_OTLP_ENDPOINT, else the policy)
+    otlp_protocol: str | None = None
 
 
 @dataclass
@@ -111,6 +113,14 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
                     store_root=store.root,
                 )
             )
+        from spyglass.otel.wiring import monitoring
+
+        mon = monitoring(
+            opts.argv, cwd=cwd, env=env, home=home, workspace=workspace, policy=policy, agent_id=opts.agent_id,
+            agent_kind=opts.agent_kind, otlp=opts.otlp, otlp_protocol=opts.otlp_protocol, quiet=not opts.live_alerts,
+        )
+        post_sinks.extend(mon.sinks)
+        extra["agent_identity"] = mon.identity.to_json()
         sandbox_on = mode in ("contain", "enforce")
         if sandbox_on:
             from spyglass.sandbox import from_policy
@@ -132,7 +142,7 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
             cwd=cwd,
             env=env,
             task=opts.task,
-            agent_id=opts.agent_id,
+            agent_id=mon.identity.id,
             workspace=workspace,
             skills=list(opts.skills),
             wait_descendants=opts.wait_descendants,

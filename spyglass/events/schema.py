@@ -43,6 +43,9 @@ EVENT_TYPES: Final = (
     "sys.sensitive",
     "proxy.request",
     "sandbox.denied",
+    "agent.permission_change",
+    "agent.memory_change",
+    "agent.intervention",
 )
 
 FILE_WRITE_TYPES: Final = frozenset(
@@ -119,6 +122,16 @@ class Event(msgspec.Struct, omit_defaults=True, kw_only=True, gc=False):
     reason: str | None = None
     bytes_out: int | None = _f("proxy.bytes_out")
     bytes_in: int | None = _f("proxy.bytes_in")
+
+    # agent.permission_change / agent.memory_change: what kind of file, what changed in it
+    config_kind: str | None = _f("agent.config.kind")
+    changes: list[str] | None = _f("agent.config.changes")
+    widened: list[str] | None = _f("agent.permission.widened")
+
+    # agent.intervention: who did what to the run, and the outcome
+    actor: str | None = _f("intervention.actor")
+    action: str | None = _f("intervention.action")
+    outcome: str | None = _f("intervention.decision")
 
     # exact bytes of fields that were not valid UTF-8: wire field name -> base64
     raw_bytes: dict[str, str] | None = None

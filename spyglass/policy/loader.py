@@ -23,6 +23,7 @@ from spyglass.policy.model import (
     EvidencePolicy,
     ExecPolicy,
     NetworkPolicy,
+    OtlpPolicy,
     Policy,
     RuleOverride,
     RulesPolicy,
@@ -224,6 +225,7 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
     sb = data.get("sandbox") or {}
     ev = data.get("evidence") or {}
     an = data.get("analysis") or {}
+    ot = data.get("otlp") or {}
     ev_defaults = EvidencePolicy()
     return Policy(
         mode=data.get("mode", "observe"),
@@ -254,6 +256,11 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
         ),
         gate=_t(data.get("gate")),
         analysis=AnalysisPolicy(grading_paths=_t(an.get("grading_paths")), ignore_paths=_t(an.get("ignore_paths"))),
+        agent_id=data.get("agent_id"),
+        otlp=OtlpPolicy(
+            endpoint=ot.get("endpoint"), protocol=ot.get("protocol"),
+            headers={str(k): str(v) for k, v in (ot.get("headers") or {}).items()}, timeout=ot.get("timeout"),
+        ),
         source=path,
         base_dir=base_dir,
         digest=digest,

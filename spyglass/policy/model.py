@@ -78,6 +78,16 @@ class AnalysisPolicy:
 
 
 @dataclass(frozen=True)
+class OtlpPolicy:
+    """Live OpenTelemetry export of every run (docs/otel.md)."""
+
+    endpoint: str | None = None
+    protocol: str | None = None  # "http/protobuf" or "grpc"
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None  # seconds for each export request
+
+
+@dataclass(frozen=True)
 class Policy:
     mode: Mode = "observe"
     fail_on: str | None = None
@@ -94,6 +104,9 @@ class Policy:
     evidence: EvidencePolicy = field(default_factory=EvidencePolicy)
     gate: tuple[str, ...] = ()
     analysis: AnalysisPolicy = field(default_factory=AnalysisPolicy)
+    #: the agent's persistent identity (default: derived, docs/otel.md)
+    agent_id: str | None = None
+    otlp: OtlpPolicy = field(default_factory=OtlpPolicy)
     #: the file it came from (None: built-in defaults)
     source: str | None = None
     base_dir: str = ""

@@ -70,6 +70,15 @@ EVENT_FIELD_DOCS: Final = {
     "reason": "why the proxy or the sandbox decided (`not-allowed`, `canary`, `read-only`, `hidden` ...)",
     "proxy.bytes_out": "bytes sent upstream (proxy.request)",
     "proxy.bytes_in": "bytes returned to the client (proxy.request)",
+    "agent.config.kind": "which agent file changed: claude-settings, claude-state, codex-config, mcp, memory "
+                         "(agent.permission_change, agent.memory_change)",
+    "agent.config.changes": "the keys (`+permissions.allow[]=Bash(curl:*)`, `~approval_policy: ...`) or lines "
+                            "(`+line`, `-line`) that changed",
+    "agent.permission.widened": "what the change allowed that was not allowed before (new allowed tool, "
+                                "sandbox off, approval off, new MCP server, new hook)",
+    "intervention.actor": "who intervened (operator, or the signal's sender)",
+    "intervention.action": "what was done (interrupt, terminate, hangup, allow-once, deny)",
+    "intervention.decision": "the outcome of the intervention",
 }
 
 _KINDS: Final = {
@@ -79,6 +88,7 @@ _KINDS: Final = {
     "file.owner.id": "int", "file.group.id": "int", "server.port": "int", "network.io.bytes": "int",
     "target.pid": "int", "proxy.bytes_out": "int", "proxy.bytes_in": "int",
     "dns.answers": "list", "process.command_args": "list",
+    "agent.config.changes": "list", "agent.permission.widened": "list",
 }
 
 
