@@ -120,7 +120,7 @@ def diff_settings(kind: str, before: dict[str, Any], after: dict[str, Any]) -> t
         elif a[key] != b[key]:
             changes.append(f"~{key}: {a[key]} -> {b[key]}")
             widened.extend(_widens(kind, key, a[key], b[key]))
-    return changes, widened
+    return changes, _dedup(widened)
 
 
 def _widens(kind: str, key: str, old: str | None, new: str) -> list[str]:

@@ -102,7 +102,7 @@ class _CountingLogs(LogRecordExporter):
         return result
 
     def shutdown(self) -> None:
-        self.inner.shutdown()
+        self.inner.shutdown()  # type: ignore[no-untyped-call]
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return self.inner.force_flush(timeout_millis)
@@ -319,7 +319,7 @@ class Emitter:
         """
 
         def close() -> None:
-            self.span_proc.shutdown()
+            self.span_proc.shutdown()  # type: ignore[no-untyped-call]
             self.provider.shutdown()
 
         if self.stats.spans.failed + self.stats.logs.failed and not self.stats.spans.sent + self.stats.logs.sent:

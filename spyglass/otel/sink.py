@@ -32,13 +32,14 @@ class OtlpSink(Sink):
         target: OtlpTarget,
         *,
         max_queue_size: int = 65536,
-        flush_timeout: float = 10.0,
+        flush_timeout: float | None = None,
         stream: IO[str] | None = None,
         quiet: bool = False,
     ) -> None:
         self.target = target
         self.max_queue_size = max_queue_size
-        self.flush_timeout = flush_timeout
+        #: the most the end of the run waits for the collector (default: the target's request timeout)
+        self.flush_timeout = flush_timeout if flush_timeout is not None else target.timeout
         self.stream = stream
         self.quiet = quiet
         self.emitter: Any = None
