@@ -48,7 +48,10 @@ Examples:
 )
 @click.option("--header", "headers", multiple=True, metavar="NAME=VALUE", help="Header for each request (repeatable).")
 @click.option(
-    "--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Seconds to wait in all."
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=None,
+    help="Seconds for each export request, retries included (default 5).",
 )
 @click.argument("runs", nargs=-1)
 def export_cmd(
@@ -58,9 +61,11 @@ def export_cmd(
     file: Path | None,
     protocol: str | None,
     headers: tuple[str, ...],
-    timeout: float,
+    timeout: float | None,
     runs: tuple[str, ...],
 ) -> None:
+    import dataclasses
+
     from spyglass.errors import UsageError
     from spyglass.otel.config import OtlpTarget, parse_headers, resolve_target
     from spyglass.otel.export import export_run
@@ -77,7 +82,7 @@ def export_cmd(
             raise UsageError(
                 "nowhere to export to", hint="give --otlp URL or --otlp-file FILE (or set OTEL_EXPORTER_OTLP_ENDPOINT)"
             )
-        targets = [target]
+        targets = [target if timeout is None else dataclasses.replace(target, timeout=timeout)]
     if file is not None and len(runs) > 1:
         raise UsageError("--otlp-file takes one run")
     store = open_store(store_path)
@@ -85,7 +90,7 @@ def export_cmd(
     for ref in runs or ("latest",):
         reader = RunReader(store, store.resolve(ref))
         for t in targets:
-            results.append(export_run(reader, t, flush_timeout=timeout))
+            results.append(export_run(reader, t))
     if fmt == "json":
         echo_json(results if len(results) > 1 else results[0])
     for r in results:

@@ -1,11 +1,11 @@
-"""Handing spans and log records to the OpenTelemetry SDK and its OTLP exporters.
+"""Handing spans and log records to the OpenTelemetry SDK's OTLP exporters.
 
-Imported only when export is on (the SDK costs import time).  Spans and log
-records go through the SDK's batch processors: a bounded queue, a background
-thread that sends batches, the exporters' own retries with back-off.  The
-caller's thread only appends to the queue, so a collector that is down or
-slow costs the run nothing; when the queue is full the oldest records are
-dropped, and :meth:`Emitter.finish` says how many were sent and how many not.
+Imported only when export is on (the SDK costs import time): by
+``spyglass export`` and by the live export's worker process.  Records are
+built as the SDK's readable spans and log records, sent in batches through
+the SDK's OTLP exporters (HTTP/protobuf or gRPC, with their retries and
+back-off) or written as OTLP/JSON; each exporter's outcome is counted, so the
+caller can say how many records were sent and how many not.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,19 +21,15 @@ from typing import IO, Any
 
 from google.protobuf.json_format import MessageToDict
 from opentelemetry import trace
-from opentelemetry._logs import SeverityNumber
+from opentelemetry._logs import LogRecord, SeverityNumber
 from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
-from opentelemetry.sdk._logs.export import (
-    BatchLogRecordProcessor,
-    LogRecordExporter,
-    LogRecordExportResult,
-)
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
@@ -41,6 +38,7 @@ from spyglass.otel.config import OtlpTarget
 from spyglass.otel.mapping import LogRec, SpanRec
 
 _SCOPE = InstrumentationScope("spyglass", __version__)
+_NO_SPAN = Context()  # a record outside any span (never the caller's current context)
 
 
 @dataclass
@@ -196,6 +194,20 @@ def _network_exporters(target: OtlpTarget) -> tuple[SpanExporter, LogRecordExpor
     )
 
 
+class _RunResource(Resource):
+    """A resource whose hash is computed once (the encoder hashes it for every record it groups)."""
+
+    _hash: int | None = None
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = super().__hash__()
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or super().__eq__(other)
+
+
 @dataclass
 class ExportStats:
     target: str
@@ -221,7 +233,16 @@ class ExportStats:
 
 
 class Emitter:
-    """One run's spans and log records on their way to one OTLP target."""
+    """One run's spans and log records on their way to one OTLP target, in batches.
+
+    Records are built as the SDK's ``ReadableSpan``/``ReadableLogRecord`` and handed
+    to the SDK's OTLP exporters (which retry with back-off within their timeout) a
+    batch at a time, on the caller's thread: the live export runs this in a process
+    of its own (:mod:`spyglass.otel.worker`), ``spyglass export`` in the command.
+    After a batch fails, the next ``retry_after`` seconds' batches are counted as
+    not sent without trying, so a collector that is down costs one timeout per
+    interval, not one per batch; then sending is tried again.
+    """
 
     def __init__(
         self,
@@ -229,15 +250,16 @@ class Emitter:
         resource: dict[str, Any],
         trace_id: int,
         *,
-        max_queue_size: int = 65536,
         batch_size: int = 2048,
-        delay_ms: int = 500,
+        retry_after: float = 5.0,
     ) -> None:
         if not logging.getLogger().isEnabledFor(logging.DEBUG):
-            # the SDK logs each failed batch and each dropped record; the outcome is reported once, at the end
+            # the SDK logs each failed request; the outcome is reported once, at the end
             logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)
         self.target = target
         self.trace_id = trace_id
+        self.batch_size = batch_size
+        self.retry_after = retry_after
         self.stats = ExportStats(target.describe(), Tally(), Tally())
         self._file: _JsonFile | None = None
         if target.file is not None:
@@ -247,25 +269,13 @@ class Emitter:
         else:
             spans, logs = _network_exporters(target)
         what = target.describe()
-        self._span_exporter, self._log_exporter = spans, logs
-        self.span_proc = BatchSpanProcessor(
-            _CountingSpans(spans, self.stats.spans, what),
-            max_queue_size=max_queue_size,
-            max_export_batch_size=min(batch_size, max_queue_size),
-            schedule_delay_millis=delay_ms,
-        )
-        self.provider = LoggerProvider(resource=Resource.create(resource), shutdown_on_exit=False)
-        self.provider.add_log_record_processor(
-            BatchLogRecordProcessor(
-                _CountingLogs(logs, self.stats.logs, what),
-                max_queue_size=max_queue_size,
-                max_export_batch_size=min(batch_size, max_queue_size),
-                schedule_delay_millis=delay_ms,
-            )
-        )
-        self.resource = Resource.create(resource)
-        self.logger = self.provider.get_logger("spyglass", __version__)
+        self._spans = _CountingSpans(spans, self.stats.spans, what)
+        self._logs = _CountingLogs(logs, self.stats.logs, what)
+        self.resource = _RunResource(Resource.create(resource).attributes)
+        self._span_batch: list[ReadableSpan] = []
+        self._log_batch: list[ReadableLogRecord] = []
         self._contexts: dict[int, Context] = {}
+        self._down_until = 0.0
 
     def _span_context(self, span_id: int) -> SpanContext:
         return SpanContext(self.trace_id, span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
@@ -281,21 +291,26 @@ class Emitter:
 
     def log(self, rec: LogRec) -> None:
         self.stats.logs.emitted += 1
-        self.logger.emit(
+        record = LogRecord(
             timestamp=rec.ts,
             observed_timestamp=rec.ts,
-            context=self._context(rec.span_id) if rec.span_id is not None else None,
+            context=self._context(rec.span_id) if rec.span_id is not None else _NO_SPAN,
             severity_number=SeverityNumber(rec.severity),
             severity_text=rec.severity_text,
             body=rec.body,
             attributes=rec.attributes,
             event_name=rec.event_name,
         )
+        self._log_batch.append(
+            ReadableLogRecord(log_record=record, resource=self.resource, instrumentation_scope=_SCOPE)
+        )
+        if len(self._log_batch) >= self.batch_size:
+            self._send_logs()
 
     def span(self, rec: SpanRec) -> None:
         self.stats.spans.emitted += 1
         status = Status(StatusCode.ERROR, rec.error) if rec.error else Status(StatusCode.UNSET)
-        self.span_proc.on_end(
+        self._span_batch.append(
             ReadableSpan(
                 rec.name,
                 context=self._span_context(rec.span_id),
@@ -309,31 +324,46 @@ class Emitter:
                 instrumentation_scope=_SCOPE,
             )
         )
+        if len(self._span_batch) >= self.batch_size:
+            self._send_spans()
 
-    def finish(self, timeout_s: float = 10.0) -> ExportStats:
-        """Send what is queued, waiting at most ``timeout_s`` in all; what is left is counted unsent.
+    def _down(self) -> bool:
+        return time.monotonic() < self._down_until
 
-        The SDK's shutdown waits for the last batch without a bound of ours, so it runs
-        in a daemon thread; past the deadline the exporters are shut down, which stops
-        their retries, and spyglass goes on.
-        """
+    def _send_logs(self) -> None:
+        batch, self._log_batch = self._log_batch, []
+        if not batch:
+            return
+        if self._down():
+            self.stats.logs.count(len(batch), False)
+            return
+        if self._logs.export(batch) != LogRecordExportResult.SUCCESS:
+            self._down_until = time.monotonic() + self.retry_after
 
-        def close() -> None:
-            self.span_proc.shutdown()  # type: ignore[no-untyped-call]
-            self.provider.shutdown()
+    def _send_spans(self) -> None:
+        batch, self._span_batch = self._span_batch, []
+        if not batch:
+            return
+        if self._down():
+            self.stats.spans.count(len(batch), False)
+            return
+        if self._spans.export(batch) != SpanExportResult.SUCCESS:
+            self._down_until = time.monotonic() + self.retry_after
 
-        if self.stats.spans.failed + self.stats.logs.failed and not self.stats.spans.sent + self.stats.logs.sent:
-            timeout_s = min(timeout_s, 2.0)  # nothing got through so far: do not wait long for the rest
-        closer = threading.Thread(target=close, name="spyglass-otlp-close", daemon=True)
-        closer.start()
-        closer.join(timeout_s)
-        if closer.is_alive():
-            for exporter in (self._span_exporter, self._log_exporter):
-                try:
-                    exporter.shutdown()
-                except Exception:
-                    pass
-            closer.join(1.0)
+    def flush(self) -> None:
+        """Send what is batched now (the live worker calls it when the run goes quiet)."""
+        self._send_logs()
+        self._send_spans()
+
+    def finish(self) -> ExportStats:
+        """Send the last batches and close the exporters."""
+        self._down_until = 0.0  # one more try at the end
+        self.flush()
+        for exporter in (self._spans, self._logs):
+            try:
+                exporter.shutdown()
+            except Exception:
+                pass
         if self._file is not None:
             self._file.close()
         return self.stats

@@ -13,7 +13,7 @@ from spyglass.otel.mapping import SpanBuilder, alert_log, event_log, resource_at
 from spyglass.store import RunReader
 
 
-def export_run(reader: RunReader, target: OtlpTarget, *, flush_timeout: float = 30.0) -> dict[str, Any]:
+def export_run(reader: RunReader, target: OtlpTarget) -> dict[str, Any]:
     """Send one stored run to ``target``; returns what was sent and what not (``complete``)."""
     from spyglass.otel.emit import Emitter
 
@@ -36,5 +36,5 @@ def export_run(reader: RunReader, target: OtlpTarget, *, flush_timeout: float = 
     agent = (run.extra or {}).get("agent")
     for span in builder.spans(run, agent, run.ended or last_ts):
         emitter.span(span)
-    stats = emitter.finish(flush_timeout)
+    stats = emitter.finish()
     return {"run": run.id, **stats.to_json(), **target.to_json()}

@@ -1,27 +1,43 @@
-"""Live OpenTelemetry export of a run: a pipeline sink.
+"""Live OpenTelemetry export of a run: a pipeline sink and its worker process.
 
-Every event becomes a log record the moment it is seen, every alert too;
-the spans (the run, its tool calls, its processes) are complete when the run
-ends and are sent then.  The sink only puts records on the SDK's bounded
-queue; sending happens on the SDK's thread.  At the end it waits a bounded
-time for the queue to drain, writes what happened to ``run.json``
-(``extra.otlp``) and, when something could not be sent, says so with the
-command that re-sends the run from the store.
+Every event and alert is written, as one JSON line, to the pipe of a worker
+process (:mod:`spyglass.otel.worker`) that maps it to a log record and sends
+it in batches through the OpenTelemetry SDK's OTLP exporters; at the end of
+the run the worker also gets the run's metadata and agent view and sends the
+spans (the run, its tool calls, its processes).
 
-The SDK is imported in :meth:`OtlpSink.start`, so a run without export never
-pays for it.
+The recorder's side is cheap and never waits: lines collect in a buffer
+that is written to the pipe without blocking; when the worker falls behind
+(a collector slow or down) and the buffer reaches its bound, further
+records are dropped and counted.  At the end the sink waits at most
+``flush_timeout`` seconds for the worker's account of what was sent, writes it
+to ``run.json`` (``extra.otlp``) and, when something was not sent, says so with
+the command that re-sends the run from the store.  The SDK is imported only
+in the worker, so a run pays for it only when export is on, and then in
+another process.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import json
+import os
+import select
+import subprocess
 import sys
 import time
 from typing import IO, Any
 
+import msgspec
+
 from spyglass.events import Alert, Event
 from spyglass.otel.config import OtlpTarget
-from spyglass.otel.mapping import SpanBuilder, alert_log, event_log, resource_attributes, trace_id_for
+from spyglass.otel.mapping import resource_attributes
 from spyglass.pipeline import RunContext, Sink
+
+_F_SETPIPE_SZ = 1031
+_enc = msgspec.json.Encoder()
 
 
 class OtlpSink(Sink):
@@ -31,65 +47,166 @@ class OtlpSink(Sink):
         self,
         target: OtlpTarget,
         *,
-        max_queue_size: int = 65536,
+        max_buffer_bytes: int = 16 << 20,
         flush_timeout: float | None = None,
         stream: IO[str] | None = None,
         quiet: bool = False,
     ) -> None:
         self.target = target
-        self.max_queue_size = max_queue_size
+        self.max_buffer_bytes = max_buffer_bytes
         #: the most the end of the run waits for the collector (default: the target's request timeout)
         self.flush_timeout = flush_timeout if flush_timeout is not None else target.timeout
         self.stream = stream
         self.quiet = quiet
-        self.emitter: Any = None
-        self.builder: SpanBuilder | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.fd = -1
+        self.buf = bytearray()
+        self.dropped = {"logs": 0}
+        self.handed = 0
         self.run: Any = None
         self.result: dict[str, Any] | None = None
 
+    # -- the worker --------------------------------------------------------------
     def start(self, ctx: RunContext) -> None:
-        from spyglass.otel.emit import Emitter
-
-        self.run = ctx.meta["run"]
-        self.emitter = Emitter(
-            self.target,
-            resource_attributes(self.run),
-            trace_id_for(self.run.id),
-            max_queue_size=self.max_queue_size,
+        self.run = run = ctx.meta["run"]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "spyglass.otel.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None if os.environ.get("SPYGLASS_OTLP_DEBUG") else subprocess.DEVNULL,
+            start_new_session=True,  # an operator's Ctrl-C to the run is not for the exporter
+            close_fds=True,
         )
-        self.builder = SpanBuilder(self.run.id)
+        assert self.proc.stdin is not None
+        self.fd = self.proc.stdin.fileno()
+        try:
+            fcntl.fcntl(self.fd, _F_SETPIPE_SZ, 1 << 20)
+        except OSError:
+            pass
+        os.set_blocking(self.fd, False)
+        t = self.target
+        header = {
+            "target": {**t.to_json(), "headers": t.headers, "timeout": t.timeout},
+            "resource": resource_attributes(run),
+            "run_id": run.id,
+            "policy_digest": run.policy_digest,
+            "task": run.task,
+            "agent_id": run.agent_id,
+            "host": run.host,
+        }
+        self.buf += json.dumps(header).encode() + b"\n"
+        self._pump()
 
+    def _pump(self) -> None:
+        """Write what the pipe takes now, without waiting."""
+        while self.buf:
+            try:
+                n = os.write(self.fd, self.buf)
+            except BlockingIOError:
+                return
+            except OSError as exc:  # the worker is gone: nothing more can be sent
+                if exc.errno in (errno.EPIPE, errno.EBADF):
+                    self.buf.clear()
+                    return
+                raise
+            del self.buf[:n]
+
+    def _put(self, kind: bytes, data: bytes) -> None:
+        if len(self.buf) >= self.max_buffer_bytes:
+            self._pump()
+            if len(self.buf) >= self.max_buffer_bytes:
+                self.dropped["logs"] += 1
+                return
+        self.buf += kind
+        self.buf += data
+        self.buf += b"\n"
+        self.handed += 1
+        if len(self.buf) >= 1 << 16:
+            self._pump()
+
+    # -- hooks -------------------------------------------------------------------
     def event(self, ev: Event) -> None:
-        if self.builder is None:
-            return
-        self.emitter.log(event_log(ev, self.builder.feed(ev)))
+        if self.proc is not None:
+            self._put(b"E", _enc.encode(ev))
 
     def alert(self, alert: Alert) -> None:
-        if self.builder is None:
-            return
-        self.emitter.log(alert_log(alert, self.run, self.builder.span_of(alert.pid)))
+        if self.proc is not None:
+            self._put(b"A", _enc.encode(alert))
 
     def done(self, ctx: RunContext) -> None:
-        if self.builder is None:
+        if self.proc is None:
             return
         awareness = ctx.meta.get("agent_awareness")
         final = getattr(awareness, "final", None)
-        agent = final.to_json() if final is not None else None
         end = time.time_ns()
         if self.run.ended is None:  # the run ended now: the wait for the collector below is not part of it
             self.run.ended = end
-        for span in self.builder.spans(self.run, agent, end):
-            self.emitter.span(span)
-        stats = self.emitter.finish(self.flush_timeout)
-        self.result = {**stats.to_json(), **self.target.to_json()}
+        done = {"run": msgspec.to_builtins(self.run), "agent": final.to_json() if final is not None else None}
+        done["end"] = end
+        self.buf += b"D" + json.dumps(done, default=str).encode() + b"\n"
+        self.result = self._finish(time.monotonic() + self.flush_timeout)
         self.run.extra["otlp"] = self.result
-        if not stats.complete and not self.quiet:
-            out = self.stream or sys.stderr
-            unsent = stats.spans.unsent + stats.logs.unsent
-            total = stats.spans.emitted + stats.logs.emitted
-            why = f" ({stats.to_json()['error']})" if stats.to_json()["error"] else ""
-            out.write(
-                f"spyglass: otlp: {unsent} of {total} records not sent to {self.target.describe()}{why}; "
-                f"re-send with `spyglass export {self.run.id} --otlp {self.target.endpoint}`\n"
-            )
-            out.flush()
+        self._report()
+
+    def _finish(self, deadline: float) -> dict[str, Any]:
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None
+        while self.buf and time.monotonic() < deadline:
+            self._pump()
+            if self.buf:
+                select.select([], [self.fd], [], max(0.0, min(0.2, deadline - time.monotonic())))
+        lost_at_end = 1 if self.buf else 0  # the spans line did not make it
+        try:
+            proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass
+        answer = b""
+        out_fd = proc.stdout.fileno()
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([out_fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            chunk = os.read(out_fd, 1 << 16)
+            if not chunk:
+                break
+            answer += chunk
+            if answer.endswith(b"\n"):
+                break
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        base = {**self.target.to_json(), "target": self.target.describe()}
+        try:
+            got = json.loads(answer)
+        except ValueError:
+            got = None
+        dropped = self.dropped["logs"]
+        if got is None:  # the worker did not answer in time: nothing is known to be sent
+            return {
+                **base,
+                "spans": {"emitted": 0, "sent": 0, "unsent": lost_at_end},
+                "logs": {"emitted": self.handed + dropped, "sent": 0, "unsent": self.handed + dropped},
+                "complete": False,
+                "error": f"no answer from the export within {self.flush_timeout:g} s",
+            }
+        total = self.handed + dropped
+        sent = min(int(got["logs"]["sent"]), total)
+        logs = {"emitted": total, "sent": sent, "unsent": total - sent}
+        spans = got["spans"]
+        complete = logs["unsent"] == 0 and spans["unsent"] == 0 and not lost_at_end
+        return {**base, "spans": spans, "logs": logs, "complete": complete, "error": got.get("error")}
+
+    def _report(self) -> None:
+        r = self.result
+        if r is None or r["complete"] or self.quiet:
+            return
+        unsent = r["spans"]["unsent"] + r["logs"]["unsent"]
+        total = r["spans"]["emitted"] + r["logs"]["emitted"]
+        why = f" ({r['error']})" if r.get("error") else ""
+        out = self.stream or sys.stderr
+        out.write(
+            f"spyglass: otlp: {unsent} of {total} records not sent to {self.target.describe()}{why}; "
+            f"re-send with `spyglass export {self.run.id} --otlp {self.target.endpoint}`\n"
+        )
+        out.flush()
