@@ -14,7 +14,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -252,6 +252,7 @@ class Emitter:
         *,
         batch_size: int = 2048,
         retry_after: float = 5.0,
+        on_batch: Callable[[int], None] | None = None,
     ) -> None:
         if not logging.getLogger().isEnabledFor(logging.DEBUG):
             # the SDK logs each failed request; the outcome is reported once, at the end
@@ -260,6 +261,8 @@ class Emitter:
         self.trace_id = trace_id
         self.batch_size = batch_size
         self.retry_after = retry_after
+        #: called after each batch with the number of records handled so far (the worker's progress)
+        self.on_batch = on_batch
         self.stats = ExportStats(target.describe(), Tally(), Tally())
         self._file: _JsonFile | None = None
         if target.file is not None:
@@ -339,6 +342,7 @@ class Emitter:
             return
         if self._logs.export(batch) != LogRecordExportResult.SUCCESS:
             self._down_until = time.monotonic() + self.retry_after
+        self._progress()
 
     def _send_spans(self) -> None:
         batch, self._span_batch = self._span_batch, []
@@ -349,6 +353,12 @@ class Emitter:
             return
         if self._spans.export(batch) != SpanExportResult.SUCCESS:
             self._down_until = time.monotonic() + self.retry_after
+        self._progress()
+
+    def _progress(self) -> None:
+        if self.on_batch is not None:
+            st = self.stats
+            self.on_batch(st.logs.sent + st.logs.failed + st.spans.sent + st.spans.failed)
 
     def flush(self) -> None:
         """Send what is batched now (the live worker calls it when the run goes quiet)."""

@@ -9,8 +9,9 @@ spans (the run, its tool calls, its processes).
 The recorder's side is cheap and never waits: lines collect in a buffer
 that is written to the pipe without blocking; when the worker falls behind
 (a collector slow or down) and the buffer reaches its bound, further
-records are dropped and counted.  At the end the sink waits at most
-``flush_timeout`` seconds for the worker's account of what was sent, writes it
+records are dropped and counted.  At the end the sink waits for the worker's
+account of what was sent (as long as the worker reports progress, at most
+``flush_timeout`` seconds without any and ``max_wait`` in all), writes it
 to ``run.json`` (``extra.otlp``) and, when something was not sent, says so with
 the command that re-sends the run from the store.  The SDK is imported only
 in the worker, so a run pays for it only when export is on, and then in
@@ -49,13 +50,16 @@ class OtlpSink(Sink):
         *,
         max_buffer_bytes: int = 16 << 20,
         flush_timeout: float | None = None,
+        max_wait: float = 60.0,
         stream: IO[str] | None = None,
         quiet: bool = False,
     ) -> None:
         self.target = target
         self.max_buffer_bytes = max_buffer_bytes
-        #: the most the end of the run waits for the collector (default: the target's request timeout)
+        #: the most the end of the run waits for a worker that makes no progress (default: the request timeout)
         self.flush_timeout = flush_timeout if flush_timeout is not None else target.timeout
+        #: the most the end of the run waits in all, progress or not
+        self.max_wait = max_wait
         self.stream = stream
         self.quiet = quiet
         self.proc: subprocess.Popen[bytes] | None = None
@@ -149,29 +153,47 @@ class OtlpSink(Sink):
         self._report()
 
     def _finish(self, deadline: float) -> dict[str, Any]:
+        """Hand the worker the rest, close its input, and wait for its account.
+
+        While the worker reports progress (``P N`` after each batch: it is sending, or
+        catching up on a long run) the wait goes on; ``flush_timeout`` without progress,
+        or ``max_wait`` in all, ends it."""
         proc = self.proc
-        assert proc is not None and proc.stdout is not None
-        while self.buf and time.monotonic() < deadline:
-            self._pump()
-            if self.buf:
-                select.select([], [self.fd], [], max(0.0, min(0.2, deadline - time.monotonic())))
-        lost_at_end = 1 if self.buf else 0  # the spans line did not make it
-        try:
-            proc.stdin.close()  # type: ignore[union-attr]
-        except OSError:
-            pass
+        assert proc is not None and proc.stdout is not None and proc.stdin is not None
         answer = b""
+        pending = b""
         out_fd = proc.stdout.fileno()
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([out_fd], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
+        hard = time.monotonic() + self.max_wait
+        closed = False
+        while not answer:
+            now = time.monotonic()
+            if now >= min(deadline, hard):
                 break
+            if not self.buf and not closed:
+                proc.stdin.close()
+                closed = True
+            writers = [self.fd] if self.buf and not closed else []
+            ready_r, ready_w, _ = select.select([out_fd], writers, [], min(deadline, hard) - now)
+            if ready_w:
+                self._pump()
+            if not ready_r:
+                continue
             chunk = os.read(out_fd, 1 << 16)
             if not chunk:
                 break
-            answer += chunk
-            if answer.endswith(b"\n"):
-                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line.startswith(b"P "):
+                    deadline = time.monotonic() + self.flush_timeout
+                elif line.startswith(b"{"):
+                    answer = line
+        lost_at_end = 1 if self.buf else 0  # the spans line did not make it
+        if not closed:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
         if proc.poll() is None:
             proc.kill()
         proc.wait()
@@ -188,7 +210,7 @@ class OtlpSink(Sink):
                 "spans": {"emitted": 0, "sent": 0, "unsent": lost_at_end},
                 "logs": {"emitted": self.handed + dropped, "sent": 0, "unsent": self.handed + dropped},
                 "complete": False,
-                "error": f"no answer from the export within {self.flush_timeout:g} s",
+                "error": f"the export gave no account (no progress for {self.flush_timeout:g} s)",
             }
         total = self.handed + dropped
         sent = min(int(got["logs"]["sent"]), total)
