@@ -108,3 +108,29 @@ def test_a_run_started_after_the_page_opens_shows_up_live(
                 time.sleep(0.1)
             if proc.poll() is None:
                 proc.kill()
+
+
+def test_run_list_filters(spy: Callable[..., Any], store_dir: Path, tmp_path: Path,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    assert spy("run", "-q", "--task", "a", "--agent-id", "bot-1", "--", "true").exit_code == 0
+    assert spy("run", "-q", "--task", "b", "--agent-id", "bot-2", "--", "true").exit_code == 0
+    server = start_ui(store_dir)
+    try:
+        base = server.url.replace("/?", "/api/runs?")
+
+        def ids(query: str) -> list[str]:
+            with urllib.request.urlopen(base + query, timeout=30) as resp:
+                return [r["agent_id"] for r in json.loads(resp.read())]
+
+        assert ids("") == ["bot-2", "bot-1"]  # newest first
+        assert ids("&agent=bot-1") == ["bot-1"] and ids("&agent=bot") == ["bot-2", "bot-1"]
+        assert ids("&task=b") == ["bot-2"] and ids("&status=complete&task=a") == ["bot-1"]
+        assert ids("&level=high") == [] and ids("&status=running") == []
+        with urllib.request.urlopen(server.url + "&task=a", timeout=30) as resp:
+            page = resp.read().decode()
+        assert "bot-1" in page and "bot-2" not in page
+    finally:
+        server.stop()
