@@ -221,12 +221,19 @@ class OtlpSink(Sink):
 
     def _report(self) -> None:
         r = self.result
-        if r is None or r["complete"] or self.quiet:
+        if r is None or self.quiet:
+            return
+        out = self.stream or sys.stderr
+        if r["complete"]:
+            out.write(
+                f"spyglass: otlp: sent {r['spans']['sent']} spans and {r['logs']['sent']} log records "
+                f"to {self.target.describe()}\n"
+            )
+            out.flush()
             return
         unsent = r["spans"]["unsent"] + r["logs"]["unsent"]
         total = r["spans"]["emitted"] + r["logs"]["emitted"]
         why = f" ({r['error']})" if r.get("error") else ""
-        out = self.stream or sys.stderr
         out.write(
             f"spyglass: otlp: {unsent} of {total} records not sent to {self.target.describe()}{why}; "
             f"re-send with `spyglass export {self.run.id} --otlp {self.target.endpoint}`\n"
