@@ -75,7 +75,7 @@ class _CountingSpans(SpanExporter):
             self.tally.count(len(spans), False, f"{type(exc).__name__}: {exc}")
             return SpanExportResult.FAILURE
         ok = result == SpanExportResult.SUCCESS
-        self.tally.count(len(spans), ok, None if ok else f"{self.what} did not accept the spans")
+        self.tally.count(len(spans), ok, None if ok else f"{self.what} unreachable or refused the spans")
         return result
 
     def shutdown(self) -> None:
@@ -96,7 +96,7 @@ class _CountingLogs(LogRecordExporter):
             self.tally.count(len(batch), False, f"{type(exc).__name__}: {exc}")
             return LogRecordExportResult.FAILURE
         ok = result == LogRecordExportResult.SUCCESS
-        self.tally.count(len(batch), ok, None if ok else f"{self.what} did not accept the log records")
+        self.tally.count(len(batch), ok, None if ok else f"{self.what} unreachable or refused the log records")
         return result
 
     def shutdown(self) -> None:
