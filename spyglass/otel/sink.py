@@ -72,7 +72,9 @@ class OtlpSink(Sink):
 
     # -- the worker --------------------------------------------------------------
     def start(self, ctx: RunContext) -> None:
-        self.run = run = ctx.meta["run"]
+        if ctx.run is None:
+            return
+        self.run = run = ctx.run
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "spyglass.otel.worker"],
             stdin=subprocess.PIPE,
@@ -140,12 +142,11 @@ class OtlpSink(Sink):
     def done(self, ctx: RunContext) -> None:
         if self.proc is None:
             return
-        awareness = ctx.meta.get("agent_awareness")
-        final = getattr(awareness, "final", None)
+        agent = self.run.extra.get("agent")  # the agent-awareness sink's view, noted in its done
         end = time.time_ns()
         if self.run.ended is None:  # the run ended now: the wait for the collector below is not part of it
             self.run.ended = end
-        done = {"run": msgspec.to_builtins(self.run), "agent": final.to_json() if final is not None else None}
+        done = {"run": msgspec.to_builtins(self.run), "agent": agent}
         done["end"] = end
         self.buf += b"D" + json.dumps(done, default=str).encode() + b"\n"
         self.result = self._finish(time.monotonic() + self.flush_timeout)
