@@ -1,9 +1,10 @@
 """What operator monitoring adds to a run: the agent's identity, the permission and
 memory watch, and (when an endpoint is set) the live OpenTelemetry export.
 
-The run wiring calls :func:`monitoring` once, sets the run's ``agent_id`` and
-``extra["agent_identity"]`` from it, and appends its sinks after the others
-(the export must come last, so that it sees what every other sink added).
+The session's feature-sink factory ``_monitoring`` (``spyglass/session/sinks.py``)
+calls :func:`monitoring` once; the session sets the run's ``agent_id`` and
+``extra["agent_identity"]`` from it, and the sinks come after the built-in ones
+(the export after the watch, so that it sees the events the watch adds).
 """
 
 from __future__ import annotations
