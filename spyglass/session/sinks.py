@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spyglass.policy import Policy
 from spyglass.session.options import RunOptions
@@ -47,6 +47,8 @@ class Plan:
     #: the agent's persistent identity (decided by the monitoring factory) and facts for run.json
     agent_id: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    #: spyglass.sandbox.broker.Broker when the policy has secrets.broker (values in memory only)
+    broker: Any = None
 
 
 SinkFactory = Callable[[Plan], Iterable[object]]
@@ -92,7 +94,9 @@ def _terminal(plan: Plan) -> Iterable[object]:
         return []
     from spyglass.tty import TerminalRecorder
 
-    recorder = TerminalRecorder(plan.store.run_dir, patterns=plan.policy.terminal.redact)
+    recorder = TerminalRecorder(
+        plan.store.run_dir, patterns=plan.policy.terminal.redact, literals=plan.broker.values if plan.broker else ()
+    )
     plan.stdio = recorder.stdio
     return [recorder]
 
