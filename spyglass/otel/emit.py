@@ -132,7 +132,7 @@ class _JsonFile:
         self.stream: IO[str] = path.open("w", encoding="utf-8")
 
     def write(self, message: Any) -> None:
-        line = json.dumps(_hex_ids(MessageToDict(message)), separators=(",", ":"))
+        line = json.dumps(_hex_ids(MessageToDict(message, use_integers_for_enums=True)), separators=(",", ":"))
         with self.lock:
             self.stream.write(line + "\n")
             self.stream.flush()

@@ -175,6 +175,8 @@ def test_otlp_json_file(spy: Spy, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             for r in sl["logRecords"]]
     assert spans and logs
     assert all(len(s["traceId"]) == 32 and len(s["spanId"]) == 16 for s in spans)
+    assert {s["kind"] for s in spans} == {1}  # OTLP/JSON: enums as integers (SPAN_KIND_INTERNAL)
+    assert all(isinstance(r["severityNumber"], int) for r in logs)
     assert {r["traceId"] for r in logs} == {spans[0]["traceId"]}
 
 
