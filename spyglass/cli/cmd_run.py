@@ -140,6 +140,14 @@ Examples:
     help="Record the agent's terminal output and the operator's input (asciicast v2, evidence/terminal.cast; "
     "secrets masked). Policy: terminal.record.",
 )
+@click.option(
+    "--alerts-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Live alerts on stderr as text lines, or as JSON lines (each with run id, host, agent id and task; "
+    "no summary then).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No live alerts and no summary.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_cmd(
@@ -164,6 +172,7 @@ def run_cmd(
     backend: str,
     no_seccomp: bool,
     record_tty: bool,
+    alerts_format: str,
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -196,11 +205,12 @@ def run_cmd(
         agent_log=agent_log,
         otlp=otlp,
         otlp_protocol=otlp_protocol,
+        alerts_format=alerts_format,
     )
     store = open_store(store_path, create=True)
     result = run_session(opts, store)
     meta = result.meta
-    if not quiet:
+    if not quiet and alerts_format == "text":  # with JSON alerts, stderr stays JSON lines
         print_run_summary(RunReader(store, meta.id), sys.stderr)
         click.echo(f"spyglass: recorded run {meta.id} in {store.root}", err=True)
         for note in result.notes:

@@ -33,6 +33,7 @@ class RunOptions:
     sign_key: Path | None = None  # None: the policy's evidence.sign_key
     workspace_evidence: bool = True
     live_alerts: bool = True  # the stderr alert printer
+    alerts_format: str = "text"  # the printer's lines: "text", or "json" (one alert object per line)
     model_script: Path | None = None
     model_vars: dict[str, str] = field(default_factory=dict)
     agent_kind: str | None = None

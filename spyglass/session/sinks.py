@@ -69,7 +69,8 @@ def _rules(plan: Plan) -> Iterable[object]:
 
     if plan.engine is None:
         return []
-    return [plan.engine, AlertPrinter()] if plan.opts.live_alerts else [plan.engine]
+    printer = AlertPrinter(fmt=plan.opts.alerts_format)
+    return [plan.engine, printer] if plan.opts.live_alerts else [plan.engine]
 
 
 def _workspace_evidence(plan: Plan) -> Iterable[object]:

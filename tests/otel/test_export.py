@@ -186,3 +186,16 @@ def test_bad_endpoint_is_a_one_line_usage_error(spy: Spy) -> None:
     assert "not an http(s) URL" in res.stderr and "Traceback" not in res.output
     res = spy("export", "latest")
     assert res.exit_code == 2 and "nowhere to export to" in res.stderr
+
+
+def test_live_alerts_as_json_lines_carry_where_they_came_from(
+    spy: Spy, store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, argv = _agent(tmp_path, monkeypatch)
+    res = spy("run", "--alerts-format", "json", "--task", "otel-test", "--", *argv)
+    assert res.exit_code == 0, res.output
+    meta = RunReader(Store(store_dir), _run_id(store_dir)).meta
+    lines = [json.loads(line) for line in res.stderr.splitlines() if line.startswith("{")]
+    assert lines and all(line["run_id"] == meta.id for line in lines)
+    assert {(a["host"], a["agent_id"], a["task"]) for a in lines} == {(meta.host, meta.agent_id, "otel-test")}
+    assert "cred-secret-read" in {a["rule_id"] for a in lines}
