@@ -129,7 +129,7 @@ def bench_stalled(events: int, bound: int) -> None:
     stalled.listen(1024)  # accepts connections, never reads or answers
     url = f"http://127.0.0.1:{stalled.getsockname()[1]}"
     meta = RunMeta(id="bench-stalled", host="bench", started=time.time_ns())
-    ctx = RunContext(run_id=meta.id, meta={"run": meta})
+    ctx = RunContext(run_id=meta.id, run=meta)
     sink = OtlpSink(OtlpTarget(url, timeout=2.0), max_buffer_bytes=bound, flush_timeout=2.0, quiet=True)
     sink.start(ctx)
     assert sink.proc is not None
