@@ -75,4 +75,16 @@ gate:
 analysis:
   grading_paths: []
   ignore_paths: []
+
+# The agent's persistent identity in every run (default: derived from its
+# kind, executable, config home, user and host; docs/otel.md).
+# agent_id: release-bot
+
+# Live OpenTelemetry export of every run to your collector (docs/otel.md);
+# OTEL_EXPORTER_OTLP_ENDPOINT and `run --otlp URL` override it.
+# otlp:
+#   endpoint: http://127.0.0.1:4318
+#   protocol: http/protobuf      # or grpc (then the port is usually 4317)
+#   headers: {x-team: platform}
+#   timeout: 5
 """
