@@ -64,6 +64,7 @@ class OtlpSink(Sink):
         self.quiet = quiet
         self.proc: subprocess.Popen[bytes] | None = None
         self.fd = -1
+        self.out_fd = -1
         self.buf = bytearray()
         self.dropped = {"logs": 0}
         self.handed = 0
@@ -90,6 +91,9 @@ class OtlpSink(Sink):
         except OSError:
             pass
         os.set_blocking(self.fd, False)
+        assert self.proc.stdout is not None
+        self.out_fd = self.proc.stdout.fileno()
+        os.set_blocking(self.out_fd, False)
         t = self.target
         header = {
             "target": {**t.to_json(), "headers": t.headers, "timeout": t.timeout},
@@ -103,8 +107,15 @@ class OtlpSink(Sink):
         self.buf += json.dumps(header).encode() + b"\n"
         self._pump()
 
-    def _pump(self) -> None:
-        """Write what the pipe takes now, without waiting."""
+    def _pump(self, drain: bool = True) -> None:
+        """Write what the pipe takes now, without waiting (and, with ``drain``, discard the
+        worker's progress lines, so that its output pipe never fills on a long run)."""
+        if drain:
+            try:
+                while os.read(self.out_fd, 1 << 16):
+                    pass
+            except OSError:  # nothing there now (EAGAIN), or the worker is gone
+                pass
         while self.buf:
             try:
                 n = os.write(self.fd, self.buf)
@@ -127,7 +138,7 @@ class OtlpSink(Sink):
         self.buf += data
         self.buf += b"\n"
         self.handed += 1
-        if len(self.buf) >= 1 << 16:
+        if len(self.buf) >= 1 << 16 or not self.handed % 512:
             self._pump()
 
     # -- hooks -------------------------------------------------------------------
@@ -176,10 +187,13 @@ class OtlpSink(Sink):
             writers = [self.fd] if self.buf and not closed else []
             ready_r, ready_w, _ = select.select([out_fd], writers, [], min(deadline, hard) - now)
             if ready_w:
-                self._pump()
+                self._pump(drain=False)
             if not ready_r:
                 continue
-            chunk = os.read(out_fd, 1 << 16)
+            try:
+                chunk = os.read(out_fd, 1 << 16)
+            except BlockingIOError:
+                continue
             if not chunk:
                 break
             pending += chunk
