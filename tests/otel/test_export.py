@@ -199,3 +199,18 @@ def test_live_alerts_as_json_lines_carry_where_they_came_from(
     assert lines and all(line["run_id"] == meta.id for line in lines)
     assert {(a["host"], a["agent_id"], a["task"]) for a in lines} == {(meta.host, meta.agent_id, "otel-test")}
     assert "cred-secret-read" in {a["rule_id"] for a in lines}
+
+
+def test_live_run_over_grpc(
+    spy: Spy, store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, otlp_grpc: Receiver
+) -> None:
+    _, argv = _agent(tmp_path, monkeypatch)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    res = spy("run", "--task", "otel-test", "--otlp", otlp_grpc.url, "--", *argv)
+    assert res.exit_code == 0, res.output
+    run_id = _run_id(store_dir)
+    otlp = RunReader(Store(store_dir), run_id).meta.extra["otlp"]
+    assert otlp["complete"] is True and otlp["protocol"] == "grpc", otlp
+    assert f"otlp: sent {otlp['spans']['sent']} spans" in res.stderr
+    assert otlp_grpc.got.wait(lambda g: len(g.logs) == otlp["logs"]["emitted"])
+    _check_trace(otlp_grpc.got, run_id)
