@@ -71,7 +71,7 @@ def _read(path: str) -> str | None:
     return data.decode("utf-8", "replace")
 
 
-def _parse(kind: str, text: str | None) -> dict[str, Any] | None:
+def parse_settings(kind: str, text: str | None) -> dict[str, Any] | None:
     """The settings as a dict ({} for a missing file), or None if unreadable (being written, say)."""
     if text is None or not text.strip():
         return {}
@@ -246,7 +246,7 @@ class ConfigWatch(Sink):
             changes = diff_memory(before_text, after_text)
             etype = "agent.memory_change"
         else:
-            before, after = _parse(kind, before_text), _parse(kind, after_text)
+            before, after = parse_settings(kind, before_text), parse_settings(kind, after_text)
             if before is None or after is None:
                 changes, widened = [f"~{os.path.basename(path)}: unparsable"], []
             else:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from spyglass.agents.config_watch import classify, diff_memory, diff_settings
+from spyglass.agents.config_watch import classify, diff_memory, diff_settings, parse_settings
 from spyglass.store import RunReader, Store
 
 
@@ -35,6 +35,14 @@ def test_classify_and_diff() -> None:
     assert widened == ["approval_policy = never", "MCP server added: x"]
     assert diff_settings("claude-settings", {"permissions": {"deny": []}}, {"permissions": {"deny": ["X"]}})[1] == []
     assert diff_memory("a\nb\n", "a\nc\n") == ["-b", "+c"]
+    # ~/.claude.json: only its MCP servers count (the rest is the CLI's own state, rewritten all the time)
+    before = parse_settings("claude-state", json.dumps({"numStartups": 1, "projects": {"/w": {"history": []}}}))
+    after = parse_settings("claude-state", json.dumps(
+        {"numStartups": 2, "projects": {"/w": {"history": ["x"], "mcpServers": {"db": {"command": "pg-mcp"}}}}}
+    ))
+    assert before is not None and after is not None
+    changes, widened = diff_settings("claude-state", before, after)
+    assert changes == ["+projects./w.mcpServers.db.command: pg-mcp"] and widened == ["MCP server added: db"]
 
 
 _WRITER = r"""
