@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -148,6 +149,11 @@ Examples:
     help="Live alerts on stderr as text lines, or as JSON lines (each with run id, host, agent id and task; "
     "no summary then).",
 )
+@click.option(
+    "--result-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="When the run ends, write its id, status, exit code and highest alert level there as JSON (for harnesses).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No live alerts and no summary.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_cmd(
@@ -173,6 +179,7 @@ def run_cmd(
     no_seccomp: bool,
     record_tty: bool,
     alerts_format: str,
+    result_file: Path | None,
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -210,6 +217,8 @@ def run_cmd(
     store = open_store(store_path, create=True)
     result = run_session(opts, store)
     meta = result.meta
+    if result_file is not None:
+        write_result_file(result_file, result)
     if not quiet and alerts_format == "text":  # with JSON alerts, stderr stays JSON lines
         print_run_summary(RunReader(store, meta.id), sys.stderr)
         click.echo(f"spyglass: recorded run {meta.id} in {store.root}", err=True)
@@ -223,6 +232,25 @@ def run_cmd(
         failed = ", ".join(f"{k} ({v}x)" for k, v in sorted(result.sink_errors.items()))
         click.echo(f"spyglass: evidence is partial: {failed} failed during the run (see `spyglass show`)", err=True)
     sys.exit(result.verdict_code if result.verdict_code is not None else result.exit_code)
+
+
+def write_result_file(path: Path, result: Any) -> None:
+    """The run's outcome as JSON for a harness; a path that cannot be written is one line, not a traceback."""
+    import json
+
+    from spyglass.errors import UsageError
+
+    meta = result.meta
+    data = {
+        "id": meta.id, "status": meta.status, "exit_code": result.exit_code,
+        "verdict_code": result.verdict_code, "max_level": meta.extra.get("max_level"),
+        "alerts": meta.counts.get("alerts", 0), "events": meta.counts.get("events", 0),
+    }
+    try:
+        path.write_text(json.dumps(data) + "\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write the result file {path}: {exc.strerror}",
+                         hint="give a path in a directory that exists and can be written") from None
 
 
 @click.command("demo")
