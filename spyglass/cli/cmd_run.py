@@ -142,6 +142,14 @@ Examples:
     "secrets masked). Policy: terminal.record.",
 )
 @click.option(
+    "--ask-egress",
+    type=click.FloatRange(min=1),
+    default=None,
+    metavar="SECONDS",
+    help="Sandbox: a host the policy refuses is put to the operator, who answers from another terminal "
+    "with `spyglass sandbox answer N allow|deny` within SECONDS (then: deny); docs/otel.md.",
+)
+@click.option(
     "--alerts-format",
     type=click.Choice(["text", "json"]),
     default="text",
@@ -178,6 +186,7 @@ def run_cmd(
     backend: str,
     no_seccomp: bool,
     record_tty: bool,
+    ask_egress: float | None,
     alerts_format: str,
     result_file: Path | None,
     quiet: bool,
@@ -213,6 +222,7 @@ def run_cmd(
         otlp=otlp,
         otlp_protocol=otlp_protocol,
         alerts_format=alerts_format,
+        ask_egress=ask_egress,
     )
     store = open_store(store_path, create=True)
     result = run_session(opts, store)

@@ -82,6 +82,8 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             plan.early.append(stub)
         plan.engine = RuleEngine(load_ruleset(policy), policy, home=plan.home, mode=mode)
         sandbox_on = mode in ("contain", "enforce")
+        if opts.ask_egress and not sandbox_on:
+            raise UsageError("--ask-egress needs the sandbox", hint="add --sandbox (or mode contain/enforce)")
         if policy.broker:
             from spyglass.sandbox.broker import open_for_run
 
@@ -96,7 +98,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             # `action: block` rules veto at the proxy through the engine's read-only check
             sb = from_policy(
                 policy, work, plan.workspace, cwd=plan.cwd, store_root=str(store.root), mode=mode,
-                real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker,
+                real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker, ask_timeout=opts.ask_egress,
             )
             stack.callback(sb.close)
             plan.sandbox = sb

@@ -39,6 +39,8 @@ class RunOptions:
     agent_kind: str | None = None
     agent_log: Path | None = None
     record_tty: bool = False  # or the policy's terminal.record
+    #: egress ask mode: seconds the proxy holds a refused host for the operator's answer (None: off)
+    ask_egress: float | None = None
     #: live OpenTelemetry export (None: OTEL_EXPORTER_OTLP_ENDPOINT, else the policy's otlp.endpoint)
     otlp: str | None = None
     otlp_protocol: str | None = None
