@@ -128,10 +128,12 @@ class Event(msgspec.Struct, omit_defaults=True, kw_only=True, gc=False):
     changes: list[str] | None = _f("agent.config.changes")
     widened: list[str] | None = _f("agent.permission.widened")
 
-    # agent.intervention: who did what to the run, and the outcome
-    actor: str | None = _f("intervention.actor")
-    action: str | None = _f("intervention.action")
-    outcome: str | None = _f("intervention.decision")
+    # agent.intervention: a tool call decided before it ran (``spyglass run --ask``)
+    tool_name: str | None = _f("agent.tool.name")
+    tool_call_id: str | None = _f("agent.tool.call_id")
+    actor: str | None = _f("agent.intervention.by")  # "policy" | "operator"
+    verdict: str | None = _f("agent.intervention.decision")  # "allow" | "deny"
+    action: str | None = _f("agent.intervention.action")  # interrupt, terminate, hangup, allow-once, deny
 
     # exact bytes of fields that were not valid UTF-8: wire field name -> base64
     raw_bytes: dict[str, str] | None = None

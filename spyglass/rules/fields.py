@@ -76,9 +76,12 @@ EVENT_FIELD_DOCS: Final = {
                             "(`+line`, `-line`) that changed",
     "agent.permission.widened": "what the change allowed that was not allowed before (new allowed tool, "
                                 "sandbox off, approval off, new MCP server, new hook)",
-    "intervention.actor": "who intervened (operator, or the signal's sender)",
-    "intervention.action": "what was done (interrupt, terminate, hangup, allow-once, deny)",
-    "intervention.decision": "the outcome of the intervention",
+    "agent.tool.name": "the agent's tool a decision was about: Bash, Write ... (agent.intervention)",
+    "agent.tool.call_id": "the tool call's id in the agent's log (agent.intervention)",
+    "agent.intervention.by": "who decided: policy (no terminal to ask) or operator (agent.intervention)",
+    "agent.intervention.decision": "allow (once) or deny (agent.intervention)",
+    "agent.intervention.action": "what the operator did: interrupt, terminate, hangup (a signal to spyglass), "
+                                 "allow-once, deny (egress ask mode)",
 }
 
 _KINDS: Final = {

@@ -6,8 +6,10 @@ the deny list), holds it and asks: the question is written to
 ``<store>/sandbox/run-*/asks/N.json`` and shown on spyglass's stderr, and the
 operator answers from another terminal with ``spyglass sandbox answer N
 allow`` (this request only: "allow once") or ``deny``.  No answer within the
-time is a denial.  Each answer becomes an ``agent.intervention`` event (who,
-what, the decision), beside the request's own ``proxy.request`` event (reason
+time is a denial.  Each answer becomes an ``agent.intervention`` event
+(``agent.intervention.by`` operator, or policy when no answer came;
+``agent.intervention.decision`` allow or deny; ``agent.intervention.action``
+allow-once or deny), beside the request's own ``proxy.request`` event (reason
 ``operator-allowed`` or the policy's).
 
 IP literals and canary hits are never asked about: those refusals stand.
@@ -97,10 +99,12 @@ class EgressAsk:
                 type="agent.intervention",
                 ts=time.time_ns(),
                 pid=req.pid or 0,
-                actor=f"operator ({_user()})" if answer else "timeout",
+                actor="operator" if answer else "policy",  # no answer in time: the policy's refusal stands
+                verdict="allow" if allowed else "deny",
                 action="allow-once" if allowed else "deny",
-                outcome=f"egress to {req.host}:{req.port} {'allowed once' if allowed else 'denied'}",
-                detail=f"ask #{n}: {req.host}:{req.port} ({decision.reason})",
+                detail=f"egress to {req.host}:{req.port} (ask #{n}, "
+                f"{'answered by ' + _user() if answer else 'no answer in time'})",
+                reason=decision.reason,
                 address=req.host,
                 port=req.port,
             )

@@ -127,10 +127,9 @@ class _Signals:
                     type="agent.intervention",
                     ts=ts,
                     pid=os.getpid(),
-                    actor=f"operator ({_user()})",
+                    actor="operator",
                     action=action,
-                    outcome=outcome,
-                    detail=f"{name} to spyglass" + (" (Ctrl-C)" if name == "SIGINT" else ""),
+                    detail=f"{name} to spyglass{' (Ctrl-C)' if name == 'SIGINT' else ''} by {_user()}: {outcome}",
                 )
             )
 

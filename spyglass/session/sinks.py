@@ -22,6 +22,9 @@ from spyglass.session.options import RunOptions
 from spyglass.store import Store
 
 if TYPE_CHECKING:
+    from spyglass.agents.ask import PolicyAsk
+    from spyglass.agents.hooks import HookServer
+    from spyglass.agents.replay import StubSession
     from spyglass.rules.engine import RuleEngine
     from spyglass.sandbox.prepared import PreparedSandbox
 
@@ -47,6 +50,12 @@ class Plan:
     #: the agent's persistent identity (decided by the monitoring factory) and facts for run.json
     agent_id: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    #: the command as it runs (the agent's hooks may add an option); None: the options' argv
+    argv: list[str] | None = None
+    ask: bool = False  # --ask or mode: ask
+    asker: PolicyAsk | None = None  # decides the agent's PreToolUse hooks under --ask
+    hooks: HookServer | None = None  # the agent's per-run hooks report here
+    stub: StubSession | None = None  # the --model-script stub
     #: spyglass.sandbox.broker.Broker when the policy has secrets.broker (values in memory only)
     broker: Any = None
 
@@ -57,7 +66,7 @@ SinkFactory = Callable[[Plan], Iterable[object]]
 def _awareness(plan: Plan) -> Iterable[object]:
     from spyglass.agents.awareness import AgentAwareness
 
-    return [AgentAwareness(plan.opts.agent_log)]
+    return [AgentAwareness(plan.opts.agent_log, hooks=plan.hooks, asker=plan.asker, env=plan.env, cwd=plan.cwd)]
 
 
 def _sandbox_guards(plan: Plan) -> Iterable[object]:

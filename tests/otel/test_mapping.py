@@ -38,7 +38,7 @@ def test_process_spans_hang_under_their_tool_call_parent_or_the_run() -> None:
         Event(seq=8, ts=17, type="process.exit", pid=101, exit_code=2),
         Event(seq=9, ts=18, type="process.start", pid=102, ppid=100),  # the pid comes back: a new span
         Event(seq=10, ts=19, type="process.exit", pid=102, exit_code=0),
-        Event(seq=11, ts=20, type="agent.intervention", pid=1, actor="operator (ann)", action="interrupt"),
+        Event(seq=11, ts=20, type="agent.intervention", pid=1, actor="operator", action="interrupt"),
     ]
     sids = [b.feed(e) for e in evs]
     assert sids[4] != sids[8] and sids[10] == root_span_id("r1")
@@ -67,9 +67,10 @@ def test_event_and_alert_records() -> None:
     assert rec.event_name == "spyglass.file.read" and rec.severity == 9 and rec.span_id == 99
     assert rec.attributes == {"process.pid": 3, "file.path": "/etc/passwd", "errno": "EACCES",
                               "spyglass.event.seq": 7, "error.type": "EACCES"}
-    inter = event_log(Event(type="agent.intervention", pid=1, actor="operator (ann)", action="terminate",
-                            outcome="agent process tree killed"), None)
-    assert inter.severity_text == "WARN" and inter.attributes["intervention.decision"] == "agent process tree killed"
+    inter = event_log(Event(type="agent.intervention", pid=1, actor="operator", verdict="deny", action="deny",
+                            detail="egress to x.test:443 (ask #1, answered by ann)"), None)
+    assert inter.severity_text == "WARN" and inter.attributes["agent.intervention.decision"] == "deny"
+    assert inter.attributes["agent.intervention.by"] == "operator" and inter.body.startswith("egress to x.test")
     change = event_log(Event(type="agent.permission_change", path="/w/.mcp.json", config_kind="mcp",
                              changes=["+mcpServers.x.command: npx"], widened=["MCP server added: x"]), None)
     assert change.attributes["agent.permission.widened"] == ["MCP server added: x"]

@@ -81,7 +81,7 @@ def test_the_operator_allows_once_or_denies(
     inter = [e for e in evs if e.type == "agent.intervention"]
     req = [e for e in evs if e.type == "proxy.request"]
     assert len(inter) == 1 and len(req) == 1
-    assert inter[0].actor is not None and inter[0].actor.startswith("operator (")
+    assert inter[0].actor == "operator" and inter[0].verdict == decision
     assert (inter[0].address, inter[0].port) == ("denied.test", 443)
     if decision == "allow":
         assert b" 200 " in status
@@ -102,7 +102,7 @@ def test_no_answer_is_a_denial_and_literals_are_never_asked(asking: Callable[[fl
     s.close()
     assert head.startswith(b"HTTP/1.1 403")
     inter = [e for e in col.wait_for(2) if e.type == "agent.intervention"]
-    assert inter and (inter[0].actor, inter[0].action) == ("timeout", "deny")
+    assert inter and (inter[0].actor, inter[0].verdict, inter[0].action) == ("policy", "deny", "deny")
     head, s = connect_tunnel(p.socket_path, "1.1.1.1", 443)
     s.close()
     assert head.startswith(b"HTTP/1.1 403") and not (asks / "2.json").exists()
