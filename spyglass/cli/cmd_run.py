@@ -143,7 +143,14 @@ Examples:
     default=None,
     help="OTLP transport (default: OTEL_EXPORTER_OTLP_PROTOCOL, else the policy's, else http/protobuf).",
 )
-@click.option("--backend", default="strace", show_default=True, help="Capture backend.")
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "ebpf", "strace"]),
+    default="auto",
+    show_default=True,
+    help="Capture backend: ebpf (kernel-side, needs root and BTF), strace (ptrace, portable), "
+    "or auto (ebpf where it can run, else strace; the choice and its reason are kept in the run).",
+)
 @click.option(
     "--no-seccomp",
     is_flag=True,

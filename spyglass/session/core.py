@@ -13,7 +13,7 @@ import contextlib
 import tempfile
 from pathlib import Path
 
-from spyglass.capture import get_backend
+from spyglass.capture import select_backend
 from spyglass.capture.base import CaptureBackend
 from spyglass.errors import EXIT_ALERT, EXIT_KILLED, UsageError
 from spyglass.pipeline import SandboxView, default_home
@@ -72,8 +72,9 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     policy, mode = plan.policy, plan.mode
     fail_on = opts.fail_on or policy.fail_on
     signer = _signer(opts, plan)
-    backend: CaptureBackend = get_backend(opts.backend)
-    extra: dict[str, object] = {"policy_source": policy.source}
+    backend: CaptureBackend
+    backend, reason = select_backend(opts.backend)
+    extra: dict[str, object] = {"policy_source": policy.source, "backend_reason": reason}
     sandbox_view: SandboxView | None = None
     sandbox_on = mode in ("contain", "enforce")
     if opts.ask_egress and not sandbox_on:
