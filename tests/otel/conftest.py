@@ -12,11 +12,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 
@@ -36,6 +37,8 @@ class Received:
     resources: list[dict[str, Any]] = field(default_factory=list)
     requests: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: called before each look (a receiver in another process hands over what it got)
+    poll: Callable[[], None] | None = None
 
     def add_traces(self, req: trace_service_pb2.ExportTraceServiceRequest) -> None:
         with self.lock:
@@ -84,6 +87,8 @@ class Received:
     def wait(self, cond: Callable[[Received], bool], timeout: float = 60.0) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            if self.poll is not None:
+                self.poll()
             with self.lock:
                 if cond(self):
                     return True
@@ -150,31 +155,92 @@ def start_http_on(port: int) -> Receiver:
     return Receiver(f"http://127.0.0.1:{port}", got, stop)
 
 
+_GRPC_SERVER = r"""
+import base64, json, sys
+from concurrent import futures
+
+import grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+out = open(sys.argv[1], "a")
+
+
+def keep(kind, request):
+    out.write(json.dumps({"kind": kind, "data": base64.b64encode(request.SerializeToString()).decode()}) + "\n")
+    out.flush()
+
+
+class Traces(trace_service_pb2_grpc.TraceServiceServicer):
+    def Export(self, request, context):
+        keep("traces", request)
+        return trace_service_pb2.ExportTraceServiceResponse()
+
+
+class Logs(logs_service_pb2_grpc.LogsServiceServicer):
+    def Export(self, request, context):
+        keep("logs", request)
+        return logs_service_pb2.ExportLogsServiceResponse()
+
+
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
+logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)
+port = server.add_insecure_port("127.0.0.1:0")
+server.start()
+print(port, flush=True)
+sys.stdin.read()  # until the test closes it
+server.stop(0)
+"""
+
+
 @pytest.fixture
-def otlp_grpc() -> Iterator[Receiver]:
-    from concurrent import futures
+def otlp_grpc(tmp_path: Path) -> Iterator[Receiver]:
+    """A gRPC OTLP server on loopback, in a process of its own: gRPC's threads in the test
+    process would be in the way of the runs that fork the agent there."""
+    import base64
+    import json
+    import subprocess
+    import sys
 
-    import grpc
-
+    sink = tmp_path / "grpc-received.jsonl"
+    sink.touch()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _GRPC_SERVER, str(sink)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    port = int(proc.stdout.readline())
     got = Received()
+    seen = [0]
 
-    class Traces(trace_service_pb2_grpc.TraceServiceServicer):
-        def Export(self, request: Any, context: Any) -> Any:
-            got.add_traces(request)
-            return trace_service_pb2.ExportTraceServiceResponse()
+    def poll() -> None:
+        lines = sink.read_text().splitlines()
+        for line in lines[seen[0]:]:
+            rec = json.loads(line)
+            data = base64.b64decode(rec["data"])
+            if rec["kind"] == "traces":
+                req_t = trace_service_pb2.ExportTraceServiceRequest()
+                req_t.ParseFromString(data)
+                got.add_traces(req_t)
+            else:
+                req_l = logs_service_pb2.ExportLogsServiceRequest()
+                req_l.ParseFromString(data)
+                got.add_logs(req_l)
+        seen[0] = len(lines)
 
-    class Logs(logs_service_pb2_grpc.LogsServiceServicer):
-        def Export(self, request: Any, context: Any) -> Any:
-            got.add_logs(request)
-            return logs_service_pb2.ExportLogsServiceResponse()
+    got.poll = poll
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)  # type: ignore[no-untyped-call]
-    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)  # type: ignore[no-untyped-call]
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield Receiver(f"http://127.0.0.1:{port}", got, lambda: server.stop(0))
-    server.stop(0)
+    def stop() -> None:
+        if proc.poll() is None:
+            proc.stdin.close()  # type: ignore[union-attr]
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    yield Receiver(f"http://127.0.0.1:{port}", got, stop)
+    stop()
 
 
 def free_port() -> int:

@@ -6,6 +6,8 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -126,8 +128,13 @@ def test_export_of_a_stored_run_over_grpc_gives_the_same_trace(
 ) -> None:
     _, argv = _agent(tmp_path, monkeypatch)
     assert spy("run", "-q", "--task", "otel-test", "--", *argv).exit_code == 0
-    res = spy("export", "latest", "--otlp", otlp_grpc.url, "--protocol", "grpc", "--format", "json")
-    assert res.exit_code == 0, res.output
+    # in a process of its own: gRPC's client threads would stay in this one, in the way of later forks
+    res = subprocess.run(
+        [sys.executable, "-m", "spyglass", "export", "latest", "--otlp", otlp_grpc.url, "--protocol", "grpc",
+         "--format", "json"],
+        env={**os.environ, "SPYGLASS_STORE": str(store_dir)}, capture_output=True, text=True, timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["complete"] is True and out["protocol"] == "grpc"
     got = otlp_grpc.got
