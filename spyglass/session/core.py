@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from spyglass.capture import select_backend
 from spyglass.capture.base import CaptureBackend
 from spyglass.errors import EXIT_ALERT, EXIT_KILLED, UsageError
 from spyglass.pipeline import SandboxView, default_home
 from spyglass.policy import Policy
+from spyglass.policy.model import MODES
 from spyglass.session.agent import agent_install, setup_agent
 from spyglass.session.options import RunOptions
 from spyglass.session.record import RunOutcome, RunRequest, record
@@ -47,6 +50,8 @@ def plan_run(opts: RunOptions, store: Store) -> Plan:
     cwd = str(Path(opts.cwd).resolve())
     policy = load_policy(opts.policy_file, cwd)
     mode = opts.mode or policy.mode
+    if mode not in MODES:  # the CLI checks its choices; the Python API must not run weaker than asked
+        raise UsageError(f"unknown mode {mode!r}", hint=f"one of {', '.join(MODES)}")
     ask = opts.ask or mode == "ask"
     if mode == "ask":  # observe (or contain, with --sandbox), the agent's hooks asking first
         mode = "observe"
@@ -104,7 +109,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             sb = from_policy(
                 policy, work, plan.workspace, cwd=plan.cwd, store_root=str(store.root), mode=mode,
                 real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker,
-                ask_timeout=opts.ask_egress, **own,
+                ask_timeout=opts.ask_egress, **_with_caller_resolver(own, opts),
             )
             stack.callback(sb.close)
             plan.sandbox = sb
@@ -142,6 +147,25 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     outcome.verdict_code = code
     outcome.fail_on = fail_on
     return outcome
+
+
+def _with_caller_resolver(own: dict[str, Any], opts: RunOptions) -> dict[str, Any]:
+    """The sandbox's own options (the model stub's name), with the caller's resolver first
+    (``RunOptions.sandbox_resolver``: ``skill verify`` pins declared hosts to a loopback stand-in)."""
+    first = opts.sandbox_resolver
+    if first is None:
+        return own
+    then = own.get("resolver")
+
+    def resolver(host: str, port: int) -> Sequence[tuple[str, int]]:
+        try:
+            return first(host, port)
+        except OSError:
+            if then is None:
+                raise
+            return then(host, port)  # type: ignore[no-any-return]
+
+    return {**own, "resolver": resolver, "allow_host_loopback": opts.sandbox_host_loopback}
 
 
 def apply_retention(policy: Policy, store: Store, run_id: str) -> list[str]:
