@@ -7,6 +7,7 @@ from typing import IO
 
 from spyglass.events import Alert
 from spyglass.rules.describe import short_command
+from spyglass.termcolor import use_color
 
 _COLORS = {"info": "2", "low": "36", "medium": "33", "high": "31", "critical": "1;31"}
 
@@ -39,6 +40,6 @@ class AlertPrinter:
             stream.write(msgspec.json.encode(alert).decode() + "\n")
             stream.flush()
             return
-        color = self.color if self.color is not None else bool(getattr(stream, "isatty", lambda: False)())
+        color = use_color(stream, self.color)
         stream.write(format_alert_line(alert, color) + "\n")
         stream.flush()

@@ -13,7 +13,7 @@ import secrets
 import time
 from pathlib import Path
 
-from spyglass.errors import RunNotFound, StoreError
+from spyglass.errors import PathError, RunNotFound, StoreError
 from spyglass.store.index import Index
 from spyglass.store.meta import RunMeta, decode_meta, encode_meta
 
@@ -50,14 +50,15 @@ def _pid_alive(pid: int | None) -> bool:
 class Store:
     def __init__(self, root: Path | str | None = None, *, create: bool = False, repair: bool = True) -> None:
         self.root = Path(root) if root is not None else default_store_path()
-        if not self.root.is_dir():
-            if not create:
-                raise StoreError(
-                    f"no spyglass store at {self.root}",
-                    hint="record a run with `spyglass run -- CMD`, or pass --store DIR",
-                )
+        if not self.root.is_dir() and not create:
+            raise StoreError(
+                f"no spyglass store at {self.root}",
+                hint="record a run with `spyglass run -- CMD`, or pass --store DIR",
+            )
+        try:
             (self.root / "runs").mkdir(parents=True, exist_ok=True)
-        (self.root / "runs").mkdir(exist_ok=True)
+        except OSError as exc:
+            raise PathError.from_os_error(exc, self.root, "cannot use the store at") from None
         try:
             self.index = Index(self.root / "index.sqlite")
         except Exception as exc:  # sqlite3.Error and OSError
