@@ -27,7 +27,7 @@ def ui_cmd(store_path: Path | None, port: int) -> None:
     from spyglass.errors import UsageError
     from spyglass.web.server import start_ui
 
-    store = open_store(store_path, create=True)
+    store = open_store(store_path)
     store.index.close()
     try:
         server = start_ui(store.root.resolve(), port)
