@@ -218,6 +218,14 @@ class Pipeline:
     def dispatch_alert(self, alert: Alert) -> None:
         self.alert_seq += 1
         alert.seq = self.alert_seq
+        run = self.ctx.run
+        if run is not None:  # the run's identity travels with the alert
+            # (getattr: replays and tests hand in metadata of their own shape)
+            alert.run_id = alert.run_id or getattr(run, "id", None) or self.ctx.run_id or None
+            alert.host = alert.host or getattr(run, "host", None) or None
+            alert.agent_id = alert.agent_id or getattr(run, "agent_id", None)
+            alert.task = alert.task or getattr(run, "task", None)
+            alert.policy_digest = alert.policy_digest or getattr(run, "policy_digest", None)
         for sink, hook in self._alert_hooks:
             try:
                 hook(alert)

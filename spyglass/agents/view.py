@@ -47,6 +47,7 @@ class ToolCallLink:
             "label": self.label,
             "source": self.source,
             "call_id": self.call.call_id if self.call else None,
+            "tool": self.call.tool if self.call else "shell",
             "root_pid": self.root_pid,
             "pids": self.pids,
             "first_seq": self.first_seq,

@@ -123,6 +123,11 @@ def alerts_cmd(store_path: Path | None, fmt: str, min_level: str, run: str) -> N
 
     reader = open_reader(store_path, run)
     alerts = [a for a in reader.alerts() if level_rank(a.level) >= level_rank(min_level)]
+    m = reader.meta
+    for a in alerts:  # runs recorded before alerts carried where they came from
+        a.run_id, a.host = a.run_id or m.id, a.host or m.host or None
+        a.agent_id, a.task = a.agent_id or m.agent_id, a.task or m.task
+        a.policy_digest = a.policy_digest or m.policy_digest
     if fmt == "json":
         echo_json(alerts)
         return

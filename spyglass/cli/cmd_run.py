@@ -43,7 +43,11 @@ Examples:
     help="Policy file (default: ./spyglass.yaml if present, else built-in defaults).",
 )
 @click.option("--task", help="Task label (used by `compare --by task`).")
-@click.option("--agent-id", help="Agent label (e.g. codex, claude-code).")
+@click.option(
+    "--agent-id",
+    help="The agent's persistent identity (default: the policy's agent_id, else derived from the agent's kind, "
+    "executable, config home, user and host; docs/otel.md).",
+)
 @click.option(
     "--workspace",
     "workspaces",
@@ -135,6 +139,19 @@ Examples:
     "default: the log the agent is seen writing.",
 )
 @click.option(
+    "--otlp",
+    metavar="URL",
+    default=None,
+    help="Export the run live to this OpenTelemetry collector (default: OTEL_EXPORTER_OTLP_ENDPOINT, "
+    "else the policy's otlp.endpoint; docs/otel.md).",
+)
+@click.option(
+    "--otlp-protocol",
+    type=click.Choice(["http/protobuf", "grpc"]),
+    default=None,
+    help="OTLP transport (default: OTEL_EXPORTER_OTLP_PROTOCOL, else the policy's, else http/protobuf).",
+)
+@click.option(
     "--backend",
     type=click.Choice(["auto", "ebpf", "strace"]),
     default="auto",
@@ -152,6 +169,22 @@ Examples:
     is_flag=True,
     help="Record the agent's terminal output and the operator's input (asciicast v2, evidence/terminal.cast; "
     "secrets masked). Policy: terminal.record.",
+)
+@click.option(
+    "--ask-egress",
+    type=click.FloatRange(min=1),
+    default=None,
+    metavar="SECONDS",
+    help="Sandbox: a host the policy refuses is put to the operator, who answers from another terminal "
+    "with `spyglass sandbox answer N allow|deny` within SECONDS (then: deny); docs/otel.md.",
+)
+@click.option(
+    "--alerts-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Live alerts on stderr as text lines, or as JSON lines (each with run id, host, agent id and task; "
+    "no summary then).",
 )
 @click.option(
     "--result-file",
@@ -181,9 +214,13 @@ def run_cmd(
     agent_hooks: bool,
     agent_kind: str | None,
     agent_log: Path | None,
+    otlp: str | None,
+    otlp_protocol: str | None,
     backend: str,
     no_seccomp: bool,
     record_tty: bool,
+    ask_egress: float | None,
+    alerts_format: str,
     result_file: Path | None,
     quiet: bool,
     command: tuple[str, ...],
@@ -219,13 +256,17 @@ def run_cmd(
         agent_hooks=agent_hooks,
         agent_kind=agent_kind,
         agent_log=agent_log,
+        otlp=otlp,
+        otlp_protocol=otlp_protocol,
+        alerts_format=alerts_format,
+        ask_egress=ask_egress,
     )
     store = open_store(store_path, create=True)
     result = run_session(opts, store)
     meta = result.meta
     if result_file is not None:
         write_result_file(result_file, result)
-    if not quiet:
+    if not quiet and alerts_format == "text":  # with JSON alerts, stderr stays JSON lines
         print_run_summary(RunReader(store, meta.id), sys.stderr)
         click.echo(f"spyglass: recorded run {meta.id} in {store.root}", err=True)
         for note in result.notes:

@@ -14,8 +14,9 @@ from spyglass.cli.common import echo_json, format_option, open_reader, open_stor
 @store_option
 @format_option("json")
 @click.option("--task", help="Only runs of this task.")
-def ls_cmd(store_path: Path | None, fmt: str, task: str | None) -> None:
-    """List recorded runs, newest last."""
+@click.option("--agent", "agent", metavar="ID", help="Only runs of this agent (its agent.id, or a prefix of it).")
+def ls_cmd(store_path: Path | None, fmt: str, task: str | None, agent: str | None) -> None:
+    """List recorded runs, newest last, with the agent identity of each."""
     from spyglass.errors import StoreError
     from spyglass.report.describe import format_ts
 
@@ -27,7 +28,16 @@ def ls_cmd(store_path: Path | None, fmt: str, task: str | None) -> None:
         else:
             click.echo("no runs yet: record one with `spyglass run -- CMD`", err=True)
         return
-    rows = store.index.rows("WHERE task = ?", (task,)) if task else store.index.rows()
+    where: list[str] = []
+    params: list[str] = []
+    if task:
+        where.append("task = ?")
+        params.append(task)
+    if agent:
+        where.append("(agent_id = ? OR agent_id LIKE ? ESCAPE '\\')")
+        esc = agent.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        params += [agent, esc + "%"]
+    rows = store.index.rows(("WHERE " + " AND ".join(where)) if where else "", tuple(params))
     if fmt == "json":
         echo_json(
             [
@@ -56,7 +66,7 @@ def ls_cmd(store_path: Path | None, fmt: str, task: str | None) -> None:
         alerts = f"{r['alerts']} alerts" + (f" (max {r['max_level']})" if r["max_level"] else "")
         click.echo(
             f"{r['id']}  {r['status']:<11} exit {ex!s:<4} {format_ts(r['started'])}  "
-            f"{r['events']:>7} events  {alerts:<20}  {r['task'] or '-'}  {r['command']}"
+            f"{r['events']:>7} events  {alerts:<20}  {r['agent_id'] or '-'}  {r['task'] or '-'}  {r['command']}"
         )
 
 

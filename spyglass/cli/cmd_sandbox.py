@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
-from spyglass.cli.common import format_option
+from spyglass.cli.common import format_option, store_option
 
 
 @click.group("sandbox")
@@ -46,6 +47,22 @@ def check_cmd(fmt: str) -> None:
             "sandboxed runs work here" if works else "sandboxed runs cannot work here (see the fixes above)"
         )
     sys.exit(0 if works else EXIT_CANNOT_RUN)
+
+
+@sandbox_group.command("answer")
+@store_option
+@click.argument("n", type=int)
+@click.argument("decision", type=click.Choice(["allow", "deny"]))
+def answer_cmd(store_path: Path | None, n: int, decision: str) -> None:
+    """Answer question N of a run in egress ask mode (`run --sandbox --ask-egress SECONDS`):
+    `allow` lets that one request through, `deny` refuses it.  The decision is recorded
+    in the run as an `agent.intervention` event."""
+    from spyglass.cli.common import open_store
+    from spyglass.sandbox.ask import answer
+
+    store = open_store(store_path)
+    q = answer(store.root / "sandbox", n, decision)
+    click.echo(f"spyglass: answered #{n} ({q.parent.parent.name}): {decision}", err=True)
 
 
 COMMANDS = [sandbox_group]

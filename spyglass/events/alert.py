@@ -43,3 +43,9 @@ class Alert(msgspec.Struct, omit_defaults=True, kw_only=True):
     cwd: str | None = None
     lineage: list[LineageEntry] = msgspec.field(default_factory=list)
     tags: list[str] = msgspec.field(default_factory=list)
+    # where it came from, so that an alert read alone still says so (set by the pipeline)
+    run_id: str | None = None
+    host: str | None = None
+    agent_id: str | None = None
+    task: str | None = None
+    policy_digest: str | None = None

@@ -43,6 +43,8 @@ EVENT_TYPES: Final = (
     "sys.sensitive",
     "proxy.request",
     "sandbox.denied",
+    "agent.permission_change",
+    "agent.memory_change",
     "agent.intervention",
 )
 
@@ -121,11 +123,17 @@ class Event(msgspec.Struct, omit_defaults=True, kw_only=True, gc=False):
     bytes_out: int | None = _f("proxy.bytes_out")
     bytes_in: int | None = _f("proxy.bytes_in")
 
+    # agent.permission_change / agent.memory_change: what kind of file, what changed in it
+    config_kind: str | None = _f("agent.config.kind")
+    changes: list[str] | None = _f("agent.config.changes")
+    widened: list[str] | None = _f("agent.permission.widened")
+
     # agent.intervention: a tool call decided before it ran (``spyglass run --ask``)
     tool_name: str | None = _f("agent.tool.name")
     tool_call_id: str | None = _f("agent.tool.call_id")
     actor: str | None = _f("agent.intervention.by")  # "policy" | "operator"
     verdict: str | None = _f("agent.intervention.decision")  # "allow" | "deny"
+    action: str | None = _f("agent.intervention.action")  # interrupt, terminate, hangup, allow-once, deny
 
     # exact bytes of fields that were not valid UTF-8: wire field name -> base64
     raw_bytes: dict[str, str] | None = None

@@ -25,6 +25,7 @@ from spyglass.policy.model import (
     EvidencePolicy,
     ExecPolicy,
     NetworkPolicy,
+    OtlpPolicy,
     Policy,
     RetentionPolicy,
     RuleOverride,
@@ -359,6 +360,7 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
     sb = data.get("sandbox") or {}
     ev = data.get("evidence") or {}
     an = data.get("analysis") or {}
+    ot = data.get("otlp") or {}
     rt = data.get("retention") or {}
     term = data.get("terminal") or {}
     ev_defaults = EvidencePolicy()
@@ -398,6 +400,11 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
         ),
         gate=_t(data.get("gate")) or defaults.DEFAULT_GATE,
         analysis=AnalysisPolicy(grading_paths=_t(an.get("grading_paths")), ignore_paths=_t(an.get("ignore_paths"))),
+        agent_id=data.get("agent_id"),
+        otlp=OtlpPolicy(
+            endpoint=ot.get("endpoint"), protocol=ot.get("protocol"),
+            headers={str(k): str(v) for k, v in (ot.get("headers") or {}).items()}, timeout=ot.get("timeout"),
+        ),
         retention=RetentionPolicy(
             max_age=_str_or_none(rt.get("max_age")), max_size=_str_or_none(rt.get("max_size")),
             max_runs_per_task=rt.get("max_runs_per_task"), keep_level=rt.get("keep_level", "high"),

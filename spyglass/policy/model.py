@@ -90,6 +90,16 @@ class AnalysisPolicy:
 
 
 @dataclass(frozen=True)
+class OtlpPolicy:
+    """Live OpenTelemetry export of every run (docs/otel.md)."""
+
+    endpoint: str | None = None
+    protocol: str | None = None  # "http/protobuf" or "grpc"
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None  # seconds for each export request
+
+
+@dataclass(frozen=True)
 class BrokeredSecret:
     """A secret the agent never sees: it gets ``placeholder`` in ``env``; the proxy sends the value to ``hosts``."""
 
@@ -149,6 +159,9 @@ class Policy:
     #: `spyglass gate` requirements (the built-in list unless the file says otherwise)
     gate: tuple[str, ...] = defaults.DEFAULT_GATE
     analysis: AnalysisPolicy = field(default_factory=AnalysisPolicy)
+    #: the agent's persistent identity (default: derived, docs/otel.md)
+    agent_id: str | None = None
+    otlp: OtlpPolicy = field(default_factory=OtlpPolicy)
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     terminal: TerminalPolicy = field(default_factory=TerminalPolicy)
     #: the file it came from (None: built-in defaults)

@@ -111,6 +111,18 @@ retention:
   # max_size: 5G
   # max_runs_per_task: 20
   keep_level: {RetentionPolicy().keep_level or "null"}   # runs with alerts at or above are kept
+
+# The agent's persistent identity in every run (default: derived from its
+# kind, executable, config home, user and host; docs/otel.md).
+# agent_id: release-bot
+
+# Live OpenTelemetry export of every run to your collector (docs/otel.md);
+# OTEL_EXPORTER_OTLP_ENDPOINT and `run --otlp URL` override it.
+# otlp:
+#   endpoint: http://127.0.0.1:4318
+#   protocol: http/protobuf      # or grpc (then the port is usually 4317)
+#   headers: {{x-team: platform}}
+#   timeout: 5
 """
 
 

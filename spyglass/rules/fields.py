@@ -70,10 +70,18 @@ EVENT_FIELD_DOCS: Final = {
     "reason": "why the proxy or the sandbox decided (`not-allowed`, `canary`, `read-only`, `hidden` ...)",
     "proxy.bytes_out": "bytes sent upstream (proxy.request)",
     "proxy.bytes_in": "bytes returned to the client (proxy.request)",
+    "agent.config.kind": "which agent file changed: claude-settings, claude-state, codex-config, mcp, memory "
+                         "(agent.permission_change, agent.memory_change)",
+    "agent.config.changes": "the keys (`+permissions.allow[]=Bash(curl:*)`, `~approval_policy: ...`) or lines "
+                            "(`+line`, `-line`) that changed",
+    "agent.permission.widened": "what the change allowed that was not allowed before (new allowed tool, "
+                                "sandbox off, approval off, new MCP server, new hook)",
     "agent.tool.name": "the agent's tool a decision was about: Bash, Write ... (agent.intervention)",
     "agent.tool.call_id": "the tool call's id in the agent's log (agent.intervention)",
     "agent.intervention.by": "who decided: policy (no terminal to ask) or operator (agent.intervention)",
     "agent.intervention.decision": "allow (once) or deny (agent.intervention)",
+    "agent.intervention.action": "what the operator did: interrupt, terminate, hangup (a signal to spyglass), "
+                                 "allow-once, deny (egress ask mode)",
 }
 
 _KINDS: Final = {
@@ -83,6 +91,7 @@ _KINDS: Final = {
     "file.owner.id": "int", "file.group.id": "int", "server.port": "int", "network.io.bytes": "int",
     "target.pid": "int", "proxy.bytes_out": "int", "proxy.bytes_in": "int",
     "dns.answers": "list", "process.command_args": "list",
+    "agent.config.changes": "list", "agent.permission.widened": "list",
 }
 
 

@@ -27,12 +27,19 @@ class AlertPrinter:
 
     name = "alert-printer"
 
-    def __init__(self, stream: IO[str] | None = None, color: bool | None = None) -> None:
+    def __init__(self, stream: IO[str] | None = None, color: bool | None = None, fmt: str = "text") -> None:
         self.stream = stream
         self.color = color
+        self.fmt = fmt  # "text": one readable line; "json": the alert as one JSON line (run, host, agent, task)
 
     def alert(self, alert: Alert) -> None:
         stream = self.stream or sys.stderr
+        if self.fmt == "json":
+            import msgspec
+
+            stream.write(msgspec.json.encode(alert).decode() + "\n")
+            stream.flush()
+            return
         color = use_color(stream, self.color)
         stream.write(format_alert_line(alert, color) + "\n")
         stream.flush()

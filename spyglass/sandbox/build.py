@@ -61,6 +61,7 @@ def prepare(
     broker: Any = None,
     upstream_ca: str | None = None,
     env_pass: Sequence[str] = (),
+    ask_timeout: float | None = None,
 ) -> PreparedSandbox:
     """Build everything a sandboxed run needs; raise SandboxError (with the remedy)
     when a sandbox cannot be built here.
@@ -151,6 +152,7 @@ def prepare(
         block_canary=block_canary,
         veto=veto,
         interceptor=interceptor,
+        ask=_ask(work, ask_timeout, bus.put),
     )
     try:
         proxy.start()
@@ -199,6 +201,15 @@ def prepare(
     with contextlib.suppress(Exception):
         (work / "sandbox.json").write_text(json.dumps(prepared.describe(), indent=2) + "\n")
     return prepared
+
+
+def _ask(work: Path, timeout: float | None, sink: Any) -> Any:
+    """Egress ask mode (spyglass/sandbox/ask.py) when ``run --ask-egress SECONDS`` asks for it."""
+    if not timeout:
+        return None
+    from spyglass.sandbox.ask import EgressAsk
+
+    return EgressAsk(work / "asks", timeout, sink=sink)
 
 
 def from_policy(

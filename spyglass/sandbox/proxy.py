@@ -78,8 +78,10 @@ class EgressProxy:
         attribute: bool = True,
         veto: Veto | None = None,
         interceptor: Any = None,
+        ask: Any = None,
     ) -> None:
         self.socket_path = socket_path
+        self.ask = ask  # spyglass.sandbox.ask.EgressAsk: put a refused host to the operator
         #: spyglass.sandbox.intercept.Interceptor: tunnels to the brokered hosts go through it
         self.interceptor = interceptor
         self._tunnels: dict[int, _Request] = {}
@@ -315,7 +317,7 @@ class EgressProxy:
                 raise _Refused(403, CANARY, CANARY)
         d: Decision = self.policy.decide(req.host, req.port)
         req.rule, req.reason = d.rule, d.reason
-        if not d.allow:
+        if not d.allow and not (self.ask is not None and await self.ask(req, d)):  # ask: spyglass/sandbox/ask.py
             raise _Refused(403, d.reason)
         if self.veto is not None:
             await self._settle_pid(req)

@@ -82,6 +82,8 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     extra: dict[str, object] = {"policy_source": policy.source, "backend_reason": reason}
     sandbox_view: SandboxView | None = None
     sandbox_on = mode in ("contain", "enforce")
+    if opts.ask_egress and not sandbox_on:
+        raise UsageError("--ask-egress needs the sandbox", hint="add --sandbox (or mode contain/enforce)")
     work: str | None = None
     if sandbox_on:
         (store.root / "sandbox").mkdir(exist_ok=True)
@@ -111,7 +113,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             sb = from_policy(
                 policy, work, plan.workspace, cwd=plan.cwd, store_root=str(store.root), mode=mode,
                 real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker, env_pass=own_env,
-                **_with_caller_resolver(own, opts),
+                ask_timeout=opts.ask_egress, **_with_caller_resolver(own, opts),
             )
             stack.callback(sb.close)
             plan.sandbox = sb
@@ -124,7 +126,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             cwd=plan.cwd,
             env=plan.env,
             task=opts.task,
-            agent_id=opts.agent_id,
+            agent_id=plan.agent_id or opts.agent_id,
             workspace=plan.workspace,
             skills=list(opts.skills),
             wait_descendants=opts.wait_descendants,
@@ -132,7 +134,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             sandbox=sandbox_on,
             policy_digest=policy.digest,
             backend_options={"seccomp": opts.seccomp, "descendants": descendants_choice(opts, policy, mode)},
-            extra=dict(extra),
+            extra={**extra, **plan.extra},
             home=plan.home,
             policy=policy,
             sandbox_view=sandbox_view,

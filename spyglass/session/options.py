@@ -35,6 +35,7 @@ class RunOptions:
     sign_key: Path | None = None  # None: the policy's evidence.sign_key
     workspace_evidence: bool = True
     live_alerts: bool = True  # the stderr alert printer
+    alerts_format: str = "text"  # the printer's lines: "text", or "json" (one alert object per line)
     model_script: Path | None = None
     model_vars: dict[str, str] = field(default_factory=dict)
     agent_kind: str | None = None
@@ -43,6 +44,11 @@ class RunOptions:
     ask: bool = False  # the agent's hooks ask the policy (and the operator) before each tool call
     agent_hooks: bool = False  # per-run hooks report each tool call live (Claude Code)
     record_tty: bool = False  # or the policy's terminal.record
+    #: egress ask mode: seconds the proxy holds a refused host for the operator's answer (None: off)
+    ask_egress: float | None = None
+    #: live OpenTelemetry export (None: OTEL_EXPORTER_OTLP_ENDPOINT, else the policy's otlp.endpoint)
+    otlp: str | None = None
+    otlp_protocol: str | None = None
     #: the egress proxy's name resolver, ``(host, port) -> [(address, port)]``; None: the host's.
     #: ``spyglass skill verify`` pins the hosts a skill declares to loopback stand-ins with
     #: :func:`spyglass.sandbox.resolve.static_resolver`

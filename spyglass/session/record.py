@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from spyglass import __version__
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
 from spyglass.errors import EXIT_CANNOT_RUN
+from spyglass.events import Event
 from spyglass.pipeline import BackendInfo, Pipeline, RunContext, SandboxView, SinkStartError, default_home
 from spyglass.store import RunMeta, RunWriter, Store, new_run_id
 from spyglass.store.writer import Signer
@@ -88,6 +89,8 @@ class _Signals:
         self.interrupted = False
         self._ints = 0
         self._old: dict[int, Any] = {}
+        #: operator interventions not yet recorded: (time ns, signal name, what was done)
+        self.pending: list[tuple[int, str, str]] = []
 
     def __enter__(self) -> _Signals:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -107,8 +110,38 @@ class _Signals:
             self._ints += 1
             if self._ints >= 2:
                 self.session.stop()
+                outcome = "recording detached"
+            else:
+                outcome = "agent interrupted"
         else:
             self.session.kill_tree()
+            outcome = "agent process tree killed"
+        self.pending.append((time.time_ns(), signal.Signals(signum).name, outcome))
+
+    def drain(self, pipeline: Pipeline) -> None:
+        """Record each operator signal as an ``agent.intervention`` event (outside the handler)."""
+        while self.pending:
+            ts, name, outcome = self.pending.pop(0)
+            action = {"SIGINT": "interrupt", "SIGTERM": "terminate", "SIGHUP": "hangup"}.get(name, name.lower())
+            pipeline.feed(
+                Event(
+                    type="agent.intervention",
+                    ts=ts,
+                    pid=os.getpid(),
+                    actor="operator",
+                    action=action,
+                    detail=f"{name} to spyglass{' (Ctrl-C)' if name == 'SIGINT' else ''} by {_user()}: {outcome}",
+                )
+            )
+
+
+def _user() -> str:
+    try:
+        import getpass
+
+        return getpass.getuser()
+    except Exception:
+        return str(os.getuid())
 
 
 def record(
@@ -200,6 +233,9 @@ def record(
                         _add_group(groups, tracer)
                         tracer_known = True
                 pipeline.feed(ev)
+                if sig.pending:
+                    sig.drain(pipeline)
+            sig.drain(pipeline)
         if not tracer_known and session.tracer_pid is not None:
             ctx.monitor_pids.append(session.tracer_pid)
         capture = session.result()

@@ -47,6 +47,9 @@ class Plan:
     early: list[object] = field(default_factory=list)
     #: the command's stdin, stdout, stderr when a sink owns them (the terminal recorder)
     stdio: tuple[int, int, int] | None = None
+    #: the agent's persistent identity (decided by the monitoring factory) and facts for run.json
+    agent_id: str | None = None
+    extra: dict[str, object] = field(default_factory=dict)
     #: the command as it runs (the agent's hooks may add an option); None: the options' argv
     argv: list[str] | None = None
     ask: bool = False  # --ask or mode: ask
@@ -75,7 +78,8 @@ def _rules(plan: Plan) -> Iterable[object]:
 
     if plan.engine is None:
         return []
-    return [plan.engine, AlertPrinter()] if plan.opts.live_alerts else [plan.engine]
+    printer = AlertPrinter(fmt=plan.opts.alerts_format)
+    return [plan.engine, printer] if plan.opts.live_alerts else [plan.engine]
 
 
 def _workspace_evidence(plan: Plan) -> Iterable[object]:
@@ -107,8 +111,22 @@ def _terminal(plan: Plan) -> Iterable[object]:
     return [recorder]
 
 
+def _monitoring(plan: Plan) -> Iterable[object]:
+    """The agent's identity, the permission/memory watch and the live OTLP export (docs/otel.md)."""
+    from spyglass.otel.wiring import monitoring
+
+    mon = monitoring(
+        plan.opts.argv, cwd=plan.cwd, env=plan.env, home=plan.home, workspace=plan.workspace,
+        policy=plan.policy, agent_id=plan.opts.agent_id, agent_kind=plan.opts.agent_kind,
+        otlp=plan.opts.otlp, otlp_protocol=plan.opts.otlp_protocol, quiet=not plan.opts.live_alerts,
+    )
+    plan.agent_id = mon.identity.id
+    plan.extra["agent_identity"] = mon.identity.to_json()
+    return mon.sinks
+
+
 #: sinks of optional features, in order, after the built-in ones (append yours here)
-FEATURE_SINKS: list[SinkFactory] = [_terminal]
+FEATURE_SINKS: list[SinkFactory] = [_terminal, _monitoring]
 
 
 def assemble(plan: Plan) -> list[object]:

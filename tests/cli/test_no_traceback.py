@@ -28,8 +28,8 @@ from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[2]
 
-#: commands that record a run when given a usable store: only their error paths are walked
-_RECORDS = {"run", "demo", "model-stub", "sandbox check", "doctor", "agents env"}
+#: commands that record a run (or serve, `ui`) when given a usable store: only their error paths are walked
+_RECORDS = {"run", "demo", "model-stub", "sandbox check", "doctor", "agents env", "ui"}
 
 
 def _leaves(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
