@@ -35,3 +35,13 @@ def spy(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
         return runner.invoke(cli, list(args), input=input, catch_exceptions=False)
 
     yield invoke
+
+
+@pytest.fixture(autouse=True)
+def _private_state_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the user's policy or writes to the user's default store: the XDG
+    config and state directories are fresh empty ones (subprocesses inherit them)."""
+    base = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
+    monkeypatch.delenv("SPYGLASS_POLICY", raising=False)

@@ -125,10 +125,15 @@ Exit code: 0 every requirement and claim holds, 1 one does not, 2 usage error.
 """
 
 
-def _policy(policy_path: Path | None, cwd: str) -> Any:
+def _policy(policy_path: Path | None, cwd: str, meta: Any) -> Any:
+    """The explicit --policy, else the policy recorded with the run."""
     from spyglass.policy import load_policy
+    from spyglass.policy.loader import policy_from_record
+    from spyglass.policy.locate import recorded_policy
 
-    return load_policy(str(policy_path) if policy_path else None, cwd)
+    if policy_path is not None:
+        return load_policy(str(policy_path), cwd)
+    return policy_from_record(recorded_policy(meta.extra), meta.cwd or cwd)
 
 
 @click.command("gate", help=_GATE_HELP)
@@ -147,7 +152,7 @@ def _policy(policy_path: Path | None, cwd: str) -> Any:
     "policy_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Policy file (default: ./spyglass.yaml if present) for `gate:` and `evidence.test_patterns`.",
+    help="Policy file for `gate:` and `evidence.test_patterns` (default: the policy recorded with the run).",
 )
 @click.option(
     "--test-pattern",
@@ -193,7 +198,7 @@ def gate_cmd(
     from spyglass.evidence.testruns import DEFAULT_EDIT_IGNORE
 
     reader = open_reader(store_path, run)
-    policy = _policy(policy_path, os.getcwd())
+    policy = _policy(policy_path, os.getcwd(), reader.meta)
     texts = list(requires) or list(getattr(policy, "gate", ()) or ()) or list(DEFAULT_REQUIREMENTS)
     reqs = parse_requirements(texts)
     claims = load_claims(claims_path) if claims_path is not None else None

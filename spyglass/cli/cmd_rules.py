@@ -21,17 +21,14 @@ def _load_policy(policy_file: Path | None, cwd: str | Path) -> Any:
 
 
 def _policy_for_run(policy_file: Path | None, reader: Any) -> Any:
-    """The explicit policy, else the run directory's spyglass.yaml if it still exists, else defaults."""
-    from spyglass.policy import find_policy_file, load_policy
+    """The explicit --policy, else the policy recorded with the run (its stored text)."""
+    from spyglass.policy import load_policy
+    from spyglass.policy.loader import policy_from_record
+    from spyglass.policy.locate import recorded_policy
 
     if policy_file is not None:
         return load_policy(policy_file, Path.cwd())
-    cwd = reader.meta.cwd or "."
-    try:
-        found = find_policy_file(None, cwd) if Path(cwd).is_dir() else None
-    except Exception:
-        found = None
-    return load_policy(found, cwd if Path(cwd).is_dir() else Path.cwd())
+    return policy_from_record(recorded_policy(reader.meta.extra), reader.meta.cwd or Path.cwd())
 
 
 def _alert_lines(alerts: list[Any]) -> None:
@@ -63,7 +60,8 @@ def _replay_sinks(reader: Any) -> list[object]:
 
 policy_option = click.option(
     "--policy", "policy_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Policy file (default: spyglass.yaml in the run's directory, else built-in defaults).",
+    help="Policy file (default: the policy recorded with the run; without a run: $SPYGLASS_POLICY, "
+    "~/.config/spyglass/policy.yaml, /etc/spyglass/policy.yaml, else built-in defaults).",
 )
 
 # ---------------------------------------------------------------- check / alerts
@@ -192,7 +190,7 @@ def _rule_source(rule: Any) -> str:
     if rule.source.startswith("spyglass/rules/pack/"):
         path = pack_dir() / path.name
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return ""
     start = (rule.pos.line or 1) - 1
@@ -333,12 +331,13 @@ def policy_lint(fmt: str, path: Path) -> None:
     """Check a policy file; list every error as file:line:col (exit 2 if any)."""
     from spyglass.errors import EXIT_USAGE, SourceError
     from spyglass.policy import lint_policy
+    from spyglass.policy.loader import read_source
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SourceError(f"cannot read: {exc.strerror}", str(path)) from None
-    errors = lint_policy(text, str(path), str(path.resolve().parent))
+        text = read_source(path, str(path))
+        errors = lint_policy(text, str(path), str(path.resolve().parent))
+    except SourceError as exc:
+        text, errors = "", [exc]
     if not errors:
         from spyglass.policy import parse_policy
         from spyglass.rules.ruleset import RuleSetError, load_ruleset

@@ -14,8 +14,10 @@ _HELP = """Run CMD under capture and record everything it and its descendants do
 \b
 The agent's stdin, stdout and stderr pass through untouched; spyglass's own
 messages (live alerts, the summary) go to stderr.  The policy is --policy
-FILE, else ./spyglass.yaml, else safe defaults (`spyglass policy init`
-writes a starter file).
+FILE, else $SPYGLASS_POLICY, else ~/.config/spyglass/policy.yaml, else
+/etc/spyglass/policy.yaml, else safe defaults; a ./spyglass.yaml in the
+agent's workspace is used only when named (`--policy spyglass.yaml`).
+The policy's text is recorded with the run.
 
 \b
 Exit code: the agent's own exit code (128+N if it died of signal N), unless
@@ -39,7 +41,8 @@ Examples:
     "--policy",
     "policy_file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Policy file (default: ./spyglass.yaml if present, else built-in defaults).",
+    help="Policy file (default: $SPYGLASS_POLICY, ~/.config/spyglass/policy.yaml, /etc/spyglass/policy.yaml, "
+    "else built-in defaults; never ./spyglass.yaml unless named).",
 )
 @click.option("--task", help="Task label (used by `compare --by task`).")
 @click.option("--agent-id", help="Agent label (e.g. codex, claude-code).")

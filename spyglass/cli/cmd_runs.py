@@ -18,10 +18,13 @@ def ls_cmd(store_path: Path | None, fmt: str, task: str | None) -> None:
     """List recorded runs, newest last."""
     from spyglass.errors import StoreError
     from spyglass.report.describe import format_ts
+    from spyglass.store.store import default_store_path
 
     try:
         store = open_store(store_path)
     except StoreError:
+        if (store_path or default_store_path()).is_dir():
+            raise  # a store that cannot be read is not an empty one
         if fmt == "json":
             echo_json([])
         else:

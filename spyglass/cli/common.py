@@ -22,7 +22,8 @@ def store_option(f: F) -> F:
         type=click.Path(file_okay=False, path_type=Path),
         envvar="SPYGLASS_STORE",
         default=None,
-        help="Run store directory (default: .spyglass in the current directory; env SPYGLASS_STORE).",
+        help="Run store directory (default: $XDG_STATE_HOME/spyglass, i.e. ~/.local/state/spyglass; "
+        "env SPYGLASS_STORE).",
     )(f)
 
 
@@ -41,7 +42,15 @@ def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
 
 
 def open_store(store_path: Path | None, create: bool = False) -> Store:
-    return Store(store_path, create=create)
+    """The store; without ``create`` it is opened read-only (reading commands never write)."""
+    store = Store(store_path, create=create, readonly=not create)
+    if store.index_problem:
+        click.echo(
+            f"spyglass: warning: the index of {store.root} cannot be opened ({store.index_problem}); "
+            "runs are read from their directories",
+            err=True,
+        )
+    return store
 
 
 def open_reader(store_path: Path | None, ref: str) -> RunReader:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,10 +60,15 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
     from spyglass.agents.awareness import AgentAwareness
     from spyglass.capture import get_backend
     from spyglass.policy import load_policy
+    from spyglass.policy.loader import policy_record
+    from spyglass.policy.locate import ignored_workspace_policy, locate_policy
     from spyglass.rules import build_sinks, fail_on_exceeded
 
     cwd = str(Path(opts.cwd).resolve())
     policy = load_policy(opts.policy_file, cwd)
+    notice = ignored_workspace_policy(locate_policy(opts.policy_file, cwd), cwd)
+    if notice and opts.live_alerts:
+        sys.stderr.write(notice + "\n")
     mode = opts.mode or policy.mode
     if opts.sandbox and mode == "observe":
         mode = "contain"
@@ -81,7 +87,7 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
         signer = make_signer(key)
 
     backend: Any = get_backend(opts.backend)
-    extra: dict[str, Any] = {"policy_source": policy.source}
+    extra: dict[str, Any] = {"policy_source": policy.source, "policy": policy_record(policy)}
     with contextlib.ExitStack() as stack:
         pre_sinks: list[object] = []
         if opts.model_script is not None:
