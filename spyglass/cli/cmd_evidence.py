@@ -310,12 +310,19 @@ def keys_group() -> None:
 @keys_group.command("generate")
 @format_option("json")
 @click.option("--force", is_flag=True, help="Overwrite existing key files.")
+@click.option(
+    "--agent-user",
+    default=None,
+    metavar="USER",
+    help="The user agents run as (default: you, as `spyglass run` starts the agent as its own user): "
+    "warn when that user can read the private key.",
+)
 @click.argument(
     "path",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=str(Path("~/.config/spyglass/signing.key")),
+    default="~/.config/spyglass/signing.key",
 )
-def keys_generate_cmd(fmt: str, force: bool, path: Path) -> None:
+def keys_generate_cmd(fmt: str, force: bool, agent_user: str | None, path: Path) -> None:
     """Make a key pair: PATH (private, mode 0600) and PATH.pub (public).
 
     Sign runs with `spyglass run --sign-key PATH` (or `evidence.sign_key` in
@@ -324,15 +331,28 @@ def keys_generate_cmd(fmt: str, force: bool, path: Path) -> None:
     secret, a path the sandbox hides): whoever holds it can re-sign an
     edited record.
     """
-    from spyglass.evidence.keys import generate_keypair
+    import os
+
+    from spyglass.evidence.keys import generate_keypair, readable_by
 
     files = generate_keypair(path.expanduser(), force=force)
+    who: str | int = agent_user if agent_user is not None else os.getuid()
+    exposed = readable_by(files.private, who)
+    if exposed:
+        name = agent_user or "you (the user agents run as by default)"
+        click.echo(
+            f"spyglass: warning: {files.private} is readable by {name}: an agent running as that user can "
+            "read it and re-sign an edited record (reading it raises a high alert); keep the key under "
+            "another user, in a CI secret, or run agents in --sandbox",
+            err=True,
+        )
     if fmt == "json":
         echo_json(
             {
                 "private_key": str(files.private),
                 "public_key": str(files.public),
                 "fingerprint": files.fingerprint,
+                "readable_by_agent": exposed,
             }
         )
         return

@@ -103,6 +103,7 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
         pre_sinks.insert(0, AgentAwareness(opts.agent_log))
 
         rule_sinks = build_sinks(policy, home=home, mode=mode, printer=opts.live_alerts)
+        pre_sinks.append(_witness_guard(store, policy, key, mode))
         post_sinks: list[object] = []
         if opts.workspace_evidence:
             from spyglass.evidence.workspace import WorkspaceEvidence
@@ -157,6 +158,18 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
     elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):
         code = EXIT_ALERT
     return FlowResult(outcome=outcome, exit_code=code, fail_on=fail_on)
+
+
+def _witness_guard(store: Store, policy: Any, key: Path | None, mode: str) -> object:
+    """The sink that alerts on any change to the store, policy, rule files or key (docs/threat-model.md)."""
+    from spyglass.evidence.keys import DEFAULT_KEY
+    from spyglass.witness import Protected, WitnessGuard
+
+    prot = Protected.for_run(store.root, policy_file=policy.source, rule_paths=policy.rules.paths, sign_key=key)
+    default_key = DEFAULT_KEY.expanduser()
+    if default_key.exists():
+        prot.add(default_key, "the signing key", secret=True)
+    return WitnessGuard(prot, mode=mode)
 
 
 def check_level(level: str | None) -> str | None:
