@@ -37,14 +37,17 @@ _VERIFY_HELP = """Check a run's record against its hash chain and checkpoint.
 \b
 Detects an edited, inserted, deleted or reordered record, records cut off
 the end or added after the final checkpoint, a missing or forged
-checkpoint, edited run metadata, and (with --pubkey) a checkpoint not
-signed by the trusted key.  Names the first bad record.
+checkpoint, edited run metadata, a record rewritten and re-chained after
+the run (the final checkpoint no longer matches the anchor kept in the
+index, or the one given with --anchor), and (with --pubkey) a checkpoint
+not signed by the trusted key.  Names the first bad record.
 
 \b
 Exit code:
   0  verified
   3  tampered
-  4  incomplete: the run has no final checkpoint (it never finished)
+  4  incomplete: the run has no final checkpoint (it never finished), or
+     its evidence is incomplete (a store write failed)
   2  usage error (no such run, unreadable key)
 """
 
@@ -73,6 +76,9 @@ def _verify_text(v: VerifyResult) -> str:
         state = "valid" if sig.get("valid") else "INVALID"
         trust = ", matches --pubkey" if sig.get("pinned") else ""
         lines.append(f"  signature: {state}, key {sig.get('key')}{trust}")
+    if v.anchor and v.anchor.get("expected"):
+        state = "matches" if v.anchor.get("matches") else "DOES NOT MATCH"
+        lines.append(f"  anchor: {state} {v.anchor['source']}")
     others = [p for p in v.problems if p is not first]
     for p in others[:10]:
         lines.append(f"  also: {p}")
@@ -80,19 +86,33 @@ def _verify_text(v: VerifyResult) -> str:
         lines.append(f"  … and {len(others) - 10} more")
     for n in v.notes:
         lines.append(f"  note: {n}")
-    return "\n".join(lines)
+    from spyglass.safetext import visible
+
+    return "\n".join(visible(line) for line in lines)
 
 
 @click.command("verify", help=_VERIFY_HELP)
 @store_option
 @format_option("json")
 @_PUBKEY
+@click.option(
+    "--anchor",
+    default=None,
+    metavar="sha256:HEX",
+    help="The anchor `spyglass run` printed at the end of the run (default: the one in the store's index).",
+)
 @click.argument("run", default="latest")
-def verify_cmd(store_path: Path | None, fmt: str, pubkey: Path | None, run: str) -> None:
+def verify_cmd(store_path: Path | None, fmt: str, pubkey: Path | None, anchor: str | None, run: str) -> None:
     from spyglass.evidence.verify import verify_run
 
     reader = open_reader(store_path, run)
-    result = verify_run(reader.dir, pubkey_raw=_pubkey_raw(pubkey), meta=reader.meta)
+    anchors: list[tuple[str, str]] = []
+    if anchor:
+        anchors.append(("--anchor", anchor if anchor.startswith("sha256:") else f"sha256:{anchor}"))
+    indexed = reader.store.index.anchor(reader.id)
+    if indexed:
+        anchors.append((f"the index {reader.store.root / 'index.sqlite'}", indexed))
+    result = verify_run(reader.dir, pubkey_raw=_pubkey_raw(pubkey), meta=reader.meta, anchors=anchors)
     if fmt == "json":
         echo_json(result.to_dict())
     else:

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from spyglass.cli.common import echo_json, format_option, store_option
+from spyglass.safetext import visible
 
 # ---------------------------------------------------------------- helpers
 
@@ -35,7 +36,7 @@ def _alert_lines(alerts: list[Any]) -> None:
     from spyglass.rules.printer import format_alert_line
 
     color = sys.stdout.isatty()
-    for a in alerts:
+    for a in alerts:  # format_alert_line makes every field's control characters visible
         click.echo(format_alert_line(a, color).removeprefix("spyglass: ") + f"  [events {_seqs(a.event_seqs)}]")
 
 
@@ -155,7 +156,7 @@ def rules_list(policy_file: Path | None, fmt: str) -> None:
         return
     for r in rs.rules:
         off = "" if r.enabled else "  (disabled)"
-        click.echo(f"{r.id:<34} {r.level:<8} {r.action:<5} {r.kind:<9} {r.title}{off}")
+        click.echo(visible(f"{r.id:<34} {r.level:<8} {r.action:<5} {r.kind:<9} {r.title}{off}"))
 
 
 @rules_group.command("show")

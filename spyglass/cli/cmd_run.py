@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -175,13 +176,37 @@ def run_cmd(
     result = execute(opts, store)
     meta = result.outcome.meta
     if not quiet:
-        print_run_summary(RunReader(store, meta.id), sys.stderr)
+        try:
+            print_run_summary(RunReader(store, meta.id), sys.stderr)
+        except Exception as exc:  # a store that could not be written may not be readable either
+            click.echo(f"spyglass: cannot show the run's summary: {exc}", err=True)
         click.echo(f"spyglass: recorded run {meta.id} in {store.root}", err=True)
-    if meta.stopped_by:
-        click.echo(f"spyglass: rule {meta.stopped_by} stopped the agent (exit 7)", err=True)
-    elif result.exit_code != result.outcome.exit_code:
-        click.echo(f"spyglass: an alert at or above {result.fail_on} fired (exit 6)", err=True)
+    _say_outcome(meta, result.exit_code, result.outcome.exit_code, result.fail_on, quiet)
     sys.exit(result.exit_code)
+
+
+def _say_outcome(meta: Any, code: int, agent_code: int, fail_on: str | None, quiet: bool) -> None:
+    """The last lines of a run: its anchor, and why the exit code is not the agent's."""
+    from spyglass.errors import EXIT_ALERT, EXIT_EVIDENCE, EXIT_KILLED
+
+    anchor = meta.extra.get("anchor")
+    if anchor and not quiet:
+        click.echo(f"spyglass: anchor {anchor} (keep it: `spyglass verify {meta.id} --anchor ...`)", err=True)
+    if meta.status == "evidence-incomplete":
+        for line in meta.extra.get("evidence_failures") or []:
+            click.echo(f"spyglass: not saved: {line}", err=True)
+        unsaved = meta.extra.get("unsaved_alerts") or []
+        if unsaved:
+            click.echo(f"spyglass: {len(unsaved)} alert(s) fired but could not be saved", err=True)
+        run_dir = meta.extra.get("run_dir")
+        if isinstance(run_dir, dict):
+            click.echo(f"spyglass: {run_dir.get('problem')}; restored {run_dir.get('restored')}", err=True)
+    if code == EXIT_KILLED:
+        click.echo(f"spyglass: rule {meta.stopped_by} stopped the agent (exit 7)", err=True)
+    elif code == EXIT_ALERT:
+        click.echo(f"spyglass: an alert at or above {fail_on} fired (exit 6)", err=True)
+    elif code == EXIT_EVIDENCE and code != agent_code:
+        click.echo("spyglass: the evidence is incomplete (exit 8)", err=True)
 
 
 @click.command("demo")

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from spyglass.cli.common import echo_json, format_option, open_reader, open_store, store_option
+from spyglass.safetext import visible
 
 
 @click.command("ls")
@@ -57,10 +58,10 @@ def ls_cmd(store_path: Path | None, fmt: str, task: str | None) -> None:
     for r in rows:
         ex = r["exit_code"] if r["exit_code"] is not None else (r["signal"] or "-")
         alerts = f"{r['alerts']} alerts" + (f" (max {r['max_level']})" if r["max_level"] else "")
-        click.echo(
+        click.echo(visible(
             f"{r['id']}  {r['status']:<11} exit {ex!s:<4} {format_ts(r['started'])}  "
             f"{r['events']:>7} events  {alerts:<20}  {r['task'] or '-'}  {r['command']}"
-        )
+        ))
 
 
 @click.command("show")
@@ -77,7 +78,11 @@ def show_cmd(store_path: Path | None, fmt: str, run: str) -> None:
 
     reader = open_reader(store_path, run)
     if fmt == "json":
-        echo_json(digest_run(reader).to_json())
+        data = digest_run(reader).to_json()
+        # the anchor kept outside the run directory, and the policy the run used
+        data["anchor"] = reader.store.index.anchor(reader.id)
+        data["policy"] = reader.meta.extra.get("policy")
+        echo_json(data)
         return
     data = print_run_summary(reader, sys.stdout)
     for n, why in data.digest.bad_lines:
@@ -141,7 +146,7 @@ def events_cmd(
         elif ev.detail:
             what = ev.detail
         fail = f"  [{ev.errno}]" if not ev.ok else ""
-        click.echo(f"{ev.seq:>7} {ev.pid:>7} {ev.type:<15} {what}{fail}")
+        click.echo(visible(f"{ev.seq:>7} {ev.pid:>7} {ev.type:<15} {what}{fail}"))
 
 
 @click.command("doctor")

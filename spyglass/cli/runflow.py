@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spyglass.errors import EXIT_ALERT, EXIT_KILLED, UsageError
+from spyglass.errors import EXIT_ALERT, EXIT_EVIDENCE, EXIT_KILLED, UsageError
 from spyglass.runner import RunOutcome, RunRequest, record
 from spyglass.store import Store
 
@@ -155,8 +155,10 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
     code = outcome.exit_code
     if outcome.meta.stopped_by:
         code = EXIT_KILLED
-    elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):
+    elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):  # in-memory: saved or not
         code = EXIT_ALERT
+    elif outcome.meta.status == "evidence-incomplete":
+        code = EXIT_EVIDENCE
     return FlowResult(outcome=outcome, exit_code=code, fail_on=fail_on)
 
 

@@ -23,6 +23,7 @@ from spyglass.events import LEVELS
 from spyglass.events.proctree import ProcInfo
 from spyglass.report.collect import ReportData, collect_run
 from spyglass.report.describe import command_text, describe_event, is_routine_program, lineage_root_first
+from spyglass.safetext import visible
 from spyglass.store import RunReader
 
 Line = tuple[str, str]  # (rich style, text); style "" is plain
@@ -82,13 +83,37 @@ def _header(data: ReportData) -> list[Line]:
         out.append(("bold red", f"  stopped by rule {m.stopped_by}"))
     if m.status == "incomplete":
         out.append(("yellow", "  the monitor stopped before the run ended: the record holds every event up to then"))
+    out.extend(_witness_lines(m.extra))
     counts = ", ".join(f"{k} {v}" for k, v in sorted(d.counts.items()))
     out.append(("", f"  events    {d.events}" + (f" ({counts})" if counts else "")))
     return out
 
 
+def _witness_lines(extra: Mapping[str, Any]) -> list[Line]:
+    """The policy the run used, its anchor, and anything that kept its evidence from being whole."""
+    out: list[Line] = []
+    pol = extra.get("policy")
+    if isinstance(pol, dict):
+        src = pol.get("source") or "built-in defaults"
+        out.append(("", f"  policy    {src} ({pol.get('origin')}), sha256 {str(pol.get('digest'))[:16]}"))
+    if extra.get("anchor"):
+        out.append(("", f"  anchor    {extra['anchor']}"))
+    run_dir = extra.get("run_dir")
+    if isinstance(run_dir, dict):
+        out.append(("bold red", f"  {run_dir.get('problem')}: restored {run_dir.get('restored')}; "
+                                f"lost {run_dir.get('lost')}"))
+    for line in extra.get("evidence_failures") or []:
+        out.append(("bold red", f"  not saved: {line}"))
+    for a in extra.get("unsaved_alerts") or []:
+        out.append(("bold red", f"  alert NOT SAVED in alerts.jsonl: {str(a.get('level')).upper()} "
+                                f"{a.get('rule_id')}: {a.get('message')}"))
+    return out
+
+
 def _alerts(data: ReportData, max_items: int) -> list[Line]:
     alerts = data.alerts
+    if not alerts and data.meta.extra.get("unsaved_alerts"):
+        return [("bold red", "Alerts: none saved (see NOT SAVED above)")]
     if not alerts:
         return [("green", "Alerts: none")]
     out: list[Line] = [("bold", f"Alerts ({len(alerts)})")]
@@ -315,7 +340,7 @@ def print_lines(lines: Sequence[Line], stream: IO[str], *, color: bool | None = 
     color = is_tty if color is None else color
     if not color:
         for _style, text in lines:
-            stream.write(text + "\n")
+            stream.write(visible(text) + "\n")
         return
     from rich.console import Console
     from rich.text import Text
@@ -323,7 +348,7 @@ def print_lines(lines: Sequence[Line], stream: IO[str], *, color: bool | None = 
     console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=True)
     width = console.width
     for style, text in lines:
-        for part in wrap_line(text, width):
+        for part in wrap_line(visible(text), width):
             console.print(Text(part, style=style))
 
 
