@@ -78,11 +78,11 @@ def show_cmd(store_path: Path | None, fmt: str, run: str) -> None:
 
     reader = open_reader(store_path, run)
     if fmt == "json":
-        data = digest_run(reader).to_json()
+        doc = digest_run(reader).to_json()
         # the anchor kept outside the run directory, and the policy the run used
-        data["anchor"] = reader.store.index.anchor(reader.id)
-        data["policy"] = reader.meta.extra.get("policy")
-        echo_json(data)
+        doc["anchor"] = reader.store.index.anchor(reader.id)
+        doc["policy"] = reader.meta.extra.get("policy")
+        echo_json(doc)
         return
     data = print_run_summary(reader, sys.stdout)
     for n, why in data.digest.bad_lines:
