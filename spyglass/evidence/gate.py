@@ -241,7 +241,15 @@ def _req_alerts(req: Requirement, g: GateInputs) -> Outcome:
     level = req.arg or "high"
     rank = level_rank(level)
     hits = [a for a in g.alerts if level_rank(a.level) >= rank]
+    unsaved = [u for u in g.reader.meta.extra.get("unsaved_alerts") or []
+               if isinstance(u, dict) and level_rank(str(u.get("level"))) >= rank]
     ev = Evidence()
+    for u in unsaved:
+        ev.details.append(f"alert not saved: {u.get('rule_id')} ({u.get('level')}) {u.get('message')}")
+    if unsaved:
+        return Outcome(name=req.text, kind="requirement", status=FAIL, evidence=ev,
+                       summary=f"{len(unsaved) + len(hits)} alert(s) at or above {level} "
+                               f"({len(unsaved)} fired but could not be saved)")
     for a in hits[:MAX_LISTED]:
         ev.alerts.append(a.seq)
         ev.seqs.extend(s for s in a.event_seqs if s not in ev.seqs)
@@ -425,7 +433,14 @@ def run_gate(
         result.outcomes.extend(check_claims(claims, g.facts, g.changes, g.workspace))
     if g._facts is not None:
         result.facts = facts_summary(g._facts, g.workspace)
-    if reader.meta.status != "complete":
+    if reader.meta.status == "evidence-incomplete":
+        # whatever was asked, a record that could not be kept whole does not pass
+        result.outcomes.append(Outcome(
+            name="evidence-complete", kind="requirement", status=FAIL,
+            summary="the run's evidence is incomplete: "
+                    + ("; ".join(reader.meta.extra.get("evidence_failures") or []) or "see `spyglass show`"),
+        ))
+    elif reader.meta.status != "complete":
         result.notes.append(f"the run's status is {reader.meta.status}")
     result.notes.extend(g.notes)
     return result

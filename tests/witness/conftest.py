@@ -21,6 +21,7 @@ class Setup:
     ws: Path
     store: Path
     env: dict[str, str]
+    python: str = PY
 
     def spyglass(self, *args: str, timeout: float = 120, cwd: Path | None = None,
                  env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
