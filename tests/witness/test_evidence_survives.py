@@ -96,7 +96,8 @@ def test_rm_rf_of_the_run_directory_during_the_run_is_detected_and_the_run_kept(
     data = json.loads(setup.spyglass("show", "--store", str(setup.store), "--format", "json").stdout)
     run = data["run"]
     assert run["status"] == "evidence-incomplete" and "deleted" in run["extra"]["run_dir"]["problem"]
-    assert any(str(p).endswith("after.txt") for p in data["files_written"]), data["files_written"]
+    written = [p for paths in data["files_written"].values() for p in paths]
+    assert any(p.endswith("/ws/after.txt") for p in written), written  # recorded after the deletion
     assert run["counts"]["events"] > 10
     shown = setup.spyglass("show", "--store", str(setup.store)).stdout
     assert "the run directory was deleted or renamed during the run" in shown
