@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 
 from spyglass import __version__
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
+from spyglass.events.proctree import ProcessTable
 from spyglass.pipeline import Pipeline, RunContext
 from spyglass.store import RunMeta, RunWriter, Store, new_run_id
 from spyglass.store.writer import Signer
@@ -55,14 +57,20 @@ class RunOutcome:
 
 
 class _Signals:
-    """SIGINT: the agent (same process group) gets it too; we keep recording until it
-    exits, and a second SIGINT detaches.  SIGTERM/SIGHUP: stop the agent's tree."""
+    """SIGINT, SIGTERM, SIGHUP to spyglass: forwarded to the agent's tree, which then has
+    ``GRACE`` seconds to exit before it is killed; a second signal kills it at once.  The
+    run is marked ``interrupted``.  A Ctrl-C typed on the terminal already reached the
+    processes in spyglass's own foreground process group: they are not sent it twice."""
 
-    def __init__(self, session: CaptureSession) -> None:
+    GRACE = 5.0
+
+    def __init__(self, session: CaptureSession, procs: ProcessTable | None = None) -> None:
         self.session = session
+        self.procs = procs
         self.interrupted = False
-        self._ints = 0
+        self._count = 0
         self._old: dict[int, Any] = {}
+        self._timer: threading.Timer | None = None
 
     def __enter__(self) -> _Signals:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -73,17 +81,49 @@ class _Signals:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
         for sig, old in self._old.items():
             signal.signal(sig, old)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.interrupted = True
-        if signum == signal.SIGINT:
-            self._ints += 1
-            if self._ints >= 2:
-                self.session.stop()
-        else:
+        self._count += 1
+        if self._count >= 2:
             self.session.kill_tree()
+            return
+        self._forward(signum)
+        self._timer = threading.Timer(self.GRACE, self.session.kill_tree)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _forward(self, signum: int) -> None:
+        if self.procs is None:
+            return
+        own = os.getpgrp()
+        typed = signum == signal.SIGINT and _terminal_foreground() == own
+        for info in list(self.procs.procs.values()):
+            if info.exit_ts is not None or info.detached:
+                continue
+            try:
+                if typed and os.getpgid(info.pid) == own:
+                    continue
+                os.kill(info.pid, signum)
+            except OSError:
+                pass
+
+
+def _terminal_foreground() -> int | None:
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        return os.tcgetpgrp(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def record(
@@ -144,7 +184,7 @@ def record(
             on_started(meta)
         monitors = meta.extra.setdefault("monitor_pids", [os.getpid()])
         tracer_known = False
-        with _Signals(session) as sig:
+        with _Signals(session, ctx.procs) as sig:
             for ev in session.events():
                 if not tracer_known:  # the tracer's pid, for rules about killing the monitor
                     tracer = getattr(session, "tracer_pid", None)

@@ -25,6 +25,9 @@ Exit code: the agent's own exit code (128+N if it died of signal N), unless
   6  --fail-on LEVEL (or fail_on) and an alert at or above LEVEL fired
   7  enforce mode and a kill rule stopped the agent
   5  spyglass could not run the agent (backend or sandbox unavailable)
+  8  the evidence is incomplete: the store could not be written (one line
+     names the cause and the path; the run is marked evidence-incomplete)
+  127  CMD not found (recorded as a failed run)
   2  usage error (no command, bad policy or rule file)
 
 \b
@@ -175,6 +178,10 @@ def run_cmd(
     store = open_store(store_path, create=True)
     result = execute(opts, store)
     meta = result.outcome.meta
+    if meta.status == "failed":  # the agent never started: one line, the run recorded as failed
+        for note in result.notes:
+            click.echo(note, err=True)
+        sys.exit(result.exit_code)
     if not quiet:
         try:
             print_run_summary(RunReader(store, meta.id), sys.stderr)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spyglass.errors import EXIT_ALERT, EXIT_EVIDENCE, EXIT_KILLED, UsageError
+from spyglass.errors import EXIT_ALERT, EXIT_EVIDENCE, EXIT_KILLED, EXIT_NOT_FOUND, UsageError
 from spyglass.runner import RunOutcome, RunRequest, record
 from spyglass.store import Store
 
@@ -88,6 +88,9 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
 
     backend: Any = get_backend(opts.backend)
     extra: dict[str, Any] = {"policy_source": policy.source, "policy": policy_record(policy)}
+    missing = _command_not_found(opts, store, cwd, env, mode, policy.digest, extra, backend.name)
+    if missing is not None:
+        return missing
     with contextlib.ExitStack() as stack:
         pre_sinks: list[object] = []
         if opts.model_script is not None:
@@ -160,6 +163,24 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
     elif outcome.meta.status == "evidence-incomplete":
         code = EXIT_EVIDENCE
     return FlowResult(outcome=outcome, exit_code=code, fail_on=fail_on)
+
+
+def _command_not_found(
+    opts: RunOptions, store: Store, cwd: str, env: dict[str, str], mode: str, digest: str,
+    extra: dict[str, Any], backend: str,
+) -> FlowResult | None:
+    """``run -- nosuchcmd``: exit 127 with one line, recorded as a failed run (None: the command exists)."""
+    from spyglass.store.failed import find_program, record_failed_run
+
+    if not opts.argv or opts.model_script is not None or find_program(opts.argv[0], cwd, env) is not None:
+        return None
+    reason = f"{opts.argv[0]}: command not found"
+    meta = record_failed_run(store, opts.argv, cwd, reason=reason, exit_code=EXIT_NOT_FOUND, backend=backend,
+                             mode=mode, policy_digest=digest, task=opts.task, agent_id=opts.agent_id, extra=extra)
+    from spyglass.capture.base import CaptureResult
+
+    outcome = RunOutcome(meta=meta, capture=CaptureResult(), sink_errors={})
+    return FlowResult(outcome=outcome, exit_code=EXIT_NOT_FOUND, fail_on=None, notes=[f"spyglass: {reason}"])
 
 
 def _witness_guard(store: Store, policy: Any, key: Path | None, mode: str) -> object:

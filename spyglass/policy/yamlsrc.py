@@ -141,8 +141,13 @@ def load_documents(text: str, path: str) -> list[Any]:
         line = mark.line + 1 if mark is not None else None
         col = mark.column + 1 if mark is not None else None
         raise SourceError(f"invalid YAML: {what}", path, line, col) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, other controls)
+        before = text[: exc.position]
+        line = before.count("\n") + 1
+        col = exc.position - (before.rfind("\n") + 1) + 1
+        raise SourceError(f"invalid YAML: character {exc.character!r} is not allowed", path, line, col) from None
     except yaml.YAMLError as exc:
-        raise SourceError(f"invalid YAML: {exc}", path) from None
+        raise SourceError(f"invalid YAML: {' '.join(str(exc).split())}", path) from None
     builder = _Builder(path)
     out: list[Any] = []
     for node in nodes:

@@ -92,6 +92,8 @@ def _header(data: ReportData) -> list[Line]:
 def _witness_lines(extra: Mapping[str, Any]) -> list[Line]:
     """The policy the run used, its anchor, and anything that kept its evidence from being whole."""
     out: list[Line] = []
+    if extra.get("failure"):
+        out.append(("bold red", f"  not started: {extra['failure']}"))
     pol = extra.get("policy")
     if isinstance(pol, dict):
         src = pol.get("source") or "built-in defaults"
