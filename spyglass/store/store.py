@@ -73,6 +73,7 @@ class Store:
         is a private copy and repairs stay in memory."""
         self.root = Path(root) if root is not None else default_store_path()
         self.readonly = readonly and not create
+        self._repaired: dict[str, RunMeta] = {}
         if not self.root.is_dir():
             if not create:
                 raise StoreError(
@@ -106,6 +107,9 @@ class Store:
 
     # -- meta ----------------------------------------------------------------
     def read_meta(self, run_id: str) -> RunMeta:
+        repaired = self._repaired.get(run_id)
+        if repaired is not None:  # a read-only store keeps its repairs in memory
+            return repaired
         path = self.run_dir(run_id) / "run.json"
         try:
             return decode_meta(path.read_bytes())
@@ -169,6 +173,7 @@ class Store:
                 meta.counts["alerts"] = _count_lines(d / "alerts.jsonl")
                 if self.readonly:
                     self.index.upsert(meta)
+                    self._repaired[meta.id] = meta
                 else:
                     try:
                         self.write_meta(meta)
