@@ -113,6 +113,14 @@ class Protected:
             parent = os.path.dirname(parent)
         return None
 
+    def follow_rename(self, old: str, new: str, what: str) -> None:
+        """``old`` (protected) is now called ``new``: protect the new name the same way."""
+        o, n = os.path.normpath(old), os.path.normpath(new)
+        if o in self.trees or any(o.startswith(r.rstrip("/") + "/") for r in self.trees) or os.path.isdir(n):
+            self.trees[n] = what
+        else:
+            self.files[n] = what
+
     def secret(self, path: str) -> str | None:
         p = os.path.normpath(path)
         hit = self.secrets.get(p)
@@ -152,6 +160,8 @@ class WitnessGuard(Sink):
             if what is not None:
                 if t == "file.link" and ev.path:  # the new name is a way in: watch it too
                     self.protected.files[os.path.normpath(ev.path)] = what
+                elif t == "file.rename" and ev.target:  # follows the store under its new name, in event order
+                    self.protected.follow_rename(ev.path, ev.target, what)
                 verb = "opened by file handle" if handle and not writes else _verb(t)
                 self._raise(ev, TAMPER_RULE, "critical", "kill", "Witness tampered with",
                             f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else ""))

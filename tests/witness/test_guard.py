@@ -110,3 +110,28 @@ def test_file_handle_access_to_the_store_is_caught(tmp_path: Path) -> None:
                     flags="O_RDWR"))
     assert [getattr(a, "rule_id", None) for a in seen] == ["witness-tamper"]
     assert stopped == ["witness-tamper"]
+
+
+def test_enforce_mode_stops_the_agent_that_rewrites_its_policy(setup: Any) -> None:
+    import shutil
+
+    import pytest
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap not installed (apt-get install bubblewrap)")
+    (setup.ws / "spyglass.yaml").write_text("mode: enforce\n")
+    res = setup.run("echo 'gate: [workspace-changed]' >> spyglass.yaml; sleep 30; echo survived > s.txt",
+                    "--policy", "spyglass.yaml")
+    assert res.returncode == 7, res.stderr
+    assert "rule witness-tamper stopped the agent" in res.stderr
+    assert not (setup.ws / "s.txt").exists()
+    check = setup.spyglass("check", "--store", str(setup.store))
+    assert "same as recorded live" in check.stderr, check.stderr
+
+
+def test_keys_generate_warns_when_the_agents_user_can_read_the_key(setup: Any, tmp_path: Path) -> None:
+    res = setup.spyglass("keys", "generate", str(tmp_path / "mine.key"))
+    assert res.returncode == 0 and "warning:" in res.stderr and "readable by you" in res.stderr
+    # benign twin: agents run as another user, who cannot read a 0600 key it does not own
+    res = setup.spyglass("keys", "generate", "--agent-user", "nobody", str(tmp_path / "other.key"))
+    assert res.returncode == 0 and "warning" not in res.stderr, res.stderr
