@@ -182,7 +182,7 @@ def rules_show(policy_file: Path | None, fmt: str, rule_id: str) -> None:
                    "yaml": source})
         return
     click.echo(f"# {rule.source}:{rule.pos.line}")
-    click.echo(source)
+    click.echo("\n".join(visible(line) for line in source.splitlines()))
 
 
 def _rule_source(rule: Any) -> str:
