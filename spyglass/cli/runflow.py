@@ -21,6 +21,7 @@ from typing import Any
 from spyglass.errors import EXIT_ALERT, EXIT_EVIDENCE, EXIT_KILLED, EXIT_NOT_FOUND, UsageError
 from spyglass.runner import RunOutcome, RunRequest, record
 from spyglass.store import Store
+from spyglass.witness import WitnessGuard
 
 
 @dataclass
@@ -106,7 +107,8 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
         pre_sinks.insert(0, AgentAwareness(opts.agent_log))
 
         rule_sinks = build_sinks(policy, home=home, mode=mode, printer=opts.live_alerts)
-        pre_sinks.append(_witness_guard(store, policy, key, mode))
+        guard = _witness_guard(store, policy, key, mode)
+        pre_sinks.append(guard)
         post_sinks: list[object] = []
         if opts.workspace_evidence:
             from spyglass.evidence.workspace import WorkspaceEvidence
@@ -127,6 +129,7 @@ def execute(opts: RunOptions, store: Store) -> FlowResult:
 
             (store.root / "sandbox").mkdir(exist_ok=True)
             work = tempfile.mkdtemp(prefix="run-", dir=store.root / "sandbox")
+            guard.protected.allow(work)  # the sandbox's decoy home and /tmp: the agent's to write
             # `action: block` rules veto at the proxy through the engine's read-only check
             veto = getattr(rule_sinks[0], "would_block", None) if rule_sinks else None
             sb = from_policy(
@@ -183,10 +186,10 @@ def _command_not_found(
     return FlowResult(outcome=outcome, exit_code=EXIT_NOT_FOUND, fail_on=None, notes=[f"spyglass: {reason}"])
 
 
-def _witness_guard(store: Store, policy: Any, key: Path | None, mode: str) -> object:
+def _witness_guard(store: Store, policy: Any, key: Path | None, mode: str) -> WitnessGuard:
     """The sink that alerts on any change to the store, policy, rule files or key (docs/threat-model.md)."""
     from spyglass.evidence.keys import DEFAULT_KEY
-    from spyglass.witness import Protected, WitnessGuard
+    from spyglass.witness import Protected
 
     prot = Protected.for_run(store.root, policy_file=policy.source, rule_paths=policy.rules.paths, sign_key=key)
     default_key = DEFAULT_KEY.expanduser()

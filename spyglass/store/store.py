@@ -166,6 +166,8 @@ class Store:
                 meta = self.read_meta(d.name)
             except StoreError:
                 continue
+            if meta.id != d.name:  # a directory put aside (or planted) under another name is not that run
+                continue
             if meta.status == "running" and not _pid_alive(meta.monitor_pid):
                 meta.status = "incomplete"
                 meta.counts = dict(meta.counts)

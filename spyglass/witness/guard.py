@@ -49,6 +49,15 @@ class Protected:
     secrets: dict[str, str] = field(default_factory=dict)
     ids: dict[FileId, str] = field(default_factory=dict)
     secret_ids: dict[FileId, str] = field(default_factory=dict)
+    #: directories inside a protected tree that the run may write (the sandbox's decoy home and /tmp)
+    allowed: set[str] = field(default_factory=set)
+
+    def allow(self, path: str | Path) -> None:
+        for p in {str(path), os.path.realpath(path)}:
+            self.allowed.add(os.path.normpath(os.path.abspath(p)))
+
+    def _allowed(self, p: str) -> bool:
+        return any(p == a or p.startswith(a.rstrip("/") + "/") for a in self.allowed)
 
     def add(self, path: str | Path, what: str, *, secret: bool = False) -> None:
         real = os.path.realpath(path)
@@ -95,6 +104,8 @@ class Protected:
     def which(self, path: str, *, follow: bool = True) -> str | None:
         """What protected thing ``path`` is or lies in, by name or by device and inode."""
         p = os.path.normpath(path)
+        if self.allowed and self._allowed(p):
+            return None
         hit = self.files.get(p)
         if hit is not None:
             return hit

@@ -135,3 +135,18 @@ def test_keys_generate_warns_when_the_agents_user_can_read_the_key(setup: Any, t
     # benign twin: agents run as another user, who cannot read a 0600 key it does not own
     res = setup.spyglass("keys", "generate", "--agent-user", "nobody", str(tmp_path / "other.key"))
     assert res.returncode == 0 and "warning" not in res.stderr, res.stderr
+
+
+def test_benign_twin_a_sandboxed_agent_writing_its_home_and_tmp_stays_silent(setup: Any) -> None:
+    """The sandbox's decoy home and /tmp live in the store's work area; writing them is the agent's right."""
+    import shutil
+
+    import pytest
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap not installed (apt-get install bubblewrap)")
+    (setup.ws / "spyglass.yaml").write_text("mode: enforce\n")
+    res = setup.run("echo hi > $HOME/x.txt; mkdir -p $HOME/.cache/a; echo 1 > /tmp/t.txt; cat $HOME/x.txt",
+                    "--policy", "spyglass.yaml")
+    assert res.returncode == 0, res.stderr
+    assert witness(setup.alerts()) == []
