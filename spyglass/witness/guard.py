@@ -24,6 +24,7 @@ from spyglass.pipeline import RunContext, Sink
 TAMPER_RULE = "witness-tamper"
 KEY_READ_RULE = "witness-key-read"
 _HANDLE_CALLS = ("open_by_handle_at", "name_to_handle_at")
+_DIR_CHANGES = frozenset({"file.rename", "file.delete", "file.mkdir", "file.symlink"})
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_TRUNC", "O_CREAT", "O_APPEND")
 
 FileId = tuple[int, int]
@@ -51,6 +52,8 @@ class Protected:
     secret_ids: dict[FileId, str] = field(default_factory=dict)
     #: directories inside a protected tree that the run may write (the sandbox's decoy home and /tmp)
     allowed: set[str] = field(default_factory=set)
+    #: directory -> what protected tree it lies in, as last seen; cleared by every rename, delete, mkdir, symlink
+    _dirs: dict[str, str | None] = field(default_factory=dict, repr=False)
 
     def allow(self, path: str | Path) -> None:
         for p in {str(path), os.path.realpath(path)}:
@@ -116,29 +119,41 @@ class Protected:
         if fid is not None and fid in self.ids:
             return self.ids[fid]
         # an ancestor directory that is a protected tree under another name (renamed aside)
-        parent = os.path.dirname(p)
-        while parent and parent != "/":
-            fid = file_id(parent)
-            if fid is not None and fid in self.ids:
-                return self.ids[fid]
-            parent = os.path.dirname(parent)
-        return None
+        return self._dir_verdict(os.path.dirname(p))
+
+    def _dir_verdict(self, d: str) -> str | None:
+        """What protected tree directory ``d`` is or lies in, by device and inode (memoised)."""
+        cache = self._dirs
+        if d in cache:
+            return cache[d]
+        verdict: str | None = None
+        if d and d != "/":
+            fid = file_id(d)
+            verdict = self.ids.get(fid) if fid is not None else None
+            if verdict is None:
+                verdict = self._dir_verdict(os.path.dirname(d))
+        cache[d] = verdict
+        return verdict
+
+    def forget_dirs(self) -> None:
+        """Directories were renamed, made or removed: stat them again."""
+        self._dirs.clear()
 
     def follow_rename(self, old: str, new: str, what: str) -> None:
         """``old`` (protected) is now called ``new``: protect the new name the same way."""
         o, n = os.path.normpath(old), os.path.normpath(new)
+        if o in self.secrets:
+            self.secrets[n] = self.secrets[o]
         if o in self.trees or any(o.startswith(r.rstrip("/") + "/") for r in self.trees) or os.path.isdir(n):
             self.trees[n] = what
         else:
             self.files[n] = what
 
     def secret(self, path: str) -> str | None:
-        p = os.path.normpath(path)
-        hit = self.secrets.get(p)
-        if hit is not None:
-            return hit
-        fid = file_id(p)
-        return self.secret_ids.get(fid) if fid is not None else None
+        """By name: the key's paths, and the names it was linked or renamed to during the run."""
+        if not self.secrets:
+            return None
+        return self.secrets.get(os.path.normpath(path))
 
 
 class WitnessGuard(Sink):
@@ -159,6 +174,8 @@ class WitnessGuard(Sink):
         if not ev.ok or not ev.path or not ev.path.startswith("/"):
             return
         t = ev.type
+        if t in _DIR_CHANGES:
+            self.protected.forget_dirs()
         handle = ev.syscall in _HANDLE_CALLS
         writes = t in FILE_WRITE_TYPES or (
             handle and bool(ev.flags) and any(f in (ev.flags or "") for f in _WRITE_FLAGS)
@@ -171,6 +188,8 @@ class WitnessGuard(Sink):
             if what is not None:
                 if t == "file.link" and ev.path:  # the new name is a way in: watch it too
                     self.protected.files[os.path.normpath(ev.path)] = what
+                    if ev.target and os.path.normpath(ev.target) in self.protected.secrets:
+                        self.protected.secrets[os.path.normpath(ev.path)] = what
                 elif t == "file.rename" and ev.target:  # follows the store under its new name, in event order
                     self.protected.follow_rename(ev.path, ev.target, what)
                 verb = "opened by file handle" if handle and not writes else _verb(t)
