@@ -40,9 +40,9 @@ from typing import Any
 
 from spyglass.capture import get_backend
 from spyglass.events import Alert, Event
-from spyglass.runner import RunRequest, record
 from spyglass.sandbox import prepare
 from spyglass.sandbox.proxy import static_resolver
+from spyglass.session.record import RunRequest, record
 from spyglass.store import Store
 
 AGENT = r"""

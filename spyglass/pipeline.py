@@ -14,36 +14,113 @@ ask ``ctx.procs`` about the process behind an event.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from spyglass.errors import EXIT_CANNOT_RUN, EXIT_USAGE, SpyglassError
 from spyglass.events import Alert, Event
 from spyglass.events.proctree import ProcessTable
+
+if TYPE_CHECKING:
+    from spyglass.policy import Policy
+    from spyglass.store import RunMeta, Store
 
 log = logging.getLogger("spyglass.pipeline")
 
 Hook = Callable[[Event], None]
 
 
+def default_home(env: dict[str, str] | None = None) -> str:
+    """The run's home directory, decided here only: ``HOME`` of the agent's
+    environment (``env``, else ours), else the password database's."""
+    source = env if env is not None else os.environ
+    home = source.get("HOME") or os.path.expanduser("~")
+    return home.rstrip("/") or "/"
+
+
+@dataclass
+class SandboxView:
+    """What a sandboxed run's sinks need to know of the sandbox (``None`` when not sandboxed)."""
+
+    home_view: str  # the home directory as the agent sees it
+    home_host: str  # where the decoy home really lives
+    honeytokens: list[str] = field(default_factory=list)  # host and view paths
+    canary: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)  # run.json ``extra.sandbox``
+
+
+@dataclass
+class BackendInfo:
+    name: str = ""
+    options: dict[str, object] = field(default_factory=dict)
+
+
 @dataclass
 class RunContext:
-    """What sinks share about the run in progress."""
+    """What sinks share about the run in progress: one typed object, filled by the session.
+
+    ``home`` is decided once (the session: the agent's ``HOME``); ``monitor_pids``
+    holds spyglass's own pid and, once capture runs, the tracer's.  ``run`` is the
+    run's metadata: sinks add their facts to ``run.extra`` in ``done``."""
 
     run_id: str = ""
     root_cwd: str = ""
     workspace: list[str] = field(default_factory=list)
     procs: ProcessTable = field(default_factory=ProcessTable)
-    meta: dict[str, Any] = field(default_factory=dict)
+    home: str = ""
+    run: RunMeta | None = None
+    store: Store | None = None
+    run_dir: Path | None = None
+    policy: Policy | None = None
+    mode: str = "observe"
+    monitor_pids: list[int] = field(default_factory=list)
+    sandbox: SandboxView | None = None
+    backend: BackendInfo = field(default_factory=BackendInfo)
+    #: pid -> "tool call N: CMD", kept current by the agent-awareness sink
+    tool_calls: dict[int, str] = field(default_factory=dict)
+    #: seq of every alert the store writer could not save (the live printer marks them NOT SAVED)
+    unsaved_alerts: set[int] = field(default_factory=set)
     pipeline: Pipeline | None = None
-    #: set by the runner: stop the agent now (enforcement), with the reason
+    #: set by the session: stop the agent now (enforcement), with the reason
     stop_agent: Callable[[str], None] | None = None
 
     def raise_alert(self, alert: Alert) -> None:
         """Hand an alert to every sink's ``alert`` hook (store, printer, enforcer …)."""
         if self.pipeline is not None:
             self.pipeline.dispatch_alert(alert)
+
+    def note_fact(self, key: str, value: Any) -> None:
+        """Record a sink's fact in run.json ``extra`` (no-op without run metadata)."""
+        if self.run is not None:
+            self.run.extra[key] = value
+
+
+class SinkStartError(SpyglassError):
+    """A sink could not start: the run stops before the agent starts.
+
+    The exit code follows the cause: 5 for a missing capability (the cause's own
+    code when it is a :class:`SpyglassError`), 2 for bad input."""
+
+    def __init__(self, sink: str, cause: BaseException) -> None:
+        text = str(cause) or type(cause).__name__
+        super().__init__(f"{sink} could not start: {text}")
+        self.sink = sink
+        self.cause = cause
+        if isinstance(cause, SpyglassError):
+            self.exit_code = cause.exit_code
+        elif isinstance(cause, (OSError, ImportError)):
+            self.exit_code = EXIT_CANNOT_RUN
+        else:
+            self.exit_code = EXIT_USAGE
+
+
+#: every sink failure of this process: (sink name, what it was doing); the test
+#: suite's autouse fixture fails a test in which a sink raised
+ERROR_LOG: list[tuple[str, str]] = []
 
 
 class Sink:
@@ -82,20 +159,35 @@ class Pipeline:
             self._hooks[etype] = hooks
         return hooks
 
+    @staticmethod
+    def sink_name(sink: object) -> str:
+        name = getattr(sink, "name", None)
+        return name if isinstance(name, str) else type(sink).__name__
+
     def _failed(self, sink: object, what: str) -> None:
-        name = getattr(sink, "name", type(sink).__name__)
+        name = self.sink_name(sink)
+        if len(ERROR_LOG) < 1000:
+            ERROR_LOG.append((name, what))
         self.errors[name] = self.errors.get(name, 0) + 1
         if self.errors[name] <= 3:
             log.exception("%s failed on %s (the stream goes on)", name, what)
 
     def start(self) -> None:
+        """Start every sink in order; the first that fails raises :class:`SinkStartError`
+        after the sinks already started are told ``done``."""
+        started: list[object] = []
         for sink in self.sinks:
             fn = getattr(sink, "start", None)
             if fn is not None:
                 try:
                     fn(self.ctx)
-                except Exception:
-                    self._failed(sink, "start")
+                except Exception as exc:
+                    log.debug("%s failed to start", self.sink_name(sink), exc_info=True)
+                    self.sinks = started
+                    self._hooks.clear()
+                    self._alert_hooks = [(s, h) for s in started if (h := getattr(s, "alert", None)) is not None]
+                    raise SinkStartError(self.sink_name(sink), exc) from exc
+            started.append(sink)
 
     def feed(self, ev: Event, *, renumber: bool = True) -> Event:
         if renumber or not ev.seq:
@@ -112,6 +204,16 @@ class Pipeline:
             except Exception:
                 self._failed(sink, f"event {ev.seq} ({ev.type})")
         return ev
+
+    def launched(self) -> None:
+        """The agent has been started: sinks with a ``launched`` hook get it."""
+        for sink in self.sinks:
+            fn = getattr(sink, "launched", None)
+            if fn is not None:
+                try:
+                    fn()
+                except Exception:
+                    self._failed(sink, "launched")
 
     def dispatch_alert(self, alert: Alert) -> None:
         self.alert_seq += 1

@@ -38,6 +38,21 @@ def spy(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
 
 
 @pytest.fixture(autouse=True)
+def _no_sink_raised(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail any test in which a pipeline sink raised (the pipeline logs and counts such
+    failures and goes on; a test must not pass over one).  A test about sink failures
+    says so with ``@pytest.mark.sink_errors``."""
+    from spyglass.pipeline import ERROR_LOG
+
+    ERROR_LOG.clear()
+    yield
+    failures = list(ERROR_LOG)
+    ERROR_LOG.clear()
+    if failures and request.node.get_closest_marker("sink_errors") is None:
+        pytest.fail("a pipeline sink raised: " + "; ".join(f"{name} on {what}" for name, what in failures[:5]))
+
+
+@pytest.fixture(autouse=True)
 def _private_state_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the user's policy or writes to the user's default store: the XDG
     config and state directories are fresh empty ones (subprocesses inherit them)."""

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import pytest
+
+from spyglass.errors import EXIT_CANNOT_RUN, EXIT_USAGE, MissingToolError
 from spyglass.events import Alert, Event
-from spyglass.pipeline import Pipeline, RunContext, Sink
+from spyglass.pipeline import ERROR_LOG, Pipeline, RunContext, Sink, SinkStartError
 
 
 class Collect(Sink):
@@ -39,6 +42,7 @@ class Alerter(Sink):
         self.ctx.raise_alert(Alert(rule_id="net", title="t", level="low", event_seqs=[ev.seq]))
 
 
+@pytest.mark.sink_errors
 def test_hooks_by_type_numbering_and_failure_isolation() -> None:
     c = Collect()
     pipe = Pipeline([Broken(), Alerter(), c])
@@ -51,6 +55,45 @@ def test_hooks_by_type_numbering_and_failure_isolation() -> None:
     assert c.all == ["process.start", "file.read", "net.connect"]
     assert c.alerts == ["net"]
     assert pipe.errors == {"broken": 3}
+    assert ERROR_LOG[0][0] == "broken"  # what the suite's conftest checks after every test
+
+
+class CannotStart(Sink):
+    name = "cannot-start"
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+    def start(self, ctx: RunContext) -> None:
+        raise self.exc
+
+
+class Counts(Sink):
+    name = "counts"
+
+    def __init__(self) -> None:
+        self.started = self.finished = 0
+
+    def start(self, ctx: RunContext) -> None:
+        self.started += 1
+
+    def done(self, ctx: RunContext) -> None:
+        self.finished += 1
+
+
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [(ValueError("bad pattern"), EXIT_USAGE), (MissingToolError("git", "git"), EXIT_CANNOT_RUN)],
+)
+def test_a_sink_that_cannot_start_raises_with_its_name_and_cause(exc: Exception, code: int) -> None:
+    before, after = Counts(), Counts()
+    pipe = Pipeline([before, CannotStart(exc), after])
+    with pytest.raises(SinkStartError) as err:
+        pipe.start()
+    assert err.value.sink == "cannot-start" and err.value.exit_code == code
+    assert str(err.value).startswith("cannot-start could not start: ")
+    pipe.done()  # only the sinks that started are told the run is over
+    assert (before.started, before.finished, after.started, after.finished) == (1, 1, 0, 0)
 
 
 def test_process_table_is_current_before_sinks_run() -> None:

@@ -27,7 +27,7 @@ internal scripts.  Everything else the agent starts is internal to it.
 
 The core, :class:`Linker`, is fed events one by one and knows nothing of
 files, so the same code serves a live run (:class:`AgentAwareness`, a
-pipeline sink that keeps ``ctx.meta["tool_calls"]`` = pid -> "tool call N:
+pipeline sink that keeps ``ctx.tool_calls`` = pid -> "tool call N:
 CMD" current for alert lineages) and a stored run (:func:`link_tool_calls`).
 """
 
@@ -381,7 +381,7 @@ def find_agent_log(events: Iterable[Event]) -> str | None:
 
 
 class AgentAwareness(Sink):
-    """Pipeline sink: keeps ``ctx.meta["tool_calls"]`` (pid -> "tool call N: CMD") current,
+    """Pipeline sink: keeps ``ctx.tool_calls`` (pid -> "tool call N: CMD") current,
     and at the end stores the linked tool calls in the run's metadata
     (``run.json`` ``extra.agent``).
 
@@ -424,8 +424,7 @@ class AgentAwareness(Sink):
 
     def start(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        ctx.meta["tool_calls"] = self.linker.labels
-        ctx.meta["agent_awareness"] = self
+        ctx.tool_calls = self.linker.labels
 
     def event(self, ev: Event) -> None:
         t = ev.type
@@ -469,11 +468,7 @@ class AgentAwareness(Sink):
         else:
             view = self.linker.view(self.agent_log)
         self.final = view
-        labels = ctx.meta.get("tool_calls")
-        if isinstance(labels, dict):
-            labels.clear()
-            labels.update(view.labels())
-        run = ctx.meta.get("run")
-        extra = getattr(run, "extra", None)
-        if isinstance(extra, dict) and (view.agent or view.links):
-            extra["agent"] = view.to_json()
+        ctx.tool_calls.clear()
+        ctx.tool_calls.update(view.labels())
+        if view.agent or view.links:
+            ctx.note_fact("agent", view.to_json())

@@ -81,10 +81,7 @@ class StubSession:
         }
 
     def done(self, ctx: RunContext) -> None:
-        run = ctx.meta.get("run")
-        extra = getattr(run, "extra", None)
-        if isinstance(extra, dict):
-            extra["model_stub"] = self.summary()
+        ctx.note_fact("model_stub", self.summary())
 
     def close(self) -> None:
         self.stub.close()

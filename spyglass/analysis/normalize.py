@@ -34,6 +34,8 @@ from functools import partial
 from pathlib import PurePosixPath
 from typing import Final
 
+from spyglass.policy.paths import glob_to_regex as _core_glob
+
 #: noise classes, in the order they are tested
 NOISE_CLASSES: Final = ("ignored", "pycache", "loader", "locale", "runtime")
 #: folds, in the order they apply
@@ -177,48 +179,10 @@ def _under(path: str, root: str) -> bool:
 
 
 def glob_to_regex(pattern: str) -> str:
-    """A path glob as a regex: ``**`` crosses directories, ``*`` and ``?`` do not.
-
-    A trailing ``/`` or ``/**`` matches everything below a directory; ``dir/``
-    alone matches the directory and what is below it.
-    """
-    pat = pattern
-    if pat.endswith("/"):
-        pat += "**"
-    out: list[str] = []
-    i = 0
-    while i < len(pat):
-        c = pat[i]
-        if pat.startswith("/**", i) and i + 3 == len(pat):
-            out.append("(?:/.*)?")
-            i += 3
-        elif pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[":
-            j = pat.find("]", i + 1)
-            if j == -1:
-                out.append(re.escape(c))
-                i += 1
-            else:
-                body = pat[i + 1 : j]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = j + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return "".join(out)
+    """A path glob as a regex, in the policy's dialect (:func:`spyglass.policy.paths.glob_to_regex`):
+    ``**`` crosses directories, ``*`` and ``?`` do not; ``dir/`` and ``dir/**`` match the
+    directory and everything below it."""
+    return _core_glob(pattern)
 
 
 class GlobSet:

@@ -11,6 +11,10 @@ that strace, eBPF and replay backends fit the same mould:
   capture ends (root process exited and the grace period for descendants is
   over, or ``stop()`` was called).  Events come without ``seq``: the pipeline
   numbers them.
+* ``session.tracer_pid`` is the pid of the process doing the capture (the
+  tracer), once known, else ``None`` (rules about killing the monitor read it);
+  ``session.lost_events`` counts records known to be dropped so far;
+  ``session.kill_tree()`` kills every process of the traced tree (enforcement).
 * ``session.result()`` after the stream ends: exit status, lost/unparsed
   counts, processes still alive when capture stopped.
 """
@@ -43,6 +47,8 @@ class LaunchSpec:
     wait_descendants: float = 0.0  # seconds to keep following after the root exits
     wrapper: Sequence[str] = ()  # argv prefix (a sandbox launcher) placed between tracer and command
     options: dict[str, object] = field(default_factory=dict)  # backend-specific knobs
+    #: file descriptors for the command's stdin, stdout, stderr (None: inherit spyglass's)
+    stdio: tuple[int, int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -88,6 +94,16 @@ class CaptureSession(Protocol):
 
     def kill_tree(self) -> None:
         """Kill every process of the traced tree now (enforcement)."""
+        ...
+
+    @property
+    def tracer_pid(self) -> int | None:
+        """The capturing process's pid once known (spyglass's own monitor)."""
+        ...
+
+    @property
+    def lost_events(self) -> int:
+        """Records known to be dropped so far (0 for a backend that never drops)."""
         ...
 
     def result(self) -> CaptureResult: ...

@@ -40,6 +40,14 @@ class ReplaySession:
     def kill_tree(self) -> None:
         self._stopped = True
 
+    @property
+    def tracer_pid(self) -> int | None:
+        return None  # nothing traces a replay
+
+    @property
+    def lost_events(self) -> int:
+        return self._result.lost
+
     def result(self) -> CaptureResult:
         return self._result
 

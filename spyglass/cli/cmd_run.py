@@ -124,6 +124,12 @@ Examples:
     is_flag=True,
     help="strace: trace without --seccomp-bpf (slower, but setuid programs such as sudo work).",
 )
+@click.option(
+    "--record-tty",
+    is_flag=True,
+    help="Record the agent's terminal output and the operator's input (asciicast v2, evidence/terminal.cast; "
+    "secrets masked). Policy: terminal.record.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No live alerts and no summary.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_cmd(
@@ -145,13 +151,14 @@ def run_cmd(
     agent_log: Path | None,
     backend: str,
     no_seccomp: bool,
+    record_tty: bool,
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
     from spyglass.cli.cmd_agents import parse_vars
     from spyglass.cli.common import open_store
-    from spyglass.cli.runflow import RunOptions, execute
     from spyglass.report.terminal import print_run_summary
+    from spyglass.session import RunOptions, run_session
     from spyglass.store import RunReader
 
     opts = RunOptions(
@@ -169,6 +176,7 @@ def run_cmd(
         fail_on=fail_on,
         sign_key=sign_key,
         workspace_evidence=not no_workspace_evidence,
+        record_tty=record_tty,
         live_alerts=not quiet,
         model_script=model_script,
         model_vars=parse_vars(model_vars),
@@ -176,20 +184,26 @@ def run_cmd(
         agent_log=agent_log,
     )
     store = open_store(store_path, create=True)
-    result = execute(opts, store)
-    meta = result.outcome.meta
+    result = run_session(opts, store)
+    meta = result.meta
     if meta.status == "failed":  # the agent never started: one line, the run recorded as failed
         for note in result.notes:
-            click.echo(note, err=True)
-        sys.exit(result.exit_code)
+            click.echo(f"spyglass: {note}", err=True)
+        sys.exit(result.verdict_code if result.verdict_code is not None else result.exit_code)
     if not quiet:
         try:
             print_run_summary(RunReader(store, meta.id), sys.stderr)
         except Exception as exc:  # a store that could not be written may not be readable either
             click.echo(f"spyglass: cannot show the run's summary: {exc}", err=True)
         click.echo(f"spyglass: recorded run {meta.id} in {store.root}", err=True)
-    _say_outcome(meta, result.exit_code, result.outcome.exit_code, result.fail_on, quiet)
-    sys.exit(result.exit_code)
+        for note in result.notes:
+            click.echo(f"spyglass: {note}", err=True)
+    code = result.verdict_code if result.verdict_code is not None else result.exit_code
+    _say_outcome(meta, code, result.exit_code, result.fail_on, quiet)
+    if result.partial:
+        failed = ", ".join(f"{k} ({v}x)" for k, v in sorted(result.sink_errors.items()))
+        click.echo(f"spyglass: evidence is partial: {failed} failed during the run (see `spyglass show`)", err=True)
+    sys.exit(code)
 
 
 def _say_outcome(meta: Any, code: int, agent_code: int, fail_on: str | None, quiet: bool) -> None:
@@ -239,8 +253,8 @@ def demo_cmd(store_path: Path | None, demo_dir: Path | None, sandbox: bool) -> N
 
     from spyglass import demo
     from spyglass.cli.common import open_store
-    from spyglass.cli.runflow import RunOptions, execute
     from spyglass.report.terminal import print_run_summary
+    from spyglass.session import RunOptions, run_session
     from spyglass.store import RunReader
 
     dest = demo_dir or Path(tempfile.mkdtemp(prefix="spyglass-demo-"))
@@ -259,17 +273,17 @@ def demo_cmd(store_path: Path | None, demo_dir: Path | None, sandbox: bool) -> N
             sandbox=sandbox,
             policy_file=d.policy,
         )
-        result = execute(opts, store)
+        result = run_session(opts, store)
     finally:
         d.close()
-    meta = result.outcome.meta
+    meta = result.meta
     click.echo("")
     print_run_summary(RunReader(store, meta.id), sys.stdout)
     click.echo(f"\nspyglass: demo laid out in {dest}; run recorded as {meta.id} in {store.root}")
     click.echo(
         "next: spyglass show latest | spyglass alerts latest | spyglass report latest --format html -o r.html"
     )
-    sys.exit(result.outcome.exit_code)
+    sys.exit(result.exit_code)
 
 
 COMMANDS = [run_cmd, demo_cmd]

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from spyglass.evidence.changes import WorkspaceChanges
 from spyglass.evidence.claims import ClaimedCommand, ClaimedFile, Claims
 from spyglass.evidence.facts import CommandRun, RunFacts
-from spyglass.evidence.gate import resolve_claim_path, tests_outcome
+from spyglass.evidence.gateinputs import resolve_claim_path, tests_outcome
 from spyglass.evidence.outcome import FAIL, PASS, UNCHECKED, Evidence, Outcome
 
 

@@ -1,10 +1,10 @@
 """Path patterns for workspace manifests: exclude globs and ``.gitignore`` rules.
 
-Exclude globs are matched against paths relative to a workspace root, with
-``/`` as separator: ``*`` and ``?`` stay within one path component, ``**``
-spans any number of them, ``[abc]`` is a class.  A pattern without a ``/``
-matches a name at any depth (``*.pyc``); ``dir/**`` excludes a directory and
-everything under it.
+Exclude globs are the policy's path patterns (the table in
+:mod:`spyglass.policy.paths` and docs/policy.md), matched against paths
+relative to a workspace root: a pattern without a ``/`` matches a name at any
+depth (``*.pyc``); ``dir/**`` and ``dir/`` exclude a directory and everything
+under it.
 
 ``.gitignore`` files follow git's rules for the common cases: comments,
 ``!`` negation, a trailing ``/`` for directories only, patterns anchored by a
@@ -19,58 +19,28 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from spyglass.policy.paths import GlobError, glob_to_regex
+
 
 def _translate(pat: str) -> str:
-    """Regex source for a glob over '/'-separated paths (no anchoring)."""
-    out: list[str] = []
-    i, n = 0, len(pat)
-    while i < n:
-        c = pat[i]
-        if c == "*":
-            if pat.startswith("**", i):
-                j = i + 2
-                at_start = i == 0 or pat[i - 1] == "/"
-                if at_start and j < n and pat[j] == "/":
-                    out.append("(?:.*/)?")  # "**/" : zero or more directories
-                    i = j + 1
-                    continue
-                out.append(".*")
-                i = j
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = pat.find("]", i + 2 if i + 1 < n and pat[i + 1] in "!^" else i + 1)
-            if j == -1:
-                out.append(re.escape(c))
-            else:
-                body = pat[i + 1 : j]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = j
-        elif c == "\\" and i + 1 < n:
-            i += 1
-            out.append(re.escape(pat[i]))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
+    """Regex source for a glob over '/'-separated paths (no anchoring): the policy's
+    dialect (:func:`spyglass.policy.paths.glob_to_regex`) with git's reading of a
+    trailing ``/**``; raises :class:`~spyglass.policy.paths.GlobError` on a bad pattern."""
+    return glob_to_regex(pat, dir_itself=False)
 
 
 @lru_cache(maxsize=512)
 def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A regex for one exclude glob, matched with ``fullmatch`` on a relative path."""
+    """A regex for one exclude glob, matched with ``fullmatch`` on a relative path
+    (``dir/`` and ``dir/**``: the directory and everything under it)."""
     pat = pattern.strip()
     if pat.startswith("./"):
         pat = pat[2:]
     if pat.startswith("/"):
-        pat = pat[1:]
-        return re.compile(_translate(pat))
+        return re.compile(glob_to_regex(pat[1:]))
     if "/" not in pat.rstrip("/"):
-        return re.compile("(?:.*/)?" + _translate(pat.rstrip("/")))
-    return re.compile(_translate(pat.rstrip("/")))
+        return re.compile("(?:.*/)?" + glob_to_regex(pat))
+    return re.compile(glob_to_regex(pat))
 
 
 class GlobSet:
@@ -121,7 +91,10 @@ def _gitignore_rule(line: str, base: str, source: str) -> _Rule | None:
         return None
     anchored = "/" in line
     line = line.lstrip("/")
-    src = _translate(line)
+    try:
+        src = _translate(line)
+    except GlobError:
+        return None  # git skips a pattern it cannot read
     if not anchored:
         src = "(?:.*/)?" + src
     return _Rule(base, re.compile(src), negate, dir_only, source)

@@ -94,18 +94,11 @@ class WorkspaceEvidence(Sink):
 
     # -- setup ----------------------------------------------------------------
     def _find_store(self, ctx: RunContext) -> None:
-        """The evidence directory and store root, from the pipeline's store writer."""
-        if ctx.pipeline is None:
-            return
-        for sink in ctx.pipeline.sinks:
-            run_dir = getattr(sink, "dir", None)
-            store = getattr(sink, "store", None)
-            if getattr(sink, "name", None) == "store" and isinstance(run_dir, Path):
-                if self.evidence_dir is None:
-                    self.evidence_dir = run_dir / "evidence"
-                if self.store_root is None and store is not None:
-                    self.store_root = str(Path(store.root).resolve())
-                return
+        """The evidence directory and store root, from the run context."""
+        if self.evidence_dir is None and ctx.run_dir is not None:
+            self.evidence_dir = ctx.run_dir / "evidence"
+        if self.store_root is None and ctx.store is not None:
+            self.store_root = str(Path(ctx.store.root).resolve())
 
     def _options(self, gitignore: GitIgnore | None) -> ManifestOptions:
         return ManifestOptions(
@@ -180,10 +173,7 @@ class WorkspaceEvidence(Sink):
         self._write(MANIFEST_AFTER, encode_manifest(self.after))
         self._write(CHANGES, encode_changes(changes))
         self._write(PATCH, changes.patch().encode("utf-8"))
-        run = ctx.meta.get("run")
-        extra: dict[str, Any] | None = getattr(run, "extra", None)
-        if isinstance(extra, dict):
-            extra["workspace_changes"] = summary(changes)
+        ctx.note_fact("workspace_changes", summary(changes))
 
 
 def summary(changes: WorkspaceChanges) -> dict[str, Any]:

@@ -26,11 +26,13 @@ from spyglass.policy.model import (
     ExecPolicy,
     NetworkPolicy,
     Policy,
+    RetentionPolicy,
     RuleOverride,
     RulesPolicy,
     SandboxPolicy,
+    TerminalPolicy,
 )
-from spyglass.policy.paths import expand_home
+from spyglass.policy.paths import check_glob, expand_home
 from spyglass.policy.yamlsrc import MAX_SOURCE_BYTES, Pos, decode_source, load_documents, pos_at, to_plain
 
 POLICY_FILE = "spyglass.yaml"
@@ -199,8 +201,35 @@ def _kind(v: Any) -> str:
     return "null" if v is None else type(v).__name__
 
 
-def _semantic_errors(data: dict[str, Any], root: Any, path: str, base_dir: str) -> list[SourceError]:
+#: every key of the policy that holds path patterns (one dialect: spyglass.policy.paths)
+GLOB_KEYS: tuple[tuple[str, ...], ...] = (
+    ("secrets",),
+    ("honeytokens",),
+    ("evidence", "manifest_exclude"),
+    ("analysis", "grading_paths"),
+    ("analysis", "ignore_paths"),
+)
+
+
+def _glob_errors(data: dict[str, Any], root: Any, path: str) -> list[SourceError]:
+    """Each path pattern compiled now, so a bad one stops the policy, not a run later."""
     errors: list[SourceError] = []
+    for keys in GLOB_KEYS:
+        node: Any = data
+        for k in keys:
+            node = node.get(k) if isinstance(node, dict) else None
+        for i, pat in enumerate(node if isinstance(node, list) else []):
+            if not isinstance(pat, str):
+                continue
+            bad = check_glob(pat)
+            if bad is not None:
+                line, col = _lc(pos_at(root, [*keys, i]))
+                errors.append(SourceError(f"{'.'.join(keys)}[{i}]: {bad}", path, line, col))
+    return errors
+
+
+def _semantic_errors(data: dict[str, Any], root: Any, path: str, base_dir: str) -> list[SourceError]:
+    errors: list[SourceError] = _glob_errors(data, root, path)
     net = data.get("network")
     net = net if isinstance(net, dict) else {}
     for key in ("allow", "deny"):
@@ -212,6 +241,8 @@ def _semantic_errors(data: dict[str, Any], root: Any, path: str, base_dir: str) 
                 parse_host_pattern(pat)
             except ValueError as exc:
                 errors.append(SourceError(f"network.{key}[{i}]: {exc}", path, *_lc(pos_at(root, ["network", key, i]))))
+    errors.extend(_retention_errors(data, root, path))
+    errors.extend(_terminal_errors(data, root, path))
     rules = data.get("rules")
     rules = rules if isinstance(rules, dict) else {}
     paths = rules.get("paths")
@@ -229,6 +260,43 @@ def _semantic_errors(data: dict[str, Any], root: Any, path: str, base_dir: str) 
     return errors
 
 
+def _retention_errors(data: dict[str, Any], root: Any, path: str) -> list[SourceError]:
+    from spyglass.units import parse_age, parse_size
+
+    rt = data.get("retention")
+    if not isinstance(rt, dict):
+        return []
+    errors = []
+    for key, parse in (("max_age", parse_age), ("max_size", parse_size)):
+        v = rt.get(key)
+        if isinstance(v, str | int) and not isinstance(v, bool):
+            try:
+                parse(v)
+            except ValueError as exc:
+                errors.append(SourceError(f"retention.{key}: {exc}", path, *_lc(pos_at(root, ["retention", key]))))
+    return errors
+
+
+def _terminal_errors(data: dict[str, Any], root: Any, path: str) -> list[SourceError]:
+    import re
+
+    term = data.get("terminal")
+    pats = term.get("redact") if isinstance(term, dict) else None
+    errors = []
+    for i, pat in enumerate(pats if isinstance(pats, list) else []):
+        if isinstance(pat, str):
+            try:
+                re.compile(pat)
+            except re.error as exc:
+                errors.append(SourceError(f"terminal.redact[{i}]: bad regular expression: {exc}", path,
+                                          *_lc(pos_at(root, ["terminal", "redact", i]))))
+    return errors
+
+
+def _str_or_none(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
 def _t(v: Any) -> tuple[str, ...]:
     return tuple(v or ())
 
@@ -244,6 +312,8 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
     sb = data.get("sandbox") or {}
     ev = data.get("evidence") or {}
     an = data.get("analysis") or {}
+    rt = data.get("retention") or {}
+    term = data.get("terminal") or {}
     ev_defaults = EvidencePolicy()
     return Policy(
         mode=data.get("mode", "observe"),
@@ -274,6 +344,11 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
         ),
         gate=_t(data.get("gate")),
         analysis=AnalysisPolicy(grading_paths=_t(an.get("grading_paths")), ignore_paths=_t(an.get("ignore_paths"))),
+        retention=RetentionPolicy(
+            max_age=_str_or_none(rt.get("max_age")), max_size=_str_or_none(rt.get("max_size")),
+            max_runs_per_task=rt.get("max_runs_per_task"), keep_level=rt.get("keep_level", "high"),
+        ),
+        terminal=TerminalPolicy(record=bool(term.get("record", False)), redact=_t(term.get("redact"))),
         source=path,
         base_dir=base_dir,
         digest=digest,

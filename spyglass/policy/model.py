@@ -78,6 +78,29 @@ class AnalysisPolicy:
 
 
 @dataclass(frozen=True)
+class TerminalPolicy:
+    """``run --record-tty``: the agent's terminal on record (asciicast v2 in the run's evidence)."""
+
+    record: bool = False
+    #: regular expressions masked in the recording (built-in token shapes are always masked)
+    redact: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """Limits ``spyglass prune`` applies, and every ``run`` after it finishes (all unset: keep everything)."""
+
+    max_age: str | None = None  # "30d"
+    max_size: str | None = None  # "5G"
+    max_runs_per_task: int | None = None
+    keep_level: str | None = "high"  # runs with alerts at or above are kept; null: no protection
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_age is not None or self.max_size is not None or self.max_runs_per_task is not None
+
+
+@dataclass(frozen=True)
 class Policy:
     mode: Mode = "observe"
     fail_on: str | None = None
@@ -94,6 +117,8 @@ class Policy:
     evidence: EvidencePolicy = field(default_factory=EvidencePolicy)
     gate: tuple[str, ...] = ()
     analysis: AnalysisPolicy = field(default_factory=AnalysisPolicy)
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    terminal: TerminalPolicy = field(default_factory=TerminalPolicy)
     #: the file it came from (None: built-in defaults)
     source: str | None = None
     base_dir: str = ""

@@ -1,10 +1,29 @@
-"""Path helpers shared by the policy and the rules: globs, home expansion, "is under".
+r"""Path helpers shared by the policy, the rules, the evidence and the analysis:
+the one glob dialect, home expansion, "is under".
 
-Glob syntax: ``*`` matches within one path segment, ``?`` one character,
-``[abc]``/``[!abc]`` a class, ``**`` any number of segments (``a/**`` also
-matches ``a`` itself, ``**/x`` matches ``x`` at any depth).  A glob that
-starts with neither ``/`` nor ``~`` matches at any depth (``.env*`` is
-``**/.env*``).
+Every path pattern of a policy (``secrets``, ``honeytokens``,
+``evidence.manifest_exclude``, ``analysis.grading_paths``, ``analysis.ignore_paths``) is translated here, by
+:func:`glob_to_regex`, and checked when the policy loads.  The table of what
+each form means is in docs/rules.md ("Path patterns"):
+
+=================  ===========================================================
+``*``              any characters within one path segment (not ``/``)
+``?``              one character, not ``/``
+``[abc]``          a class; ``[!abc]`` or ``[^abc]`` negated; ``\]`` for a ``]``
+``\x``             the character ``x`` itself
+``**/x``           ``x`` at any depth (also ``x`` itself)
+``dir/**``         ``dir`` and everything below it
+``dir/``           the same as ``dir/**``
+``a**b``           any characters, ``/`` included
+``~``, ``~/x``     the run's home directory (the agent's ``HOME``)
+``/abs/x``         an absolute path
+``x``              (no ``/``) a name at any depth
+``rel/x``          relative: under a workspace root (exclude, grading and ignore
+                   paths); at any depth for ``secrets`` and ``honeytokens``
+=================  ===========================================================
+
+The ``.gitignore`` reader (:mod:`spyglass.evidence.ignore`) keeps git's own
+anchoring and directory-only rules and shares this translator.
 """
 
 from __future__ import annotations
@@ -12,6 +31,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+
+
+class GlobError(ValueError):
+    """A pattern that is not a valid glob; ``col`` is the 1-based column of the fault."""
+
+    def __init__(self, message: str, pattern: str, col: int) -> None:
+        super().__init__(f"bad path pattern {pattern!r}: {message} (column {col})")
+        self.reason = message
+        self.pattern = pattern
+        self.col = col
 
 
 def expand_home(pattern: str, home: str | None) -> str:
@@ -28,11 +57,38 @@ def anchor(pattern: str, home: str | None = None) -> str:
     return p
 
 
+def _class(pattern: str, i: int) -> tuple[str, int]:
+    """The regex of the class opening at ``pattern[i] == "["`` and the index of its ``]``."""
+    j = i + 1
+    negate = j < len(pattern) and pattern[j] in "!^"
+    if negate:
+        j += 1
+    members: list[str] = []
+    while j < len(pattern) and pattern[j] != "]":
+        if pattern[j] == "\\" and j + 1 < len(pattern):
+            j += 1
+            members.append(re.escape(pattern[j]))
+        else:
+            members.append(pattern[j] if pattern[j] not in "\\[" else "\\" + pattern[j])
+        j += 1
+    if j >= len(pattern):
+        raise GlobError("unterminated character class '['", pattern, i + 1)
+    if not members:
+        raise GlobError("empty character class (write \\] for a ']' in a class)", pattern, i + 1)
+    return ("[^" if negate else "[") + "".join(members) + "]", j
+
+
 @lru_cache(maxsize=4096)
-def glob_to_regex(pattern: str) -> str:
-    """Regular expression text (for fullmatch) equivalent to a path glob."""
+def glob_to_regex(pattern: str, *, dir_itself: bool = True) -> str:
+    """Regular expression text (for ``fullmatch``) equivalent to a path glob; raises
+    :class:`GlobError` on a pattern that is not one (an unterminated ``[``).
+
+    ``dir_itself=False`` is git's reading of a trailing ``/**`` (what is below the
+    directory, not the directory) and leaves a trailing ``/`` to the caller."""
     out: list[str] = []
     i, n = 0, len(pattern)
+    if dir_itself and n > 1 and pattern.endswith("/") and not pattern.endswith("\\/"):
+        pattern, n = pattern + "**", n + 2  # "dir/" is "dir/**"
     while i < n:
         c = pattern[i]
         if c == "*":
@@ -43,7 +99,7 @@ def glob_to_regex(pattern: str) -> str:
                     out.append("(?:.*/)?")
                     i = j + 1
                     continue
-                if before_slash and j == n and i > 0:
+                if before_slash and j == n and i > 0 and dir_itself:
                     # "a/**": drop the slash already written, match a and below
                     out.pop()
                     out.append("(?:/.*)?")
@@ -56,19 +112,29 @@ def glob_to_regex(pattern: str) -> str:
         elif c == "?":
             out.append("[^/]")
         elif c == "[":
-            j = pattern.find("]", i + 2)
-            if j == -1:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : j]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = j
+            cls, i = _class(pattern, i)
+            out.append(cls)
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pattern[i]))
         else:
             out.append(re.escape(c))
         i += 1
-    return "".join(out)
+    text = "".join(out)
+    try:
+        re.compile(text)
+    except re.error as exc:  # a class the regex engine refuses ("[z-a]")
+        raise GlobError(exc.msg, pattern, 1) from None
+    return text
+
+
+def check_glob(pattern: str) -> GlobError | None:
+    """The fault of ``pattern``, or None when it is a valid glob."""
+    try:
+        glob_to_regex(pattern)
+    except GlobError as exc:
+        return exc
+    return None
 
 
 def compile_globs(patterns: Iterable[str], home: str | None = None, *, cased: bool = True) -> re.Pattern[str]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from spyglass.events import LEVELS, Alert, Event, level_rank
 from spyglass.events.proctree import ProcInfo
-from spyglass.report.collect import Histogram, ReportData, collect_run
+from spyglass.report.collect import ReportData, collect_run
 from spyglass.report.describe import (
     CATEGORIES,
     command_text,
@@ -35,6 +35,7 @@ from spyglass.report.describe import (
     lineage_root_first,
 )
 from spyglass.report.graph_svg import GraphInput, Leaf, render_graph_svg
+from spyglass.report.histogram_svg import histogram_svg
 from spyglass.store import RunReader
 
 MAX_ALERTS = 200
@@ -238,40 +239,6 @@ def _alert_view(a: Alert, data: ReportData, t0: int) -> dict[str, Any]:
     }
 
 
-def _histogram_svg(h: Histogram, width: int = 1080, height: int = 90) -> str:
-    if not h.series:
-        return ""
-    nbins = len(next(iter(h.series.values())))
-    totals = [sum(s[i] for s in h.series.values()) for i in range(nbins)]
-    peak = max(totals) or 1
-    bw = width / nbins
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="hist" viewBox="0 0 {width} {height + 16}" '
-        f'width="{width}" height="{height + 16}" role="img" aria-label="events over time">'
-    ]
-    for i in range(nbins):
-        y = float(height)
-        for cat in CATEGORIES:
-            n = h.series.get(cat, [0] * nbins)[i]
-            if not n:
-                continue
-            bh = n / peak * (height - 4)
-            y -= bh
-            parts.append(
-                f'<rect class="c-{cat}" x="{i * bw:.1f}" y="{y:.1f}" width="{max(bw - 1, 1):.1f}" '
-                f'height="{bh:.1f}"><title>{n} {cat} events</title></rect>'
-            )
-    span_s = nbins * h.bin_ns / 1e9
-    parts.append(f'<text x="0" y="{height + 13}" class="axis">0 s</text>')
-    parts.append(f'<text x="{width}" y="{height + 13}" text-anchor="end" class="axis">{span_s:.1f} s</text>')
-    per = f"{h.bin_ns / 1e6:.0f} ms" if h.bin_ns < 1_000_000_000 else f"{h.bin_ns / 1e9:.1f} s"
-    parts.append(
-        f'<text x="{width / 2}" y="{height + 13}" text-anchor="middle" class="axis">'
-        f"peak {peak:,} events per {per}</text></svg>"
-    )
-    return "".join(parts)
-
-
 def graph_input(data: ReportData) -> GraphInput:
     """The star graph's leaves: from the run's profile, else from the digest."""
     meta = data.meta
@@ -357,6 +324,22 @@ def _gate_view(meta: Any) -> Any:
     return extra.get("gate")
 
 
+def _terminal_rows(data: ReportData, t0: int) -> list[list[Any]]:
+    """The recorded terminal (``run --record-tty``) as [ms since the run started, who, text] rows."""
+    from spyglass.tty import cast_path, lines
+
+    path = cast_path(data.reader_dir)
+    if path is None:
+        return []
+    term = data.meta.extra.get("terminal")
+    start = term.get("start_ns") if isinstance(term, dict) else None
+    offset_ms = (start - t0) / 1e6 if start and t0 else 0.0
+    try:
+        return [[round(offset_ms + r.t * 1000, 1), r.who, r.text] for r in lines(path)][:5000]
+    except ValueError:
+        return []
+
+
 def build_context(data: ReportData, *, max_procs: int = 2000) -> dict[str, Any]:
     """Everything the template needs (the JSON payload included)."""
     meta = data.meta
@@ -381,6 +364,7 @@ def build_context(data: ReportData, *, max_procs: int = 2000) -> dict[str, Any]:
         "omitted": omitted,
         "types": sorted(tl.by_type_total),
         "categories": list(CATEGORIES),
+        "terminal": _terminal_rows(data, t0),
     }
     writes = {
         t: {"label": WRITE_LABELS.get(t, t), "paths": paths[:MAX_LIST], "more": max(0, len(paths) - MAX_LIST)}
@@ -420,7 +404,7 @@ def build_context(data: ReportData, *, max_procs: int = 2000) -> dict[str, Any]:
         "proxy": data.proxy[:MAX_LIST],
         "graph_svg": render_graph_svg(graph_input(data)),
         "graph_note": data.profile_note,
-        "hist_svg": _histogram_svg(data.histogram),
+        "hist_svg": histogram_svg(data.histogram),
         "timeline_embedded": len(tl.events),
         "timeline_total": tl.total,
         "timeline_noise": tl.noise,
@@ -432,9 +416,11 @@ def build_context(data: ReportData, *, max_procs: int = 2000) -> dict[str, Any]:
         "gate": _gate_view(meta),
         "still_running": meta.still_running[:MAX_LIST],
         "generated": fmt_ts(time.time_ns()),
+        "terminal": bool(payload["terminal"]),
         "payload": json_for_script(payload),
         "css": _asset("static", "report.css"),
         "js": _asset("static", "report.js"),
+        "terminal_js": _asset("static", "terminal.js") if payload["terminal"] else "",
     }
 
 

@@ -303,6 +303,10 @@ def _gate(data: ReportData) -> list[Line]:
 def summary_lines(data: ReportData, *, max_items: int = 15) -> list[Line]:
     """The summary as (style, text) lines, none of them cut."""
     out = _header(data)
+    evidence = data.meta.extra.get("evidence")
+    if isinstance(evidence, dict) and evidence.get("partial"):
+        failed = ", ".join(f"{k} ({v}x)" for k, v in sorted((evidence.get("sink_errors") or {}).items()))
+        out.append(("yellow", f"Evidence is partial: {failed or 'a component'} failed during the run"))
     out.append(("", ""))
     out.extend(_alerts(data, max_items))
     out.append(("", ""))
@@ -312,6 +316,13 @@ def summary_lines(data: ReportData, *, max_items: int = 15) -> list[Line]:
     out.extend(_coverage(data))
     out.extend(_gate(data))
     m = data.meta
+    term = m.extra.get("terminal")
+    if isinstance(term, dict):
+        cut = " (cut at its size limit)" if term.get("cut") else ""
+        out.append(("", ""))
+        out.append(("bold", f"Terminal recorded: {term.get('seconds', 0):.1f} s, {term.get('output_chars', 0)} "
+                            f"characters of output, {term.get('input_chars', 0)} typed{cut}"))
+        out.append(("", f"  spyglass terminal {m.id}   (--play to replay, --format cast for asciinema)"))
     if m.still_running:
         out.append(("", ""))
         out.append(("yellow", f"Still running when recording stopped ({len(m.still_running)})"))

@@ -9,6 +9,7 @@ process event changes the tree (``procs_changed``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from spyglass.events import Event
@@ -90,7 +91,7 @@ class FieldContext:
         honeytokens_re: re.Pattern[str],
         hosts: HostMatcher,
         monitor_pids: frozenset[int] = frozenset(),
-        meta: object = None,
+        live_monitors: Sequence[int] = (),
     ) -> None:
         self.procs = procs
         self.state = state
@@ -106,7 +107,8 @@ class FieldContext:
         self.honeytokens_re = honeytokens_re
         self.hosts = hosts
         self.monitor_pids = monitor_pids
-        self.meta = meta
+        #: the run context's list: the tracer's pid joins it once capture runs
+        self.live_monitors = live_monitors
         self.ev: Event = Event(type="none")
         self._secret_cache: dict[str, bool] = {}
         #: pid -> (ancestors' executables, names, command lines); valid until the tree changes
@@ -336,26 +338,14 @@ class FieldContext:
         return t is not None and t in self.procs.procs
 
     def target_is_monitor(self) -> bool:
-        """spyglass itself, or a pid the run's metadata names as part of the monitor.
+        """spyglass itself, or a pid of the monitor (the tracer and its helpers).
 
-        ``RunMeta.extra["monitor_pids"]`` (the tracer and its helpers) is read at the
-        time of the event: it is recorded once the capture has started."""
+        The run context's ``monitor_pids`` is read at the time of the event: the
+        tracer's pid joins it once the capture has started."""
         t = self.ev.target_pid
         if t is None:
             return False
-        if t in self.monitor_pids or t == getattr(self.meta, "monitor_pid", None):
-            return True
-        extra = getattr(self.meta, "extra", None)
-        pids = extra.get("monitor_pids") if isinstance(extra, dict) else None
-        if not pids:
-            return False
-        for p in pids:
-            try:
-                if int(p) == t:
-                    return True
-            except (TypeError, ValueError):
-                continue
-        return False
+        return t in self.monitor_pids or t in self.live_monitors
 
     def target_exe(self) -> str | None:
         t = self.ev.target_pid

@@ -11,14 +11,13 @@ everything it uses comes from the events, the policy and the run's metadata.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from spyglass.events import EVENT_TYPES, Alert, Event, LineageEntry
-from spyglass.pipeline import RunContext, Sink
+from spyglass.pipeline import RunContext, Sink, default_home
 from spyglass.policy import Policy
 from spyglass.policy import defaults as pdefaults
 from spyglass.policy.hosts import HostMatcher
@@ -91,28 +90,26 @@ class RuleEngine(Sink):
         self.alerts = []
         self._dedup = set()
         self.stopped_by = None
-        meta = ctx.meta.get("run")
-        extra: dict[str, Any] = getattr(meta, "extra", None) or {}
-        home = self._home or extra.get("home") or os.environ.get("HOME") or os.path.expanduser("~")
-        home = home.rstrip("/") or "/"
-        if meta is not None and "home" not in extra:
-            meta.extra["home"] = home
+        meta = ctx.run
+        extra: dict[str, Any] = meta.extra if meta is not None else {}
+        home = (self._home or ctx.home or default_home()).rstrip("/") or "/"
         if self._workspace:
             ws = list(self._workspace)
         elif self.policy.workspace:
             ws = list(self.policy.workspace)
         else:
             ws = list(ctx.workspace) or ([ctx.root_cwd] if ctx.root_cwd else [])
-        self.mode = self._mode or getattr(meta, "mode", None) or self.policy.mode
+        self.mode = self._mode or (meta.mode if meta is not None else None) or self.policy.mode
         self.home = home
         self.workspace = ws
         monitors = set(self._monitor_pids)
-        if getattr(meta, "monitor_pid", None):
-            monitors.add(meta.monitor_pid)  # type: ignore[union-attr]
+        if meta is not None and meta.monitor_pid:
+            monitors.add(meta.monitor_pid)
+        honeytoken_paths = ctx.sandbox.honeytokens if ctx.sandbox is not None else extra.get("honeytokens", [])
         pol = self.policy
         trusted_dirs = [expand_home(d, home) for d in pol.exec.effective_trusted]
         ws_trusted = [f"{w.rstrip('/')}/{g}/**" for w in ws for g in pdefaults.WORKSPACE_TRUSTED_EXEC]
-        honeytokens = [*pol.honeytokens, *extra.get("honeytokens", [])]
+        honeytokens = [*pol.honeytokens, *honeytoken_paths]
         fx_args: dict[str, Any] = dict(
             procs=ctx.procs,
             state=self.state,
@@ -126,7 +123,7 @@ class RuleEngine(Sink):
             honeytokens_re=compile_globs(honeytokens, home),
             hosts=HostMatcher(pol.network.effective_allow, pol.network.deny),
             monitor_pids=frozenset(monitors),
-            meta=meta,
+            live_monitors=ctx.monitor_pids,
         )
         self.fx = FieldContext(**fx_args)
         #: for would_block, which other threads call: its own context, never the pipeline's
@@ -320,7 +317,7 @@ class RuleEngine(Sink):
         assert self.ctx is not None
         fx = self.fx
         fx.ev = ev
-        labels: dict[int, str] = self.ctx.meta.get("tool_calls") or {}
+        labels = self.ctx.tool_calls
         lineage = [
             LineageEntry(pid=p.pid, exe=p.exe, argv=list(p.argv) if p.argv else None, cwd=p.cwd,
                          tool_call=labels.get(p.pid))

@@ -35,7 +35,7 @@ class AlertPrinter:
 
     def start(self, ctx: RunContext) -> None:
         # the store writer (ahead of us) adds the seq of every alert it could not save
-        self._unsaved = ctx.meta.setdefault("unsaved_alerts", set())
+        self._unsaved = ctx.unsaved_alerts
 
     def alert(self, alert: Alert) -> None:
         stream = self.stream or sys.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from spyglass.events import Alert, Event
-from spyglass.pipeline import Pipeline, RunContext
+from spyglass.pipeline import Pipeline, RunContext, default_home
 from spyglass.policy import Policy
 from spyglass.rules.engine import RuleEngine
 from spyglass.rules.ruleset import RuleSet
@@ -48,9 +48,11 @@ def evaluate(
     agent-awareness sink that labels processes with the agent's tool calls)."""
     ws = workspace if workspace is not None else (list(meta.workspace) if meta is not None else [])
     root = cwd or (meta.cwd if meta is not None else "")
+    extra: dict[str, Any] = meta.extra if meta is not None else {}
+    monitors = [int(p) for p in extra.get("monitor_pids", []) if isinstance(p, int)]
     ctx = RunContext(
-        run_id=getattr(meta, "id", ""), root_cwd=root, workspace=ws or ([root] if root else []),
-        meta={"run": meta} if meta is not None else {},
+        run_id=meta.id if meta is not None else "", root_cwd=root, workspace=ws or ([root] if root else []),
+        home=home or extra.get("home") or default_home(), run=meta, monitor_pids=monitors,
     )
     engine = RuleEngine(ruleset, policy, home=home)
     collector = AlertCollector()

@@ -10,14 +10,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from spyglass.sandbox.build import from_policy, prepare
     from spyglass.sandbox.doctor import sandbox_checks
-    from spyglass.sandbox.prepared import PreparedSandbox, from_policy, prepare
+    from spyglass.sandbox.prepared import PreparedSandbox
 
 __all__ = ["PreparedSandbox", "from_policy", "prepare", "sandbox_checks"]
 
 _LAZY = {
-    "prepare": "spyglass.sandbox.prepared",
-    "from_policy": "spyglass.sandbox.prepared",
+    "prepare": "spyglass.sandbox.build",
+    "from_policy": "spyglass.sandbox.build",
     "PreparedSandbox": "spyglass.sandbox.prepared",
     "sandbox_checks": "spyglass.sandbox.doctor",
 }

@@ -28,64 +28,34 @@ import logging
 import os
 import struct
 import threading
-import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
-from spyglass.events import Event
 from spyglass.sandbox import attribution, wire
 from spyglass.sandbox.decoy import CanaryScanner
 from spyglass.sandbox.egress import Decision, EgressPolicy, ip_literal, normalize_host
+from spyglass.sandbox.proxy_request import (
+    BLOCKED,
+    CANARY,
+    DENY_HEADER,
+    PREFETCH_BODY,
+    RELAY_HEADER_LEN,
+    RELAY_MAGIC,
+    EventSink,
+    Veto,
+    _CanaryFound,
+    _Refused,
+    _Request,
+    request_event,
+)
 from spyglass.sandbox.resolve import Resolver, default_resolver, static_resolver
 
-__all__ = ["EgressProxy", "Resolver", "Veto", "default_resolver", "static_resolver"]
+__all__ = [
+    "BLOCKED", "CANARY", "DENY_HEADER", "RELAY_MAGIC", "EgressProxy", "Resolver", "Veto",
+    "default_resolver", "static_resolver",
+]
 
 log = logging.getLogger("spyglass.sandbox.proxy")
-
-#: hands an event to the run; with ``wait`` it returns a future set once the run processed it
-EventSink = Callable[[Event, bool], "concurrent.futures.Future[None] | None"]
-#: asked before an allowed request goes out, with the would-be event (decision "allow");
-#: returns the id of a ``block`` rule that refuses it, or None.  Runs on the proxy's
-#: thread: it must only read (the rule engine's ``would_block``, for example).
-Veto = Callable[[Event], "str | None"]
-
-RELAY_MAGIC = b"\x00SG1"  # + u16 client port + u16 relay port
-RELAY_HEADER_LEN = 8
-DENY_HEADER = "X-Spyglass-Denied"
-PREFETCH_BODY = 1 << 20  # plain-HTTP bodies up to this size are scanned before the upstream is contacted
-CANARY = "canary"
-BLOCKED = "blocked-by-rule"
-
-
-_Refused = wire.Refused
-
-
-class _CanaryFound(Exception):
-    pass
-
-
-@dataclass
-class _Request:
-    """What one client connection asked for and what became of it."""
-
-    started: int = field(default_factory=time.time_ns)
-    pid: int = 0
-    relay_pid: int | None = None
-    client_port: int | None = None
-    relay_port: int | None = None
-    method: str | None = None
-    host: str | None = None
-    port: int | None = None
-    decision: str | None = None
-    rule: str | None = None
-    reason: str | None = None
-    detail: str | None = None
-    bytes_out: int = 0
-    bytes_in: int = 0
-    reported: bool = False
-    attribution: asyncio.Future[int | None] | None = None
-
 
 class EgressProxy:
     """``start()`` it, point the relay at ``socket_path``, ``close()`` it at the end of the run."""
@@ -207,7 +177,7 @@ class EgressProxy:
         req.reported = True
         allowed = req.decision == "allow"
         self.counts["allowed" if allowed else "denied"] += 1
-        ev = self._event(req, req.decision or "deny")
+        ev = request_event(req, req.decision or "deny")
         if self.sink is None:
             return None
         try:
@@ -217,26 +187,6 @@ class EgressProxy:
             if self.counts["errors"] <= 3:
                 log.exception("event sink failed (the proxy goes on)")
             return None
-
-    @staticmethod
-    def _event(req: _Request, decision: str) -> Event:
-        return Event(
-            type="proxy.request",
-            ts=req.started,
-            pid=req.pid,
-            ok=decision == "allow" and req.detail is None,
-            address=req.host,
-            port=req.port,
-            domain=req.host if req.host and ip_literal(req.host) is None else None,
-            transport="tcp",
-            method=req.method,
-            decision=decision,
-            rule=req.rule,
-            reason=req.reason,
-            detail=req.detail,
-            bytes_out=req.bytes_out,
-            bytes_in=req.bytes_in,
-        )
 
     async def _settle_pid(self, req: _Request) -> None:
         fut, req.attribution = req.attribution, None
@@ -345,7 +295,7 @@ class EgressProxy:
         if self.veto is not None:
             await self._settle_pid(req)
             try:
-                blocked = self.veto(self._event(req, "allow"))
+                blocked = self.veto(request_event(req, "allow"))
             except Exception:
                 log.exception("veto hook failed (the request goes on)")
                 blocked = None

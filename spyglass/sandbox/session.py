@@ -229,6 +229,14 @@ class SandboxedSession:
         self.sandbox.kill()
         self.inner.kill_tree()
 
+    @property
+    def tracer_pid(self) -> int | None:
+        return self.inner.tracer_pid
+
+    @property
+    def lost_events(self) -> int:
+        return self.inner.lost_events
+
     def result(self) -> CaptureResult:
         res = self.inner.result()
         note = self.sandbox.summary()

@@ -170,7 +170,7 @@ class RunWriter(Sink):
         self._flusher.start()
 
     def start(self, ctx: RunContext) -> None:
-        self._ctx_unsaved = ctx.meta.setdefault("unsaved_alerts", set())
+        self._ctx_unsaved = ctx.unsaved_alerts
 
     # -- failures ----------------------------------------------------------------
     def _fail(self, exc: OSError, path: Path | str) -> None:

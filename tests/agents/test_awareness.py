@@ -125,7 +125,7 @@ def test_sink_labels_live_and_links_from_the_log_at_the_end(
     log = tmp_path / "rollout.jsonl"
     log.write_text(make_rollout(cmds))
     meta = RunMeta(id="r1")
-    ctx = RunContext(meta={"run": meta})
+    ctx = RunContext(run=meta)
     sink = AgentAwareness(log)
     seen_labels: list[str | None] = []
 
@@ -133,7 +133,7 @@ def test_sink_labels_live_and_links_from_the_log_at_the_end(
         """Stands for the rule engine: reads the label while the run goes on."""
 
         def file_read(self, ev: Event) -> None:
-            seen_labels.append(ctx.meta["tool_calls"].get(ev.pid))
+            seen_labels.append(ctx.tool_calls.get(ev.pid))
 
     pipe = Pipeline([sink, Probe()], ctx)
     pipe.start()
@@ -148,7 +148,7 @@ def test_sink_labels_live_and_links_from_the_log_at_the_end(
         (2, "log", "c2", 210),
     ]
     assert stored["tool_calls"][0]["events"] > 0
-    assert ctx.meta["tool_calls"][201] == "tool call 1: cat SKILL.md"
+    assert ctx.tool_calls[201] == "tool call 1: cat SKILL.md"
     assert sorted(stored["agent_pids"]) == [100, 101]
 
 
@@ -156,7 +156,7 @@ def test_sink_without_any_log_still_labels_from_the_process_tree(
     codex_events: Callable[[list[str]], list[Event]],
 ) -> None:
     meta = RunMeta(id="r2")
-    ctx = RunContext(meta={"run": meta})
+    ctx = RunContext(run=meta)
     pipe = Pipeline([AgentAwareness()], ctx)
     pipe.start()
     for ev in codex_events(["ls"]):
@@ -164,7 +164,7 @@ def test_sink_without_any_log_still_labels_from_the_process_tree(
     pipe.done()
     # the rollout path was seen being created but the file does not exist here
     assert [c["source"] for c in meta.extra["agent"]["tool_calls"]] == ["process tree"]
-    assert ctx.meta["tool_calls"][200] == "tool call 1: ls"
+    assert ctx.tool_calls[200] == "tool call 1: ls"
 
 
 def test_a_run_without_an_agent_stores_nothing(events: Any) -> None:
@@ -172,11 +172,11 @@ def test_a_run_without_an_agent_stores_nothing(events: Any) -> None:
     e.start(1, None)
     e.exec(1, "/usr/bin/true", "true")
     meta = RunMeta(id="r3")
-    ctx = RunContext(meta={"run": meta})
+    ctx = RunContext(run=meta)
     pipe = Pipeline([AgentAwareness()], ctx)
     pipe.start()
     for ev in e.out:
         pipe.feed(ev)
     pipe.done()
     assert "agent" not in meta.extra
-    assert ctx.meta["tool_calls"] == {}
+    assert ctx.tool_calls == {}

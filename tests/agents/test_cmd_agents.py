@@ -14,7 +14,7 @@ from typing import Any
 
 from spyglass.capture.replay import ReplayBackend
 from spyglass.events import Event
-from spyglass.runner import RunRequest, record
+from spyglass.session.record import RunRequest, record
 from spyglass.store import Store
 
 

@@ -23,7 +23,7 @@ def test_stub_session_points_codex_at_the_stub_and_cleans_up(tmp_path: Path) -> 
         with urllib.request.urlopen(f"{session.url}/models", timeout=10) as resp:
             assert resp.status == 200
         meta = RunMeta(id="r")
-        pipe = Pipeline([session], RunContext(meta={"run": meta}))
+        pipe = Pipeline([session], RunContext(run=meta))
         pipe.start()
         pipe.done()
         assert meta.extra["model_stub"]["requests"] == 1

@@ -10,7 +10,7 @@ import pytest
 
 from spyglass.capture.replay import ReplayBackend
 from spyglass.events import Event
-from spyglass.runner import RunRequest, record
+from spyglass.session.record import RunRequest, record
 from spyglass.store import Store
 
 

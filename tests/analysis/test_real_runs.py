@@ -217,7 +217,7 @@ def _workspace(root: Path, w: Workload, port: int) -> Path:
 def _record(store: Store, w: Workload, ws: Path, variant: str, port: int, task: str | None = None,
             skills: list[str] | None = None, argv: tuple[str, ...] | None = None) -> str:
     from spyglass.capture import get_backend
-    from spyglass.runner import RunRequest, record
+    from spyglass.session.record import RunRequest, record
 
     env = dict(os.environ, SG_VARIANT=variant, SG_PORT=str(port))
     req = RunRequest(argv=list(argv or w.argv), cwd=str(ws), env=env, task=task or w.task,

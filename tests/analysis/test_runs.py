@@ -10,7 +10,7 @@ from spyglass import analysis
 from spyglass.capture.replay import ReplayBackend
 from spyglass.errors import UsageError
 from spyglass.events import Event
-from spyglass.runner import RunRequest, record
+from spyglass.session.record import RunRequest, record
 from spyglass.store import Store
 
 

@@ -58,7 +58,9 @@ def record_events(
         spyglass_version="0.1.0",
     )
     writer = RunWriter(store, meta, signer=signer)
-    ctx = RunContext(run_id=meta.id, root_cwd=meta.cwd, workspace=meta.workspace, meta={"run": meta})
+    ctx = RunContext(
+        run_id=meta.id, root_cwd=meta.cwd, workspace=meta.workspace, run=meta, store=store, run_dir=writer.dir
+    )
     pipe = Pipeline([writer, *sinks], ctx)
     pipe.start()
     for e in events:

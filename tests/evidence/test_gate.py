@@ -247,3 +247,20 @@ def test_anonymous_and_transient_files_outside_are_not_changes(make_run: MakeRun
     (o,) = run_gate(make_run(events), ["no-writes-outside-workspace"]).outcomes
     assert o.status == "fail" and o.evidence.files == ["/tmp/existing.txt"]
     assert any("/tmp/tmpab12" in d for d in o.evidence.details)
+
+
+def test_every_requirement_is_one_registered_class_and_the_claim_check_does_not_import_the_gate() -> None:
+    import ast
+    from pathlib import Path
+
+    from spyglass.evidence import claimcheck, requirements
+    from spyglass.evidence.gate import REQUIREMENTS
+    from spyglass.evidence.requirements import REGISTRY, GateRequirement
+
+    assert list(REQUIREMENTS) == list(REGISTRY) and len(REGISTRY) == 6
+    assert all(isinstance(r, GateRequirement) and type(r).name == n for n, r in REGISTRY.items())
+    assert len({type(r) for r in REGISTRY.values()}) == len(REGISTRY)
+    for mod in (claimcheck, requirements):
+        tree = ast.parse(Path(str(mod.__file__)).read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert "spyglass.evidence.gate" not in imported

@@ -49,7 +49,7 @@ def _project(root: Path) -> Path:
 
 def _record(tmp_path: Path, script: str, *, signer=None) -> RunReader:  # type: ignore[no-untyped-def]
     from spyglass.capture import get_backend
-    from spyglass.runner import RunRequest, record
+    from spyglass.session.record import RunRequest, record
 
     ws = _project(tmp_path)
     (tmp_path / "agent.sh").write_text("set -e\n" + script)

@@ -158,7 +158,7 @@ def build_sample_run(
     )
     meta.extra["home"] = str(root / "home")
     writer = RunWriter(store, meta)
-    ctx = RunContext(run_id=meta.id, root_cwd=meta.cwd, workspace=meta.workspace, meta={"run": meta})
+    ctx = RunContext(run_id=meta.id, root_cwd=meta.cwd, workspace=meta.workspace, run=meta)
     pipe = Pipeline([writer], ctx)
     fired = False
     last_ts = T0

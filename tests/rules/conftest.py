@@ -68,7 +68,7 @@ def live(tmp_path: Path) -> Callable[..., LiveRun]:
         from spyglass.capture import get_backend
         from spyglass.policy import load_policy
         from spyglass.rules import build_sinks
-        from spyglass.runner import RunRequest, record
+        from spyglass.session.record import RunRequest, record
         from spyglass.store import RunReader, Store
 
         ws = workspace or (tmp_path / "ws")

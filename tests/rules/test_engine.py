@@ -170,12 +170,12 @@ def test_lineage_names_the_tool_call_of_each_process() -> None:
         """Stands in for the agent-awareness sink: labels pids before the engine sees their events."""
 
         def start(self, ctx: RunContext) -> None:
-            ctx.meta["tool_calls"] = {}
+            ctx.tool_calls = {}
             self.ctx = ctx
 
         def process_exec(self, ev: Event) -> None:
             if ev.argv and ev.argv[0] == "bash":
-                self.ctx.meta["tool_calls"][ev.pid] = "tool call 3: bash -lc 'cat ~/.ssh/id_rsa'"
+                self.ctx.tool_calls[ev.pid] = "tool call 3: bash -lc 'cat ~/.ssh/id_rsa'"
 
     evs = [
         Event(type="process.start", pid=10, ts=1),
@@ -203,7 +203,7 @@ def test_monitor_pids_are_read_from_the_run_metadata_when_the_event_comes() -> N
         """The runner learns the tracer's pid after the pipeline started."""
 
         def start(self, ctx: RunContext) -> None:
-            ctx.meta["run"].extra["monitor_pids"] = [4001]
+            ctx.monitor_pids.append(4001)
 
     evs = [
         Event(type="process.start", pid=10, ts=1),

@@ -352,9 +352,9 @@ def run_sandboxed(
     from spyglass.capture import get_backend
     from spyglass.rules.engine import RuleEngine
     from spyglass.rules.ruleset import load_ruleset
-    from spyglass.runner import RunRequest, record
     from spyglass.sandbox import prepare
     from spyglass.sandbox.proxy import static_resolver
+    from spyglass.session.record import RunRequest, record
     from spyglass.store import RunReader, Store
 
     ws = tmp_path / "ws"

@@ -8,6 +8,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from spyglass.sandbox import relay
@@ -92,6 +93,7 @@ def test_forwards_with_the_header_and_passes_half_close_and_exit_status(short_di
 
 def test_signals_reach_the_command_and_its_death_is_passed_on(short_dir: Path) -> None:
     port = free_port()
+    ready = short_dir / "ready"
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -101,17 +103,16 @@ def test_signals_reach_the_command_and_its_death_is_passed_on(short_dir: Path) -
             "--",
             "sh",
             "-c",
-            "trap 'exit 42' TERM; sleep 30 & wait",
+            # the command says it is ready once its trap is set: the signal cannot come too early
+            f"trap 'exit 42' TERM; echo ready > {ready}; sleep 30 & wait",
         ],
     )
     try:
-        with socket.socket() as probe:  # the relay listens before the command runs
-            for _ in range(200):
-                try:
-                    probe.connect(("127.0.0.1", port))
-                    break
-                except OSError:
-                    threading.Event().wait(0.02)
+        deadline = time.monotonic() + 60
+        while not (ready.exists() and ready.read_text().strip() == "ready"):
+            assert proc.poll() is None, "the relay ended before the command was ready"
+            assert time.monotonic() < deadline, "the command never said it was ready"
+            threading.Event().wait(0.02)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 42
     finally:

@@ -195,7 +195,10 @@ class StraceSession:
             # orphaned at start-up: adopt it so that it can be reaped)
             host.adopt_orphans(True)
             self._adopting = True
-            self._proc = subprocess.Popen(cmd, cwd=cwd, env=spec.env, close_fds=True)
+            stdin, stdout, stderr = spec.stdio or (None, None, None)
+            self._proc = subprocess.Popen(
+                cmd, cwd=cwd, env=spec.env, close_fds=True, stdin=stdin, stdout=stdout, stderr=stderr
+            )
         except OSError as exc:
             self._stop_adopting()
             self._cleanup()
@@ -207,6 +210,11 @@ class StraceSession:
     def tracer_pid(self) -> int | None:
         """strace's own pid, once it is known (after its first output)."""
         return self._tracer
+
+    @property
+    def lost_events(self) -> int:
+        """strace stops each traced process at each call: it drops nothing."""
+        return 0
 
     # --- threads ------------------------------------------------------------
 
@@ -294,10 +302,10 @@ class StraceSession:
                 batch = []
             if batch is None:
                 break
-            yield from batch
-            if self._tracer is None and parser.lines:
+            if self._tracer is None and parser.lines:  # before the batch: its consumer may ask
                 self._tracer = self._find_tracer()
                 self._stop_adopting()  # strace is attached: its start-up orphaning is over
+            yield from batch
             if self._killing and not killing:
                 # after kill_tree() the tree is dying: give strace time to report every death
                 killing = True
@@ -362,7 +370,10 @@ class StraceSession:
             tracer = _tracer_of(pid)
             if tracer is not None and _comm_is(tracer, self._comm):
                 return tracer
-        return None
+        # every traced process is gone already (a short command): strace, orphaned at
+        # start-up, is our adopted child until it is reaped
+        mine = [pid for pid in _children_of_self() if _comm_is(pid, self._comm)]
+        return mine[0] if len(mine) == 1 else None
 
     def _detach(self) -> None:
         if self._detached:
@@ -452,6 +463,22 @@ def _tracer_of(pid: int) -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def _children_of_self() -> list[int]:
+    """Our direct children (every thread's), from /proc."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as f:
+                out.extend(int(p) for p in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def _comm_is(pid: int, comm: str) -> bool:

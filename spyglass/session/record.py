@@ -1,9 +1,11 @@
-"""Running an agent under capture: the one place that wires backend, pipeline and store.
+"""Recording one command under capture: backend, pipeline and store.
 
-``record()`` is what ``spyglass run`` and the Python API's ``spyglass.run()``
-call.  Components that want to take part in a run (rule engine, enforcer,
-workspace manifests, live printer) are pipeline sinks handed in by the
-caller; a sandbox contributes an argv ``wrapper`` and environment.
+``record()`` is the lowest layer of a session (:mod:`spyglass.session.core`
+builds the policy, sandbox and sinks around it; tests call it directly with
+the sinks they need).  It builds the typed :class:`~spyglass.pipeline.RunContext`
+every sink gets, starts the sinks (one that cannot start stops the run before
+the agent starts), launches the command and feeds every event through the
+pipeline after the store writer.
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spyglass import __version__
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
 from spyglass.events.proctree import ProcessTable
-from spyglass.pipeline import Pipeline, RunContext
+from spyglass.pipeline import BackendInfo, Pipeline, RunContext, SandboxView, SinkStartError, default_home
 from spyglass.store import RunMeta, RunWriter, Store, new_run_id
 from spyglass.store.writer import Signer
+
+if TYPE_CHECKING:
+    from spyglass.policy import Policy
 
 
 @dataclass
@@ -43,17 +48,36 @@ class RunRequest:
     backend_options: dict[str, object] = field(default_factory=dict)
     wrapper: Sequence[str] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    home: str | None = None  # None: default_home(env)
+    policy: Policy | None = None
+    sandbox_view: SandboxView | None = None
+    stdio: tuple[int, int, int] | None = None
 
 
 @dataclass
 class RunOutcome:
+    """A finished run: its metadata, the capture's result, and the session's verdict.
+
+    ``exit_code`` is the agent's own (128+N for signal N); ``verdict_code`` is what
+    ``spyglass run`` exits with (7 when a kill rule stopped the agent, 6 when
+    ``fail_on`` was exceeded, else the agent's code)."""
+
     meta: RunMeta
     capture: CaptureResult
     sink_errors: dict[str, int]
+    verdict_code: int | None = None
+    fail_on: str | None = None
+    #: what the session did after the run, for the user (retention: old runs deleted)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
         return self.capture.shell_exit_code
+
+    @property
+    def partial(self) -> bool:
+        """True when a sink failed during the run: some evidence may be missing."""
+        return bool(self.sink_errors)
 
 
 class _Signals:
@@ -155,9 +179,24 @@ def record(
         host=socket.gethostname(),
         extra=dict(request.extra),
     )
-    meta.extra.setdefault("home", (request.env if request.env is not None else os.environ).get("HOME"))
+    home = request.home or default_home(request.env)
+    meta.extra["home"] = home
     writer = RunWriter(store, meta, signer=signer)
-    ctx = RunContext(run_id=meta.id, root_cwd=cwd, workspace=meta.workspace, meta={"run": meta})
+    ctx = RunContext(
+        run_id=meta.id,
+        root_cwd=cwd,
+        workspace=meta.workspace,
+        home=home,
+        run=meta,
+        store=store,
+        run_dir=writer.dir,
+        policy=request.policy,
+        mode=request.mode,
+        monitor_pids=[os.getpid()],
+        sandbox=request.sandbox_view,
+        backend=BackendInfo(name=backend.name, options=dict(request.backend_options)),
+    )
+    meta.extra["monitor_pids"] = ctx.monitor_pids
     pipeline = Pipeline([writer, *sinks], ctx)
     stopped_by: list[str] = []
     status = "complete"
@@ -171,8 +210,10 @@ def record(
             wait_descendants=request.wait_descendants,
             wrapper=list(request.wrapper),
             options=dict(request.backend_options),
+            stdio=request.stdio,
         )
         session = backend.start(spec)
+        pipeline.launched()
 
         def stop_agent(reason: str) -> None:
             if not stopped_by:
@@ -182,24 +223,31 @@ def record(
         ctx.stop_agent = stop_agent
         if on_started is not None:
             on_started(meta)
-        monitors = meta.extra.setdefault("monitor_pids", [os.getpid()])
         tracer_known = False
         with _Signals(session, ctx.procs) as sig:
             for ev in session.events():
                 if not tracer_known:  # the tracer's pid, for rules about killing the monitor
-                    tracer = getattr(session, "tracer_pid", None)
+                    tracer = session.tracer_pid
                     if tracer is not None:
-                        monitors.append(tracer)
+                        ctx.monitor_pids.append(tracer)
                         tracer_known = True
                 pipeline.feed(ev)
+        if not tracer_known and session.tracer_pid is not None:
+            ctx.monitor_pids.append(session.tracer_pid)
         capture = session.result()
         if sig.interrupted:
             status = "interrupted"
+    except SinkStartError as exc:
+        pipeline.done()
+        writer.finish("incomplete", capture={"notes": [str(exc)], "sink_errors": {exc.sink: 1}})
+        raise
     except BaseException:
         pipeline.done()
         writer.finish("interrupted")
         raise
     pipeline.done()
+    if pipeline.errors:
+        meta.extra["evidence"] = {"partial": True, "sink_errors": dict(pipeline.errors)}
     meta = writer.finish(
         status,
         exit_code=capture.exit_code,

@@ -1,0 +1,156 @@
+"""What gate requirements and claim checks look at: the run's facts, loaded once.
+
+Shared by :mod:`spyglass.evidence.requirements` and :mod:`spyglass.evidence.claimcheck`
+(neither imports the gate).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spyglass.events import Alert
+from spyglass.evidence.changes import WorkspaceChanges
+from spyglass.evidence.facts import FactOptions, RunFacts, gather_facts
+from spyglass.evidence.outcome import FAIL, PASS, Evidence, Outcome
+from spyglass.evidence.testruns import DEFAULT_EDIT_IGNORE, DEFAULT_TEST_PATTERNS, TestEvidence
+from spyglass.evidence.verify import VerifyResult
+
+if TYPE_CHECKING:
+    from spyglass.store import RunReader
+
+MAX_LISTED = 20
+
+
+@dataclass
+class GateOptions:
+    test_patterns: Sequence[str] = DEFAULT_TEST_PATTERNS
+    edit_ignore: Sequence[str] = DEFAULT_EDIT_IGNORE
+    pubkey_raw: bytes | None = None
+
+
+@dataclass
+class GateInputs:
+    """What the requirements look at, loaded once and only when needed."""
+
+    reader: RunReader
+    options: GateOptions
+    _facts: RunFacts | None = None
+    _changes: WorkspaceChanges | None = None
+    _changes_loaded: bool = False
+    _verify: VerifyResult | None = None
+    _alerts: list[Alert] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def workspace(self) -> list[str]:
+        meta = self.reader.meta
+        return list(meta.workspace) or ([meta.cwd] if meta.cwd else [])
+
+    @property
+    def facts(self) -> RunFacts:
+        if self._facts is None:
+            opts = FactOptions(
+                test_patterns=self.options.test_patterns,
+                edit_ignore=self.options.edit_ignore,
+                skill_dirs=self.reader.meta.skills,
+            )
+            bad: list[str] = []
+            self._facts = gather_facts(
+                self.reader.events(on_bad_line=lambda p, n, why: bad.append(f"{p.name}:{n}")),
+                self.workspace,
+                opts,
+            )
+            if bad:
+                self.notes.append(f"{len(bad)} unreadable event line(s) skipped (first: {bad[0]})")
+        return self._facts
+
+    @property
+    def changes(self) -> WorkspaceChanges | None:
+        if not self._changes_loaded:
+            from spyglass.evidence.workspace import load_workspace_changes
+
+            self._changes = load_workspace_changes(self.reader.dir)
+            self._changes_loaded = True
+        return self._changes
+
+    @property
+    def verify(self) -> VerifyResult:
+        if self._verify is None:
+            from spyglass.evidence.verify import verify_run
+
+            self._verify = verify_run(
+                self.reader.dir, pubkey_raw=self.options.pubkey_raw, meta=self.reader.meta
+            )
+        return self._verify
+
+    @property
+    def alerts(self) -> list[Alert]:
+        if self._alerts is None:
+            self._alerts = self.reader.alerts()
+        return self._alerts
+
+
+def tests_outcome(tests: TestEvidence, name: str, kind: str = "requirement") -> Outcome:
+    """Did a test run start after the last edit, and did every such run pass?"""
+    ev = Evidence()
+    last = tests.last_edit
+    if last is not None:
+        who = f" by `{last.command}`" if last.command else ""
+        ev.details.append(f"last edit: seq {last.seq}, {last.type} {last.path}{who}")
+        ev.seqs.append(last.seq)
+        ev.files.append(last.path)
+    else:
+        ev.details.append("no edit to the workspace was seen")
+    for nc in tests.not_counted:
+        ev.details.append(f"not counted: `{nc.command}` (seq {nc.seq}): {nc.reason}")
+    if not tests.runs:
+        return Outcome(name=name, kind=kind, status=FAIL, summary="no test run was recorded", evidence=ev)
+    if len(tests.runs) > MAX_LISTED:
+        ev.details.append(f"{len(tests.runs)} test runs; the last {MAX_LISTED} are listed")
+    for r in tests.runs[-MAX_LISTED:]:
+        ev.commands.append(r.command)
+        ev.seqs.append(r.seq)
+        place = "after" if r.after_last_edit else "before"
+        ev.details.append(f"test run {r.describe()} {place} the last edit")
+    after = tests.after_last_edit()
+    if not after:
+        latest = tests.runs[-1]
+        where = f" (seq {last.seq}: {last.path})" if last is not None else ""
+        return Outcome(
+            name=name,
+            kind=kind,
+            status=FAIL,
+            evidence=ev,
+            summary=f"the workspace was edited{where} after the last test run {latest.describe()}",
+        )
+    failed = [r for r in after if not r.passed]
+    if failed:
+        return Outcome(
+            name=name,
+            kind=kind,
+            status=FAIL,
+            evidence=ev,
+            summary="test run(s) after the last edit did not pass: "
+            + "; ".join(r.describe() for r in failed[:3]),
+        )
+    return Outcome(
+        name=name,
+        kind=kind,
+        status=PASS,
+        evidence=ev,
+        summary=f"{len(after)} test run(s) after the last edit, all exit 0: "
+        + "; ".join(r.describe() for r in after[:3]),
+    )
+
+
+def resolve_claim_path(path: str, roots: Sequence[str]) -> list[str]:
+    """Absolute candidates for a path the agent named (relative paths against each root)."""
+    if os.path.isabs(path):
+        return [os.path.normpath(path)]
+    p = re.sub(r"^\./", "", path)
+    return [os.path.normpath(str(Path(r) / p)) for r in roots]

@@ -1,0 +1,184 @@
+"""One recording session: options -> policy -> backend (+ sandbox) -> sinks -> store -> outcome.
+
+``spyglass run``, ``spyglass demo`` and the Python API's ``spyglass.run()`` all
+call :func:`run_session`.  The policy decides the mode, the rules, the sandbox
+and the evidence; the options override it.  Everything that can fail on bad
+input (policy, rule files, signing key, sandbox, a sink's ``start``) fails
+before the agent starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import tempfile
+from pathlib import Path
+
+from spyglass.capture import get_backend
+from spyglass.capture.base import CaptureBackend
+from spyglass.errors import EXIT_ALERT, EXIT_EVIDENCE, EXIT_KILLED, EXIT_NOT_FOUND, UsageError
+from spyglass.pipeline import SandboxView, default_home
+from spyglass.policy import Policy
+from spyglass.policy.loader import policy_record
+from spyglass.session.options import RunOptions
+from spyglass.session.record import RunOutcome, RunRequest, record
+from spyglass.session.sinks import Plan, assemble
+from spyglass.store import Store
+from spyglass.store.writer import Signer
+
+
+def _signer(opts: RunOptions, plan: Plan) -> Signer | None:
+    policy = plan.policy
+    key = opts.sign_key or (
+        Path(policy.resolve_path(policy.evidence.sign_key)) if policy.evidence.sign_key else None
+    )
+    plan.sign_key = key
+    if key is None:
+        return None
+    from spyglass.evidence.keys import make_signer
+
+    return make_signer(key)
+
+
+def plan_run(opts: RunOptions, store: Store) -> Plan:
+    """Read the policy and decide mode, home, workspace and environment (no side effects)."""
+    import os
+
+    from spyglass.policy import load_policy
+    from spyglass.policy.locate import ignored_workspace_policy, locate_policy
+
+    cwd = str(Path(opts.cwd).resolve())
+    policy = load_policy(opts.policy_file, cwd)
+    notice = ignored_workspace_policy(locate_policy(opts.policy_file, cwd), cwd)
+    if notice and opts.live_alerts:
+        sys.stderr.write(notice + "\n")
+    mode = opts.mode or policy.mode
+    if opts.sandbox and mode == "observe":
+        mode = "contain"
+    env = dict(opts.env) if opts.env is not None else dict(os.environ)
+    workspace = [str(Path(cwd, w).resolve()) for w in (opts.workspace or policy.workspace_for(cwd))]
+    return Plan(
+        opts=opts, policy=policy, mode=mode, cwd=cwd, home=default_home(env), workspace=workspace, env=env,
+        store=store,
+    )
+
+
+def run_session(opts: RunOptions, store: Store) -> RunOutcome:
+    """Record ``opts.argv`` with everything the policy and options ask for; the outcome's
+    ``verdict_code`` is the exit code ``spyglass run`` reports."""
+    from spyglass.rules import fail_on_exceeded
+    from spyglass.rules.engine import RuleEngine
+    from spyglass.rules.ruleset import load_ruleset
+
+    check_level(opts.fail_on)
+    plan = plan_run(opts, store)
+    policy, mode = plan.policy, plan.mode
+    fail_on = opts.fail_on or policy.fail_on
+    signer = _signer(opts, plan)
+    backend: CaptureBackend = get_backend(opts.backend)
+    extra: dict[str, object] = {"policy_source": policy.source, "policy": policy_record(policy)}
+    missing = _command_not_found(opts, plan, store, extra, backend.name)
+    if missing is not None:
+        return missing
+    sandbox_view: SandboxView | None = None
+    with contextlib.ExitStack() as stack:
+        if opts.model_script is not None:
+            from spyglass.agents.replay import stub_session
+
+            stub = stack.enter_context(
+                stub_session(opts.model_script, opts.argv, plan.env, variables=opts.model_vars, agent=opts.agent_kind)
+            )
+            plan.env = dict(stub.env)
+            plan.early.append(stub)
+        plan.engine = RuleEngine(load_ruleset(policy), policy, home=plan.home, mode=mode)
+        sandbox_on = mode in ("contain", "enforce")
+        if sandbox_on:
+            from spyglass.sandbox import from_policy
+
+            (store.root / "sandbox").mkdir(exist_ok=True)
+            work = tempfile.mkdtemp(prefix="run-", dir=store.root / "sandbox")
+            plan.sandbox_work = work  # the witness guard lets the agent write its decoy home and /tmp
+            # `action: block` rules veto at the proxy through the engine's read-only check
+            sb = from_policy(
+                policy, work, plan.workspace, cwd=plan.cwd, store_root=str(store.root), mode=mode,
+                real_home=plan.home, veto=plan.engine.would_block,
+            )
+            stack.callback(sb.close)
+            plan.sandbox = sb
+            backend = sb.backend(backend)
+            extra.update(sb.run_extra())
+            sandbox_view = sb.view()
+        sinks = assemble(plan)
+        request = RunRequest(
+            argv=list(opts.argv),
+            cwd=plan.cwd,
+            env=plan.env,
+            task=opts.task,
+            agent_id=opts.agent_id,
+            workspace=plan.workspace,
+            skills=list(opts.skills),
+            wait_descendants=opts.wait_descendants,
+            mode=mode,
+            sandbox=sandbox_on,
+            policy_digest=policy.digest,
+            backend_options={"seccomp": opts.seccomp},
+            extra=dict(extra),
+            home=plan.home,
+            policy=policy,
+            sandbox_view=sandbox_view,
+            stdio=plan.stdio,
+        )
+        outcome = record(request, backend, store, sinks, signer=signer)
+
+    outcome.notes.extend(apply_retention(policy, store, outcome.meta.id))
+    code = outcome.exit_code
+    if outcome.meta.stopped_by:
+        code = EXIT_KILLED
+    elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):  # in memory: saved or not
+        code = EXIT_ALERT
+    elif outcome.meta.status == "evidence-incomplete":
+        code = EXIT_EVIDENCE
+    outcome.verdict_code = code
+    outcome.fail_on = fail_on
+    return outcome
+
+
+def _command_not_found(
+    opts: RunOptions, plan: Plan, store: Store, extra: dict[str, object], backend: str
+) -> RunOutcome | None:
+    """``run -- nosuchcmd``: exit 127 with one line, recorded as a failed run (None: the command exists)."""
+    from spyglass.capture.base import CaptureResult
+    from spyglass.store.failed import find_program, record_failed_run
+
+    if not opts.argv or opts.model_script is not None or find_program(opts.argv[0], plan.cwd, plan.env):
+        return None
+    reason = f"{opts.argv[0]}: command not found"
+    meta = record_failed_run(store, opts.argv, plan.cwd, reason=reason, exit_code=EXIT_NOT_FOUND,
+                             backend=backend, mode=plan.mode, policy_digest=plan.policy.digest, task=opts.task,
+                             agent_id=opts.agent_id, extra=extra)
+    return RunOutcome(meta=meta, capture=CaptureResult(), sink_errors={}, verdict_code=EXIT_NOT_FOUND,
+                      notes=[reason])
+
+
+def apply_retention(policy: Policy, store: Store, run_id: str) -> list[str]:
+    """The policy's ``retention`` limits, applied after a run (the run just recorded is never deleted)."""
+    if not policy.retention.enabled:
+        return []
+    from spyglass.store import retention
+
+    rt = policy.retention
+    limits = retention.Limits.parse(rt.max_age, rt.max_size, rt.max_runs_per_task, rt.keep_level)
+    plan = retention.plan(retention.entries(store), limits)  # the newest run (this one) is never deleted
+    assert all(d.run.id != run_id for d in plan.delete)
+    gone = retention.apply(store, plan)
+    if not gone:
+        return []
+    return [f"retention: deleted {len(gone)} old run(s) ({retention.fmt_size(plan.total_before - plan.total_after)})"]
+
+
+def check_level(level: str | None) -> str | None:
+    from spyglass.events import LEVELS
+
+    if level is not None and level not in LEVELS:
+        raise UsageError(f"unknown level {level!r}", hint=f"one of {', '.join(LEVELS)}")
+    return level

@@ -1,0 +1,42 @@
+"""What a caller asks of a recording session: one dataclass for the CLI and the API.
+
+A feature that needs a new knob adds a field here (with a default that keeps
+today's behaviour) and, if it takes part in the run, a sink factory in
+:mod:`spyglass.session.sinks`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class RunOptions:
+    """Options of one recorded run; ``None`` means "the policy's"."""
+
+    argv: list[str]
+    cwd: str = field(default_factory=os.getcwd)
+    env: dict[str, str] | None = None  # None: ours
+    policy_file: Path | None = None  # None: $SPYGLASS_POLICY, user, system file, else the defaults
+    task: str | None = None
+    agent_id: str | None = None
+    workspace: list[str] = field(default_factory=list)  # empty: the policy's, else cwd
+    skills: list[str] = field(default_factory=list)
+    wait_descendants: float = 0.0
+    backend: str = "strace"
+    seccomp: bool = True
+    mode: str | None = None  # None: the policy's
+    sandbox: bool = False  # observe -> contain
+    fail_on: str | None = None  # None: the policy's
+    sign_key: Path | None = None  # None: the policy's evidence.sign_key
+    workspace_evidence: bool = True
+    live_alerts: bool = True  # the stderr alert printer
+    model_script: Path | None = None
+    model_vars: dict[str, str] = field(default_factory=dict)
+    agent_kind: str | None = None
+    agent_log: Path | None = None
+    record_tty: bool = False  # or the policy's terminal.record
+    #: more sinks, after the built-in ones (a harness's own collectors)
+    sinks: list[object] = field(default_factory=list)

@@ -1,0 +1,128 @@
+"""The one place that decides which sinks take part in a run, and in which order.
+
+Order after the store writer (which :func:`spyglass.session.record.record`
+puts first): agent awareness (labels tool calls before rules see their
+processes), the model stub, the witness guard, the sandbox's guards, the rule engine and its printer,
+the workspace evidence, then every factory of :data:`FEATURE_SINKS` and the
+caller's own sinks (``RunOptions.sinks``).
+
+A feature joins a run by appending a factory to :data:`FEATURE_SINKS`: it gets
+the :class:`Plan` (options, policy, mode, home, workspace, store) and returns
+the sinks it wants (none when its option is off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spyglass.policy import Policy
+from spyglass.session.options import RunOptions
+from spyglass.store import Store
+
+if TYPE_CHECKING:
+    from spyglass.rules.engine import RuleEngine
+    from spyglass.sandbox.prepared import PreparedSandbox
+
+
+@dataclass
+class Plan:
+    """What the session decided before the sinks are built."""
+
+    opts: RunOptions
+    policy: Policy
+    mode: str
+    cwd: str
+    home: str
+    workspace: list[str]
+    env: dict[str, str]
+    store: Store
+    sandbox: PreparedSandbox | None = None
+    engine: RuleEngine | None = None
+    #: sinks set up earlier by the session (the model stub changes the environment)
+    early: list[object] = field(default_factory=list)
+    #: the command's stdin, stdout, stderr when a sink owns them (the terminal recorder)
+    stdio: tuple[int, int, int] | None = None
+    #: the signing key in use (the witness guard protects it)
+    sign_key: Path | None = None
+    #: the sandbox's work area inside the store (decoy home, /tmp): the agent's to write
+    sandbox_work: str | None = None
+
+
+SinkFactory = Callable[[Plan], Iterable[object]]
+
+
+def _awareness(plan: Plan) -> Iterable[object]:
+    from spyglass.agents.awareness import AgentAwareness
+
+    return [AgentAwareness(plan.opts.agent_log)]
+
+
+def _witness(plan: Plan) -> Iterable[object]:
+    """The guard that alerts on any change to the store, policy, rule files or key (docs/threat-model.md)."""
+    from spyglass.evidence.keys import DEFAULT_KEY
+    from spyglass.witness import Protected, WitnessGuard
+
+    policy = plan.policy
+    prot = Protected.for_run(plan.store.root, policy_file=policy.source, rule_paths=policy.rules.paths,
+                             sign_key=plan.sign_key)
+    default_key = DEFAULT_KEY.expanduser()
+    if default_key.exists():
+        prot.add(default_key, "the signing key", secret=True)
+    if plan.sandbox_work:
+        prot.allow(plan.sandbox_work)
+    return [WitnessGuard(prot, mode=plan.mode)]
+
+
+def _sandbox_guards(plan: Plan) -> Iterable[object]:
+    return list(plan.sandbox.sinks) if plan.sandbox is not None else []
+
+
+def _rules(plan: Plan) -> Iterable[object]:
+    from spyglass.rules.printer import AlertPrinter
+
+    if plan.engine is None:
+        return []
+    return [plan.engine, AlertPrinter()] if plan.opts.live_alerts else [plan.engine]
+
+
+def _workspace_evidence(plan: Plan) -> Iterable[object]:
+    if not plan.opts.workspace_evidence:
+        return []
+    from spyglass.evidence.workspace import WorkspaceEvidence
+
+    ev = plan.policy.evidence
+    return [
+        WorkspaceEvidence(
+            plan.workspace,
+            excludes=ev.manifest_exclude,
+            max_files=ev.max_files,
+            max_diff_bytes=ev.max_diff_bytes,
+            store_root=plan.store.root,
+        )
+    ]
+
+
+def _terminal(plan: Plan) -> Iterable[object]:
+    if not (plan.opts.record_tty or plan.policy.terminal.record):
+        return []
+    from spyglass.tty import TerminalRecorder
+
+    recorder = TerminalRecorder(plan.store.run_dir, patterns=plan.policy.terminal.redact)
+    plan.stdio = recorder.stdio
+    return [recorder]
+
+
+#: sinks of optional features, in order, after the built-in ones (append yours here)
+FEATURE_SINKS: list[SinkFactory] = [_terminal]
+
+
+def assemble(plan: Plan) -> list[object]:
+    """Every sink of the run, in order (the store writer comes before them)."""
+    sinks: list[object] = [*_awareness(plan), *plan.early]
+    for factory in (_witness, _sandbox_guards, _rules, _workspace_evidence, *FEATURE_SINKS):
+        sinks.extend(factory(plan))
+    sinks.extend(plan.opts.sinks)
+    return sinks
