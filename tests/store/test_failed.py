@@ -17,7 +17,7 @@ def test_find_program_looks_where_exec_would(tmp_path: Path) -> None:
     assert find_program("tool", str(tmp_path), env) is None  # not executable yet
     os.chmod(tool, 0o755)
     assert find_program("tool", str(tmp_path), env) == str(tool)
-    assert find_program("./bin/tool", str(tmp_path), {}) == str(tmp_path / "./bin/tool")
+    assert find_program("./bin/tool", str(tmp_path), {}) == os.path.join(tmp_path, "./bin/tool")
     assert find_program("nosuch", str(tmp_path), env) is None
 
 
