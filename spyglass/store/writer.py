@@ -91,8 +91,9 @@ def outcome_digest(meta: RunMeta) -> str:
 
 
 def _fid(path: Path | int) -> tuple[int, int] | None:
+    """Device and inode of an open file or of a path itself (a symlink is not followed)."""
     try:
-        st = os.fstat(path) if isinstance(path, int) else os.stat(path)
+        st = os.fstat(path) if isinstance(path, int) else os.lstat(path)
     except OSError:
         return None
     return st.st_dev, st.st_ino
@@ -255,7 +256,7 @@ class RunWriter(Sink):
     def _restore(self, problem: str) -> None:
         with self._lock:
             self._events.flush()
-            if _fid(self.dir) is not None and _fid(self.dir) != self._dir_id:
+            if _fid(self.dir) is not None and _fid(self.dir) != self._dir_id:  # another directory, a symlink
                 os.rename(self.dir, self.dir.with_name(f"{self.dir.name}.replaced-{time.time_ns()}"))
             self.dir.mkdir(parents=True, exist_ok=True)
             for name, reader in list(self._readers.items()):

@@ -113,3 +113,12 @@ def test_renaming_the_run_directory_aside_is_detected(setup: Any) -> None:
     assert "during the run" in res.stderr, res.stderr
     run = json.loads(setup.spyglass("show", "--store", str(setup.store), "--format", "json").stdout)["run"]
     assert run["status"] == "evidence-incomplete" and run["counts"]["events"] > 3
+
+
+def test_a_symlink_put_in_place_of_the_run_directory_is_detected(setup: Any) -> None:
+    script = f'd=$(ls -d {setup.store}/runs/*); mv "$d" "$d.aside" && ln -s "$d.aside" "$d"; echo more > m.txt'
+    res = setup.run(script)
+    assert "was replaced during the run" in res.stderr, res.stderr
+    run = json.loads(setup.spyglass("show", "--store", str(setup.store), "--format", "json").stdout)["run"]
+    assert run["status"] == "evidence-incomplete"
+    assert not (setup.store / "runs" / run["id"]).is_symlink()
