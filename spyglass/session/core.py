@@ -100,8 +100,8 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             plan.sandbox_work = work  # the witness guard lets the agent write its decoy home and /tmp
             # `action: block` rules veto at the proxy through the engine's read-only check
             sb = from_policy(
-                policy, work, plan.workspace, cwd=plan.cwd, store_root=str(store.root), mode=mode,
-                real_home=plan.home, veto=plan.engine.would_block,
+                _hide_key(policy, plan.sign_key), work, plan.workspace, cwd=plan.cwd, store_root=str(store.root),
+                mode=mode, real_home=plan.home, veto=plan.engine.would_block,
             )
             stack.callback(sb.close)
             plan.sandbox = sb
@@ -141,6 +141,16 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     outcome.verdict_code = code
     outcome.fail_on = fail_on
     return outcome
+
+
+def _hide_key(policy: Policy, key: Path | None) -> Policy:
+    """The sandbox hides the signing key wherever it is (the default key is in the real home, hidden anyway)."""
+    if key is None:
+        return policy
+    import dataclasses
+
+    sb = dataclasses.replace(policy.sandbox, hidden=(*policy.sandbox.hidden, str(key.expanduser().resolve())))
+    return dataclasses.replace(policy, sandbox=sb)
 
 
 def _command_not_found(

@@ -150,3 +150,19 @@ def test_benign_twin_a_sandboxed_agent_writing_its_home_and_tmp_stays_silent(set
                     "--policy", "spyglass.yaml")
     assert res.returncode == 0, res.stderr
     assert witness(setup.alerts()) == []
+
+
+def test_the_sandbox_hides_the_signing_key_in_use_wherever_it_is(setup: Any) -> None:
+    import shutil
+
+    import pytest
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap not installed (apt-get install bubblewrap)")
+    key = setup.ws / "keys" / "signing.key"  # careless: inside the workspace the sandbox binds
+    assert setup.spyglass("keys", "generate", str(key)).returncode == 0
+    (setup.ws / "keys" / "readme.txt").write_text("hello\n")
+    res = setup.run(f"cat {key} > stolen.txt; cat {setup.ws}/keys/readme.txt > copied.txt",
+                    "--sandbox", "--sign-key", str(key))
+    assert (setup.ws / "stolen.txt").read_text() == "", res.stderr
+    assert (setup.ws / "copied.txt").read_text() == "hello\n"  # benign twin: the rest stays visible
