@@ -171,10 +171,12 @@ class WitnessGuard(Sink):
         self.ctx = ctx
 
     def event(self, ev: Event) -> None:
-        if not ev.ok or not ev.path or not ev.path.startswith("/"):
+        if not ev.path or not ev.path.startswith("/"):
             return
+        # an attempt that failed (EACCES from a store owned by another user) is as telling as a success
+        failed = "" if ev.ok else f" (attempted; failed: {ev.errno or 'error'})"
         t = ev.type
-        if t in _DIR_CHANGES:
+        if t in _DIR_CHANGES and ev.ok:
             self.protected.forget_dirs()
         handle = ev.syscall in _HANDLE_CALLS
         writes = t in FILE_WRITE_TYPES or (
@@ -186,7 +188,9 @@ class WitnessGuard(Sink):
             if what is None and ev.target and t in ("file.rename", "file.link"):
                 what = self.protected.which(ev.target)
             if what is not None:
-                if t == "file.link" and ev.path:  # the new name is a way in: watch it too
+                if not ev.ok:
+                    pass
+                elif t == "file.link" and ev.path:  # the new name is a way in: watch it too
                     self.protected.files[os.path.normpath(ev.path)] = what
                     if ev.target and os.path.normpath(ev.target) in self.protected.secrets:
                         self.protected.secrets[os.path.normpath(ev.path)] = what
@@ -194,13 +198,13 @@ class WitnessGuard(Sink):
                     self.protected.follow_rename(ev.path, ev.target, what)
                 verb = "opened by file handle" if handle and not writes else _verb(t)
                 self._raise(ev, TAMPER_RULE, "critical", "kill", "Witness tampered with",
-                            f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else ""))
+                            f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + failed)
                 return
         if t == "file.read" or handle:
             what = self.protected.secret(ev.path)
             if what is not None:
                 self._raise(ev, KEY_READ_RULE, "high", "alert", "Signing key read",
-                            f"{what} read: {ev.path}")
+                            f"{what} read: {ev.path}{failed}")
 
     def _raise(self, ev: Event, rule: str, level: str, action: str, title: str, message: str) -> None:
         if self.ctx is None:

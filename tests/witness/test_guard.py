@@ -166,3 +166,23 @@ def test_the_sandbox_hides_the_signing_key_in_use_wherever_it_is(setup: Any) -> 
                     "--sandbox", "--sign-key", str(key))
     assert (setup.ws / "stolen.txt").read_text() == "", res.stderr
     assert (setup.ws / "copied.txt").read_text() == "hello\n"  # benign twin: the rest stays visible
+
+
+def test_a_failed_attempt_on_a_store_owned_by_another_user_is_still_critical(setup: Any, tmp_path: Path) -> None:
+    """The recommended deployment: the store belongs to the witness's user; the agent runs as another
+    (here `nobody`, dropped to with setpriv inside the run) and its writes fail with EACCES."""
+    import os
+    import shutil
+
+    import pytest
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv (util-linux)")
+    store = tmp_path / "st"
+    setup.run("true", store=store)
+    os.chmod(tmp_path, 0o755)
+    os.chmod(store, 0o700)
+    res = setup.run(f"setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c 'echo x > {store}/index.sqlite'",
+                    "--no-seccomp", store=store)
+    msgs = [str(a["message"]) for a in witness(setup.alerts(store=store))]
+    assert any("attempted; failed: EACCES" in m for m in msgs), (msgs, res.stderr)
