@@ -41,9 +41,9 @@ def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
     return deco
 
 
-def open_store(store_path: Path | None, create: bool = False) -> Store:
-    """The store; without ``create`` it is opened read-only (reading commands never write)."""
-    store = Store(store_path, create=create, readonly=not create)
+def open_store(store_path: Path | None, create: bool = False, write: bool = False) -> Store:
+    """The store; unless ``create`` or ``write`` it is opened read-only (reading commands never write)."""
+    store = Store(store_path, create=create, readonly=not (create or write))
     if store.index_problem:
         click.echo(
             f"spyglass: warning: the index of {store.root} cannot be opened ({store.index_problem}); "
