@@ -30,6 +30,10 @@ Exit code: the agent's own exit code (128+N if it died of signal N), unless
   127  CMD not found (recorded as a failed run)
   2  usage error (no command, bad policy or rule file)
 
+SIGINT or SIGTERM to spyglass is passed on to the agent's processes, which
+get 5 seconds to exit before they are killed (a second signal kills them at
+once); the run is recorded as interrupted.
+
 \b
 Examples:
   spyglass run -- python agent.py
