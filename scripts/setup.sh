@@ -40,6 +40,6 @@ fi
 if [ ! -f "$stamp" ] || [ constraints.txt -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing Python packages (pinned in constraints.txt)" >&2
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
+  .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,broker]'
   touch "$stamp"
 fi

@@ -134,6 +134,11 @@ Examples:
     help="Record the agent's terminal output and the operator's input (asciicast v2, evidence/terminal.cast; "
     "secrets masked). Policy: terminal.record.",
 )
+@click.option(
+    "--result-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="When the run ends, write its id, status, exit code and highest alert level there as JSON (for harnesses).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No live alerts and no summary.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_cmd(
@@ -156,6 +161,7 @@ def run_cmd(
     backend: str,
     no_seccomp: bool,
     record_tty: bool,
+    result_file: Path | None,
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -190,6 +196,8 @@ def run_cmd(
     store = open_store(store_path, create=True)
     result = run_session(opts, store)
     meta = result.meta
+    if result_file is not None:
+        write_result_file(result_file, result)
     if meta.status == "failed":  # the agent never started: one line, the run recorded as failed
         for note in result.notes:
             click.echo(f"spyglass: {note}", err=True)
@@ -232,6 +240,26 @@ def _say_outcome(meta: Any, code: int, agent_code: int, fail_on: str | None, qui
         click.echo(f"spyglass: an alert at or above {fail_on} fired (exit 6)", err=True)
     elif code == EXIT_EVIDENCE and code != agent_code:
         click.echo("spyglass: the evidence is incomplete (exit 8)", err=True)
+
+
+def write_result_file(path: Path, result: Any) -> None:
+    """The run's outcome as JSON for a harness; a path that cannot be written is one line, not a traceback."""
+    import json
+
+    from spyglass.errors import UsageError
+
+    meta = result.meta
+    data = {
+        "id": meta.id, "status": meta.status, "exit_code": result.exit_code,
+        "verdict_code": result.verdict_code, "max_level": meta.extra.get("max_level"),
+        "alerts": meta.counts.get("alerts", 0), "events": meta.counts.get("events", 0),
+        "anchor": meta.extra.get("anchor"),
+    }
+    try:
+        path.write_text(json.dumps(data) + "\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write the result file {path}: {exc.strerror}",
+                         hint="give a path in a directory that exists and can be written") from None
 
 
 @click.command("demo")

@@ -22,6 +22,7 @@ from spyglass.policy.hosts import parse_host_pattern
 from spyglass.policy.locate import locate_policy
 from spyglass.policy.model import (
     AnalysisPolicy,
+    BrokeredSecret,
     EvidencePolicy,
     ExecPolicy,
     NetworkPolicy,
@@ -154,9 +155,13 @@ def _schema_errors(data: Any, root: Any, path: str) -> list[SourceError]:
 
     validator = Draft202012Validator(policy_schema())
     errors: list[SourceError] = []
-    for err in validator.iter_errors(data):
+    for err in _expand_one_of(validator.iter_errors(data)):
         where = list(err.absolute_path)
         name = _dotted(where)
+        if err.validator == "oneOf":
+            msg = f"{name} must be a list of globs or a mapping (paths, broker), not {_kind(err.instance)}"
+            errors.append(SourceError(msg, path, *_lc(pos_at(root, where))))
+            continue
         if err.validator == "additionalProperties" and isinstance(err.instance, dict):
             known = sorted(err.schema.get("properties", {}))
             for key in err.instance:
@@ -185,6 +190,20 @@ def _schema_errors(data: Any, root: Any, path: str) -> list[SourceError]:
             msg = f"{name}: {err.message}"
         errors.append(SourceError(msg, path, *_lc(pos_at(root, where))))
     return errors
+
+
+def _expand_one_of(errs: Any) -> list[Any]:
+    """A ``oneOf`` between a list and a mapping: report the errors of the branch the value's type picks."""
+    out = []
+    for err in errs:
+        if err.validator == "oneOf" and isinstance(err.instance, list | dict) and err.context:
+            branch = 0 if isinstance(err.instance, list) else 1
+            sub = [e for e in err.context if e.relative_schema_path and e.relative_schema_path[0] == branch]
+            if sub:
+                out.extend(_expand_one_of(sub))
+                continue
+        out.append(err)
+    return out
 
 
 def _kind(v: Any) -> str:
@@ -242,6 +261,7 @@ def _semantic_errors(data: dict[str, Any], root: Any, path: str, base_dir: str) 
             except ValueError as exc:
                 errors.append(SourceError(f"network.{key}[{i}]: {exc}", path, *_lc(pos_at(root, ["network", key, i]))))
     errors.extend(_retention_errors(data, root, path))
+    errors.extend(_broker_errors(data, root, path))
     errors.extend(_terminal_errors(data, root, path))
     rules = data.get("rules")
     rules = rules if isinstance(rules, dict) else {}
@@ -293,6 +313,51 @@ def _terminal_errors(data: dict[str, Any], root: Any, path: str) -> list[SourceE
     return errors
 
 
+def _broker(data: Any) -> tuple[BrokeredSecret, ...]:
+    out = []
+    for name, s in (data or {}).items():
+        out.append(BrokeredSecret(
+            name=str(name), env=s["env"], hosts=_t(s.get("hosts")), from_env=s.get("from_env"),
+            from_file=s.get("from_file"), mint=s.get("mint"), revoke=s.get("revoke"),
+            header=s.get("header", "Authorization"), scheme=s.get("scheme", "bearer"),
+        ))
+    return tuple(out)
+
+
+def _broker_errors(data: dict[str, Any], root: Any, path: str) -> list[SourceError]:
+    secrets = data.get("secrets")
+    broker = secrets.get("broker") if isinstance(secrets, dict) else None
+    errors: list[SourceError] = []
+    envs: dict[str, str] = {}
+    for name, s in (broker if isinstance(broker, dict) else {}).items():
+        if not isinstance(s, dict):
+            continue
+        where = _lc(pos_at(root, ["secrets", "broker", name], as_key=True))
+        sources = [k for k in ("from_env", "from_file", "mint") if k in s]
+        if len(sources) != 1:
+            errors.append(SourceError(
+                f"secrets.broker.{name}: give exactly one of from_env, from_file, mint"
+                + (f" (found {', '.join(sources)})" if sources else ""), path, *where))
+        if "revoke" in s and "mint" not in s:
+            errors.append(SourceError(f"secrets.broker.{name}: revoke goes with mint", path,
+                                      *_lc(pos_at(root, ["secrets", "broker", name, "revoke"]))))
+        env = s.get("env")
+        if isinstance(env, str):
+            if env in envs:
+                errors.append(SourceError(f"secrets.broker.{name}: env {env} is also used by {envs[env]}", path,
+                                          *_lc(pos_at(root, ["secrets", "broker", name, "env"]))))
+            envs[env] = str(name)
+        hosts = s.get("hosts")
+        for i, host in enumerate(hosts if isinstance(hosts, list) else []):
+            if isinstance(host, str):
+                try:
+                    parse_host_pattern(host)
+                except ValueError as exc:
+                    errors.append(SourceError(f"secrets.broker.{name}.hosts[{i}]: {exc}", path,
+                                              *_lc(pos_at(root, ["secrets", "broker", name, "hosts", i]))))
+    return errors
+
+
 def _str_or_none(v: Any) -> str | None:
     return None if v is None else str(v)
 
@@ -306,6 +371,7 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
         p = os.path.expanduser(p) if p.startswith("~") else p
         return os.path.normpath(p if os.path.isabs(p) else os.path.join(base_dir, p))
 
+    secrets = data.get("secrets") or ()
     net = data.get("network") or {}
     ex = data.get("exec") or {}
     rules = data.get("rules") or {}
@@ -319,7 +385,8 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
         mode=data.get("mode", "observe"),
         fail_on=data.get("fail_on"),
         workspace=tuple(absdir(w) for w in data.get("workspace") or ()),
-        secrets=_t(data.get("secrets")),
+        secrets=_t(secrets.get("paths")) if isinstance(secrets, dict) else _t(secrets),
+        broker=_broker(secrets.get("broker") if isinstance(secrets, dict) else None),
         honeytokens=_t(data.get("honeytokens")),
         network=NetworkPolicy(
             allow=_t(net.get("allow")), deny=_t(net.get("deny")), builtin_allow=net.get("builtin_allow", True)

@@ -78,6 +78,21 @@ class AnalysisPolicy:
 
 
 @dataclass(frozen=True)
+class BrokeredSecret:
+    """A secret the agent never sees: it gets ``placeholder`` in ``env``; the proxy sends the value to ``hosts``."""
+
+    name: str
+    env: str
+    hosts: tuple[str, ...]
+    from_env: str | None = None
+    from_file: str | None = None
+    mint: str | None = None
+    revoke: str | None = None
+    header: str = "Authorization"
+    scheme: str = "bearer"  # bearer | token | basic | raw
+
+
+@dataclass(frozen=True)
 class TerminalPolicy:
     """``run --record-tty``: the agent's terminal on record (asciicast v2 in the run's evidence)."""
 
@@ -108,6 +123,8 @@ class Policy:
     workspace: tuple[str, ...] = ()
     #: extra secret globs (the built-in ones always apply)
     secrets: tuple[str, ...] = ()
+    #: ``secrets.broker``: secrets handed to the agent as placeholders only
+    broker: tuple[BrokeredSecret, ...] = ()
     #: globs of decoy files whose mere reading is a finding
     honeytokens: tuple[str, ...] = ()
     network: NetworkPolicy = field(default_factory=NetworkPolicy)

@@ -28,6 +28,7 @@ from spyglass.sandbox.guards import ContainmentGuard
 from spyglass.sandbox.prepared import (
     DEFAULT_RELAY_PORT,
     PreparedSandbox,
+    broker_mounts,
     copy_pass_home,
 )
 from spyglass.sandbox.proxy import EgressProxy, Resolver, Veto
@@ -56,6 +57,8 @@ def prepare(
     veto: Veto | None = None,
     bwrap: str | None = None,
     check: bool = True,
+    broker: Any = None,
+    upstream_ca: str | None = None,
 ) -> PreparedSandbox:
     """Build everything a sandboxed run needs; raise SandboxError (with the remedy)
     when a sandbox cannot be built here.
@@ -126,21 +129,38 @@ def prepare(
         shutil.rmtree(socket_dir, ignore_errors=True)
         raise
     bus = EventBus()
+    interceptor = None
+    if broker:  # brokered secrets: their hosts go through the TLS interceptor, its CA is trusted inside
+        from spyglass.sandbox.intercept import Interceptor
+
+        try:
+            interceptor = Interceptor(broker, work / "intercept", upstream_ca=upstream_ca).start()
+        except Exception:
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise
+        mounts += broker_mounts(*interceptor.trust_files(work))
     proxy = EgressProxy(
         sock,
         policy,
-        canary_patterns=canary_patterns(decoy.canary),
+        canary_patterns=[*canary_patterns(decoy.canary), *(broker.placeholders if broker else [])],
         sink=bus.put,
         resolver=resolver,
         block_canary=block_canary,
         veto=veto,
+        interceptor=interceptor,
     )
     try:
         proxy.start()
     except Exception as exc:
+        if interceptor is not None:
+            interceptor.close()
         shutil.rmtree(socket_dir, ignore_errors=True)
         raise SandboxError(f"the egress proxy could not start: {exc}") from exc
     sinks: list[object] = [ContainmentGuard(enforce=(mode == "enforce"))] if guards else []
+    if broker:
+        from spyglass.sandbox.broker import BrokerGuard
+
+        sinks.append(BrokerGuard(broker, enforce=(mode == "enforce")))
     settings: dict[str, Any] = {
         "mode": mode,
         "allow": list(allow),
@@ -152,6 +172,7 @@ def prepare(
         "hidden": list(hidden),
         "pass_home": list(pass_home),
         "pass_home_copied": copied,
+        "broker": [s.name for s in broker.secrets] if broker else [],
     }
     prepared = PreparedSandbox(
         work_dir=work,
@@ -170,6 +191,7 @@ def prepare(
         sinks=sinks,
         settings=settings,
     )
+    prepared.broker, prepared.interceptor = broker, interceptor
     with contextlib.suppress(Exception):
         (work / "sandbox.json").write_text(json.dumps(prepared.describe(), indent=2) + "\n")
     return prepared

@@ -42,6 +42,26 @@ _DROP_ENV = (
 _NO_PROXY = "localhost,127.0.0.1,::1"
 
 
+SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+BROKER_CA = "/run/spyglass/ca.pem"
+#: with brokered secrets, common clients trust the system bundle plus the run's CA (inside the sandbox only)
+BROKER_CA_ENV = {
+    "SSL_CERT_FILE": SYSTEM_CA_BUNDLE,
+    "REQUESTS_CA_BUNDLE": SYSTEM_CA_BUNDLE,
+    "CURL_CA_BUNDLE": SYSTEM_CA_BUNDLE,
+    "GIT_SSL_CAINFO": SYSTEM_CA_BUNDLE,
+    "NODE_EXTRA_CA_CERTS": BROKER_CA,
+}
+
+
+def broker_mounts(bundle: Path, ca: Path) -> list[bw.Mount]:
+    """The system bundle with the run's CA added, over the system bundle's path; the CA alone beside the relay."""
+    return [
+        bw.Mount(bw.RO_BIND, SYSTEM_CA_BUNDLE, str(bundle), role="ca"),
+        bw.Mount(bw.RO_BIND, BROKER_CA, str(ca), role="ca"),
+    ]
+
+
 def proxy_env(url: str) -> dict[str, str]:
     """The variables that point common clients at the relay."""
     env: dict[str, str] = {}
@@ -163,6 +183,8 @@ class PreparedSandbox:
         self.machinery = MachineryFilter(bwrap_path, relay_python, bw.RELAY_PATH)
         self.killed_at: int | None = None
         self._closed = False
+        self.broker: Any = None  # spyglass.sandbox.broker.Broker, with secrets.broker
+        self.interceptor: Any = None
 
     # ------------------------------------------------------------ launch
     @property
@@ -203,6 +225,9 @@ class PreparedSandbox:
                 ":".join(p for p in env["PATH"].split(":") if p and self._visible(p)) or "/usr/bin:/bin"
             )
         env.update(proxy_env(f"http://127.0.0.1:{self.relay_port}"))
+        if self.broker:
+            env.update(self.broker.agent_env())
+            env.update(BROKER_CA_ENV)
         return env
 
     def _visible(self, path: str) -> bool:
@@ -316,6 +341,8 @@ class PreparedSandbox:
         self._closed = True
         if self.proxy is not None:
             self.proxy.close()
+        if self.interceptor is not None:
+            self.interceptor.close()
         shutil.rmtree(self.socket_dir, ignore_errors=True)
         # copies of the user's own entries (agent auth, config) do not outlive the run
         for rel in self.settings.get("pass_home_copied", []):

@@ -30,6 +30,7 @@ import struct
 import threading
 from collections import deque
 from collections.abc import Sequence
+from typing import Any
 
 from spyglass.sandbox import attribution, wire
 from spyglass.sandbox.decoy import CanaryScanner
@@ -38,6 +39,7 @@ from spyglass.sandbox.proxy_request import (
     BLOCKED,
     CANARY,
     DENY_HEADER,
+    MISUSE,
     PREFETCH_BODY,
     RELAY_HEADER_LEN,
     RELAY_MAGIC,
@@ -75,8 +77,14 @@ class EgressProxy:
         ack_timeout: float = 5.0,
         attribute: bool = True,
         veto: Veto | None = None,
+        interceptor: Any = None,
     ) -> None:
         self.socket_path = socket_path
+        #: spyglass.sandbox.intercept.Interceptor: tunnels to the brokered hosts go through it
+        self.interceptor = interceptor
+        self._tunnels: dict[int, _Request] = {}
+        if interceptor is not None:
+            interceptor.on_misuse = self._on_misuse
         self.veto = veto
         self.policy = policy
         self.patterns = list(canary_patterns)
@@ -256,6 +264,9 @@ class EgressProxy:
             if req.decision is None:
                 req.decision, req.reason = "deny", "proxy-error"
         finally:
+            if upstream is not None:
+                with contextlib.suppress(Exception):
+                    self._tunnels.pop(int(upstream[1].get_extra_info("sockname")[1]), None)
             for w in (writer, upstream[1] if upstream else None):
                 if w is not None:
                     with contextlib.suppress(Exception):
@@ -277,14 +288,28 @@ class EgressProxy:
             await asyncio.wait_for(writer.drain(), 5)
 
     # ------------------------------------------------------------ decisions
-    def _canary_in(self, data: bytes) -> bool:
-        return bool(self.patterns) and any(p in data for p in self.patterns)
+    def _patterns_for(self, req: _Request) -> list[bytes]:
+        """The canaries to look for in what goes to ``req``'s host: a brokered secret's placeholder is
+        expected (and replaced) on the way to the hosts that secret may reach."""
+        if self.interceptor is None or req.host is None or req.port is None:
+            return self.patterns
+        ok = self.interceptor.broker.allowed_placeholders(normalize_host(req.host), req.port)
+        return [p for p in self.patterns if p not in ok] if ok else self.patterns
+
+    def _canary_in(self, data: bytes, req: _Request) -> bool:
+        return bool(self.patterns) and any(p in data for p in self._patterns_for(req))
+
+    def _on_misuse(self, local_port: int, host: str, port: int, names: list[str]) -> None:
+        """Called from the interceptor's thread: a request in this tunnel carried a placeholder to the wrong host."""
+        req = self._tunnels.get(local_port)
+        if req is not None:
+            req.decision, req.reason, req.detail = "deny", MISUSE, MISUSE
 
     async def _decide_and_connect(
         self, req: _Request, head: bytes
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         assert req.host is not None and req.port is not None
-        if self._canary_in(head):
+        if self._canary_in(head, req):
             req.detail = CANARY
             if self.block_canary:
                 raise _Refused(403, CANARY, CANARY)
@@ -322,6 +347,16 @@ class EgressProxy:
                 raise _Refused(502, "resolve-failed")
             req.rule, req.reason = refusal.rule, refusal.reason
             raise _Refused(403, refusal.reason)
+        if self.interceptor is not None and self.interceptor.wants(host, req.port):
+            self.upstream_attempts.append(usable[0])
+            try:
+                r, w, local_port = await self.interceptor.open_tunnel(host, req.port, usable[0])
+            except (OSError, TimeoutError) as exc:
+                req.decision, req.reason, req.detail = "allow", "upstream-error", f"interceptor: {exc}"[:200]
+                raise _Refused(502, "upstream-error", req.detail) from None
+            self._tunnels[local_port] = req
+            req.decision = "allow"
+            return r, w
         last_err = "no address"
         for addr, port in usable:
             self.upstream_attempts.append((addr, port))
@@ -405,7 +440,7 @@ class EgressProxy:
         up_r: asyncio.StreamReader,
         up_w: asyncio.StreamWriter,
     ) -> None:
-        scanner = CanaryScanner(self.patterns)
+        scanner = CanaryScanner(self._patterns_for(req))
 
         async def outbound() -> None:
             while True:

@@ -25,6 +25,7 @@ DENY_HEADER = "X-Spyglass-Denied"
 PREFETCH_BODY = 1 << 20  # plain-HTTP bodies up to this size are scanned before the upstream is contacted
 CANARY = "canary"
 BLOCKED = "blocked-by-rule"
+MISUSE = "secret-placeholder-misuse"  # a brokered secret's placeholder on its way to a host it may not reach
 
 
 _Refused = wire.Refused

@@ -92,6 +92,12 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             plan.early.append(stub)
         plan.engine = RuleEngine(load_ruleset(policy), policy, home=plan.home, mode=mode)
         sandbox_on = mode in ("contain", "enforce")
+        if policy.broker:
+            from spyglass.sandbox.broker import open_for_run
+
+            plan.broker, plan.env = open_for_run(policy.broker, plan.env, base_dir=policy.base_dir,
+                                                 sandbox_on=sandbox_on)
+            stack.callback(plan.broker.close)
         if sandbox_on:
             from spyglass.sandbox import from_policy
 
@@ -101,7 +107,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             # `action: block` rules veto at the proxy through the engine's read-only check
             sb = from_policy(
                 _hide_key(policy, plan.sign_key), work, plan.workspace, cwd=plan.cwd, store_root=str(store.root),
-                mode=mode, real_home=plan.home, veto=plan.engine.would_block,
+                mode=mode, real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker,
             )
             stack.callback(sb.close)
             plan.sandbox = sb

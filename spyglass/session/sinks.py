@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spyglass.policy import Policy
 from spyglass.session.options import RunOptions
@@ -49,6 +49,8 @@ class Plan:
     sign_key: Path | None = None
     #: the sandbox's work area inside the store (decoy home, /tmp): the agent's to write
     sandbox_work: str | None = None
+    #: spyglass.sandbox.broker.Broker when the policy has secrets.broker (values in memory only)
+    broker: Any = None
 
 
 SinkFactory = Callable[[Plan], Iterable[object]]
@@ -110,7 +112,9 @@ def _terminal(plan: Plan) -> Iterable[object]:
         return []
     from spyglass.tty import TerminalRecorder
 
-    recorder = TerminalRecorder(plan.store.run_dir, patterns=plan.policy.terminal.redact)
+    recorder = TerminalRecorder(
+        plan.store.run_dir, patterns=plan.policy.terminal.redact, literals=plan.broker.values if plan.broker else ()
+    )
     plan.stdio = recorder.stdio
     return [recorder]
 
