@@ -35,32 +35,53 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from spyglass.agents.adapters import AgentAdapter, adapter_named, all_adapters, recognise
 from spyglass.agents.agent_logs import (
     ToolCall,
-    log_from_argv,
     looks_like_agent_log,
     read_agent_log,
     unwrap_shell,
 )
+from spyglass.agents.ask import PolicyAsk
+from spyglass.agents.hooks import HookServer
+from spyglass.agents.mcp import label as mcp_label
+from spyglass.agents.mcp import match_server
+from spyglass.agents.view import (
+    AGENT,
+    INTERNAL,
+    MCP,
+    OTHER,
+    PENDING,
+    TOOL,
+    AgentView,
+    ToolCallLink,
+    hook_calls,
+    mark_hooks,
+)
 from spyglass.events.schema import Event
 from spyglass.pipeline import RunContext, Sink
 
-AGENT, INTERNAL, TOOL, OTHER, PENDING = "agent", "internal", "tool", "other", "pending"
-
-#: Markers of scripts that agents run for themselves through a shell.
-_INTERNAL_SCRIPT_MARKERS = (
-    "# Snapshot file",  # codex: snapshot of the user's shell environment
-    "__codex_snapshot",
-    "/shell_snapshots/",  # codex: checking a snapshot it wrote
-)
-#: Markers of agent wrapper scripts that set the environment up and then exec
-#: the model's command in the same process (codex restores its shell snapshot).
-_WRAPPER_SCRIPT_MARKERS = ("__CODEX_SNAPSHOT_OVERRIDE",)
+__all__ = [
+    "AGENT",
+    "INTERNAL",
+    "OTHER",
+    "PENDING",
+    "TOOL",
+    "AgentAwareness",
+    "AgentView",
+    "Linker",
+    "ToolCallLink",
+    "agent_signature",
+    "command_text",
+    "find_agent_log",
+    "hook_calls",
+    "link_tool_calls",
+    "mark_hooks",
+]
 
 
 def _base(s: str | None) -> str:
@@ -68,32 +89,16 @@ def _base(s: str | None) -> str:
 
 
 def agent_signature(exe: str | None, argv: Sequence[str] | None) -> str | None:
-    """``"codex"``/``"mini"`` if this exec is the agent itself, else None."""
-    args = list(argv or [])
-    a0 = _base(args[0]) if args else ""
-    exe_b = _base(exe)
-    if any(a.startswith("--codex-run-as-") for a in args[1:3]):
-        return "codex"
-    if exe_b == "codex" or a0 in ("codex", "codex.js"):
-        return "codex"
-    node = a0 in ("node", "nodejs") or exe_b in ("node", "nodejs")
-    if node and len(args) > 1 and _base(args[1]) in ("codex", "codex.js"):
-        return "codex"
-    if a0 in ("mini", "mini-extra", "mini-swe-agent") or exe_b in ("mini", "mini-extra"):
-        return "mini"
-    if a0.startswith("python") or exe_b.startswith("python"):
-        if len(args) > 1 and _base(args[1]) in ("mini", "mini-extra", "mini-swe-agent"):
-            return "mini"
-        if "-m" in args[1:3]:
-            i = args.index("-m")
-            if i + 1 < len(args) and args[i + 1].startswith("minisweagent"):
-                return "mini"
-    return None
+    """The adapter name (``"codex"``, ``"claude"``, ``"mini"``) if this exec is the agent itself, else None."""
+    adapter = recognise(exe, argv)
+    return adapter.name if adapter is not None else None
 
 
-def _is_setup_reexec(argv: Sequence[str] | None) -> bool:
-    """codex re-executes itself to set a command up, then execs the command."""
-    return any(a.startswith("--codex-run-as-") for a in (argv or [])[1:3])
+def _adapter(name: str | None) -> AgentAdapter:
+    try:
+        return adapter_named(name or "generic")
+    except KeyError:
+        return adapter_named("generic")
 
 
 def command_text(argv: Sequence[str] | None, exe: str | None = None) -> str:
@@ -112,43 +117,6 @@ def _norm(s: str) -> str:
 
 
 @dataclass(slots=True)
-class ToolCallLink:
-    """A tool call and the process subtree it caused."""
-
-    n: int
-    command: str
-    source: str  # "log" (matched to the agent's log) or "process tree" (recognised without one)
-    call: ToolCall | None = None
-    root_pid: int | None = None
-    pids: list[int] = field(default_factory=list)
-    first_seq: int | None = None
-    last_seq: int | None = None
-    events: int = 0
-    exit_code: int | None = None
-    signal: str | None = None
-
-    @property
-    def label(self) -> str:
-        return f"tool call {self.n}: {self.command}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "command": self.command,
-            "label": self.label,
-            "source": self.source,
-            "call_id": self.call.call_id if self.call else None,
-            "root_pid": self.root_pid,
-            "pids": self.pids,
-            "first_seq": self.first_seq,
-            "last_seq": self.last_seq,
-            "events": self.events,
-            "exit_code": self.exit_code,
-            "signal": self.signal,
-        }
-
-
-@dataclass(slots=True)
 class _Proc:
     pid: int
     role: str
@@ -156,42 +124,7 @@ class _Proc:
     link: ToolCallLink | None = None
     argv: list[str] | None = None
     exe: str | None = None
-
-
-@dataclass
-class AgentView:
-    """The outcome: roles of processes and the tool calls with their subtrees."""
-
-    agent: str | None
-    roles: dict[int, str]
-    links: list[ToolCallLink]
-    unlinked: list[ToolCall]  # calls in the log with no process found for them
-    internal: dict[int, str]  # root pid of an internal command -> the command
-    log_source: str | None = None
-
-    def tool_call_of(self, pid: int) -> ToolCallLink | None:
-        for link in self.links:
-            if pid in link.pids:
-                return link
-        return None
-
-    def labels(self) -> dict[int, str]:
-        """pid -> "tool call N: CMD" for every process in a tool call's subtree."""
-        return {pid: link.label for link in self.links for pid in link.pids}
-
-    def pids_with_role(self, role: str) -> list[int]:
-        return [p for p, r in self.roles.items() if r == role]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "log": self.log_source,
-            "tool_calls": [link.to_json() for link in self.links],
-            "unlinked_calls": [{"n": c.n, "command": c.command, "call_id": c.call_id} for c in self.unlinked],
-            "agent_pids": sorted(self.pids_with_role(AGENT)),
-            "internal_pids": sorted(self.pids_with_role(INTERNAL)),
-            "internal_commands": [{"pid": p, "command": c} for p, c in self.internal.items()],
-        }
+    mcp: str | None = None  # the MCP server this process is (or is under)
 
 
 class Linker:
@@ -211,8 +144,12 @@ class Linker:
         *,
         log_complete: bool = False,
         refresh: Callable[[], Sequence[ToolCall] | None] | None = None,
+        mcp_servers: Callable[[str, Sequence[str]], Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         self.calls: list[ToolCall] = list(calls)
+        self.mcp_servers = mcp_servers
+        self._mcp: Mapping[str, Sequence[str]] = {}
+        self.mcp_pids: dict[str, list[int]] = {}  # MCP server name -> its processes
         self.log_complete = log_complete and bool(calls)
         self.refresh = refresh
         self.procs: dict[int, _Proc] = {}
@@ -229,7 +166,10 @@ class Linker:
         p.role = role
         p.link = link
         self.roles[p.pid] = AGENT if role == PENDING else role
-        if link is not None:
+        if role == MCP and p.mcp:
+            self.labels[p.pid] = mcp_label(p.mcp)
+            self.mcp_pids.setdefault(p.mcp, []).append(p.pid)
+        elif link is not None:
             if p.pid not in link.pids:
                 link.pids.append(p.pid)
             self.labels[p.pid] = link.label
@@ -248,9 +188,15 @@ class Linker:
 
     def _classify(self, p: _Proc, ev: Event) -> None:
         argv = list(ev.argv or [])
-        text = command_text(argv, ev.exe)
-        if any(m in text for m in _WRAPPER_SCRIPT_MARKERS):
+        adapter = _adapter(p.agent or self.agent)
+        text = adapter.model_command(command_text(argv, ev.exe))
+        if any(m in text for a in all_adapters() for m in a.wrapper_markers):
             self._set(p, PENDING)  # the command follows in this process
+            return
+        server = match_server(self._mcp, argv, text) if self._mcp else None
+        if server is not None:
+            p.mcp = server
+            self._set(p, MCP)
             return
         if self.refresh is not None:
             newer = self.refresh()
@@ -266,7 +212,9 @@ class Linker:
             self._set(p, TOOL, link)
             return
         is_shell = unwrap_shell(argv) is not None
-        internal = any(m in text for m in _INTERNAL_SCRIPT_MARKERS)
+        internal = text in adapter.internal_commands or any(
+            m in text for a in all_adapters() for m in a.internal_markers
+        )
         if is_shell and not internal and not self.log_complete:
             used = set(self.links)
             n = max([*used, *(c.n for c in self.calls), self._next_heuristic]) + 1
@@ -288,12 +236,12 @@ class Linker:
                 p = _Proc(pid, OTHER)
             elif parent.role in (AGENT, PENDING):
                 p = _Proc(pid, PENDING, parent.agent, argv=parent.argv, exe=parent.exe)
+            elif parent.role == MCP:
+                p = _Proc(pid, MCP, parent.agent, mcp=parent.mcp)
             else:
                 p = _Proc(pid, parent.role, parent.agent, argv=parent.argv, exe=parent.exe)
             self.procs[pid] = p
-            self._set(
-                p, p.role, parent.link if parent is not None and parent.role in (TOOL, INTERNAL) else None
-            )
+            self._set(p, p.role, parent.link if parent is not None and parent.role in (TOOL, INTERNAL) else None)
         elif t == "process.exec" and ev.ok:
             known = self.procs.get(pid)
             if known is None:
@@ -306,10 +254,12 @@ class Linker:
             if p.role == OTHER:
                 if kind is not None:
                     p.agent = kind
+                    if self.agent is None and self.mcp_servers is not None:
+                        self._mcp = self.mcp_servers(kind, p.argv or [])
                     self.agent = self.agent or kind
                     self._set(p, AGENT)
             elif p.role in (AGENT, PENDING):
-                if _is_setup_reexec(ev.argv):
+                if _adapter(p.agent).is_setup_reexec(ev.argv):
                     self._set(p, PENDING)
                 elif kind is not None and kind == (p.agent or kind):
                     p.agent = kind
@@ -343,6 +293,7 @@ class Linker:
             unlinked=[c for c in self.calls if id(c) not in linked],
             internal=dict(self.internal),
             log_source=log_source,
+            mcp={name: list(pids) for name, pids in self.mcp_pids.items()},
         )
 
 
@@ -362,13 +313,9 @@ def find_agent_log(events: Iterable[Event]) -> str | None:
     named: str | None = None
     found: str | None = None
     for ev in events:
-        if (
-            ev.type == "process.exec"
-            and ev.ok
-            and named is None
-            and agent_signature(ev.exe, ev.argv) == "mini"
-        ):
-            named = log_from_argv(ev.argv, ev.cwd)
+        if ev.type == "process.exec" and ev.ok and named is None:
+            adapter = recognise(ev.exe, ev.argv)
+            named = adapter.log_from_argv(ev.argv, ev.cwd) if adapter is not None else None
         elif (
             ev.type in ("file.create", "file.write")
             and ev.ok
@@ -395,17 +342,40 @@ class AgentAwareness(Sink):
 
     name = "agent-awareness"
 
-    def __init__(self, agent_log: str | Path | None = None, *, auto_detect: bool = True) -> None:
+    def __init__(
+        self,
+        agent_log: str | Path | None = None,
+        *,
+        auto_detect: bool = True,
+        hooks: HookServer | None = None,
+        asker: PolicyAsk | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> None:
         self.agent_log = str(agent_log) if agent_log else None
+        self.env, self.cwd = dict(env or {}), cwd
+        self.hooks = hooks
+        self.asker = asker
         self.auto_detect = auto_detect
         self._log_stat: tuple[float, int] | None = None
         self._calls: list[ToolCall] | None = None
-        self.linker = Linker(refresh=self._refresh)
+        self.linker = Linker(refresh=self._refresh, mcp_servers=self._mcp_servers)
         self._proc_events: list[Event] = []
         self.ctx: RunContext | None = None
         self.final: AgentView | None = None
 
+    def _mcp_servers(self, agent: str, argv: Sequence[str]) -> Mapping[str, Sequence[str]]:
+        cwd = self.cwd or (self.ctx.root_cwd if self.ctx is not None else "") or os.getcwd()
+        try:
+            return _adapter(agent).mcp_servers(cwd, self.env or dict(os.environ), argv)
+        except Exception:  # a configuration we cannot read names no server
+            return {}
+
     def _refresh(self) -> list[ToolCall] | None:
+        if self.hooks is not None:
+            from_hooks = hook_calls(self.hooks.snapshot())
+            if from_hooks:  # reported before each tool ran: always current
+                return from_hooks
         path = self.agent_log
         if not path:
             return None
@@ -428,18 +398,20 @@ class AgentAwareness(Sink):
 
     def event(self, ev: Event) -> None:
         t = ev.type
+        if self.asker is not None and self.ctx is not None and self.ctx.pipeline is not None:
+            for iv in self.asker.take_pending():  # decided in the hook server's thread: recorded here
+                self.ctx.pipeline.feed(iv.to_event())
         if t.startswith("process."):
             self._proc_events.append(ev)
-            if (
-                t == "process.exec"
-                and self.auto_detect
-                and self.agent_log is None
-                and ev.ok
-                and agent_signature(ev.exe, ev.argv) == "mini"
-            ):
+            adapter = (
+                recognise(ev.exe, ev.argv)
+                if t == "process.exec" and self.auto_detect and self.agent_log is None and ev.ok
+                else None
+            )
+            if adapter is not None:
                 info = self.ctx.procs.get(ev.pid) if self.ctx is not None else None
                 cwd = ev.cwd or (info.cwd if info is not None else None)
-                self.agent_log = log_from_argv(ev.argv, cwd)
+                self.agent_log = adapter.log_from_argv(ev.argv, cwd)
         elif (
             self.auto_detect
             and self.agent_log is None
@@ -459,14 +431,24 @@ class AgentAwareness(Sink):
                 calls = read_agent_log(self.agent_log).tool_calls
             except Exception:
                 calls = []
+        if self.hooks is not None:  # calls the hooks saw that the log lacks (a sub-agent's own transcript)
+            known = {c.call_id for c in calls if c.call_id}
+            extra = [c for c in hook_calls(self.hooks.snapshot()) if c.call_id not in known]
+            for i, c in enumerate(extra, start=len(calls) + 1):
+                c.n = i
+            calls = [*calls, *extra]
         if calls:
-            linker = Linker(calls, log_complete=True)
+            linker = Linker(calls, log_complete=True, mcp_servers=self._mcp_servers)
             for ev in self._proc_events:
                 linker.feed(ev)
             linker.pid_stats = self.linker.pid_stats
             view = linker.view(self.agent_log)
         else:
             view = self.linker.view(self.agent_log)
+        if self.hooks is not None:
+            mark_hooks(view, self.hooks.snapshot())
+        if self.asker is not None:
+            view.interventions = [iv.to_json() for iv in self.asker.interventions]
         self.final = view
         ctx.tool_calls.clear()
         ctx.tool_calls.update(view.labels())

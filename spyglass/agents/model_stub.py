@@ -1,8 +1,12 @@
-"""A scripted OpenAI-compatible model server on loopback.
+"""A scripted model server on loopback, speaking the OpenAI and Anthropic APIs.
 
 It answers ``POST /v1/chat/completions`` (plain and streamed),
-``POST /v1/responses`` (plain and server-sent events) and ``GET /v1/models``
-from a :class:`~spyglass.agents.script.Script` instead of a model.  The step
+``POST /v1/responses`` (plain and server-sent events), the Anthropic
+``POST /v1/messages`` (plain and server-sent events, ``?beta=true`` too) and
+``POST /v1/messages/count_tokens``, and ``GET /v1/models``
+from a :class:`~spyglass.agents.script.Script` instead of a model.  The wire
+formats are :mod:`spyglass.agents.wire_openai` and
+:mod:`spyglass.agents.wire_anthropic`.  The step
 to answer is the number of assistant turns already in the request, so the
 server keeps no conversation state and a retried request gets the same
 answer.  Every request is kept (``server.requests``) and, if asked, appended
@@ -13,6 +17,7 @@ Paths are accepted with and without the ``/v1`` prefix, so a base URL of
 
     with start_stub(load_script("task.json")) as stub:
         env["OPENAI_BASE_URL"] = stub.url      # http://127.0.0.1:PORT/v1
+        env["ANTHROPIC_BASE_URL"] = stub.base_url  # http://127.0.0.1:PORT
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
 
+from spyglass.agents import wire_anthropic
 from spyglass.agents.script import (
     Script,
     ScriptError,
@@ -34,6 +40,16 @@ from spyglass.agents.script import (
     render_step,
     responses_turns_done,
 )
+from spyglass.agents.wire_openai import (
+    chat_chunks,
+    chat_completion,
+    error_body,
+    response_events,
+    response_object,
+    sse,
+)
+
+__all__ = ["StubRequest", "StubServer", "start_stub"]
 
 
 @dataclass(slots=True)
@@ -45,7 +61,7 @@ class StubRequest:
     path: str
     status: int
     step: int | None = None  # 0-based step answered, None if none
-    api: str | None = None  # "chat" | "responses" | "models"
+    api: str | None = None  # "chat" | "responses" | "messages" | "count_tokens" | "models"
     stream: bool = False
     body: Any = None
     error: str | None = None
@@ -62,208 +78,6 @@ class StubRequest:
             "error": self.error,
             "body": self.body,
         }
-
-
-# --------------------------------------------------------------------------- wire formats
-
-
-def _usage_chat() -> dict[str, int]:
-    return {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-
-
-def chat_completion(turn: Turn, model: str, created: int) -> dict[str, Any]:
-    """A non-streamed ``chat.completion`` object for ``turn``."""
-    msg: dict[str, Any] = {"role": "assistant", "content": turn.text}
-    if turn.calls:
-        msg["tool_calls"] = [
-            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in turn.calls
-        ]
-    return {
-        "id": f"chatcmpl-stub-{turn.index + 1}",
-        "object": "chat.completion",
-        "created": created,
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": msg,
-                "finish_reason": "tool_calls" if turn.calls else "stop",
-                "logprobs": None,
-            }
-        ],
-        "usage": _usage_chat(),
-    }
-
-
-def chat_chunks(turn: Turn, model: str, created: int, include_usage: bool) -> list[dict[str, Any]]:
-    """The ``chat.completion.chunk`` objects of a streamed answer (``[DONE]`` not included)."""
-    base = {
-        "id": f"chatcmpl-stub-{turn.index + 1}",
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-    }
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
-
-    out = [chunk({"role": "assistant", "content": ""})]
-    if turn.text:
-        out.append(chunk({"content": turn.text}))
-    for i, c in enumerate(turn.calls):
-        out.append(
-            chunk(
-                {
-                    "tool_calls": [
-                        {
-                            "index": i,
-                            "id": c.call_id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments},
-                        }
-                    ]
-                }
-            )
-        )
-    out.append(chunk({}, "tool_calls" if turn.calls else "stop"))
-    if include_usage:
-        out.append({**base, "choices": [], "usage": _usage_chat()})
-    return out
-
-
-def _usage_responses() -> dict[str, Any]:
-    return {
-        "input_tokens": 1,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": 1,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 2,
-    }
-
-
-def response_items(turn: Turn) -> list[dict[str, Any]]:
-    """The output items of ``turn``: a ``message`` (if it says something), then ``function_call`` items."""
-    n = turn.index + 1
-    items: list[dict[str, Any]] = []
-    if turn.text is not None:
-        items.append(
-            {
-                "type": "message",
-                "id": f"msg_stub_{n}",
-                "status": "completed",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": turn.text, "annotations": []}],
-            }
-        )
-    for i, c in enumerate(turn.calls):
-        items.append(
-            {
-                "type": "function_call",
-                "id": f"fc_stub_{n}_{i + 1}",
-                "call_id": c.call_id,
-                "name": c.name,
-                "arguments": c.arguments,
-                "status": "completed",
-            }
-        )
-    return items
-
-
-def response_object(turn: Turn, model: str, created: int, status: str = "completed") -> dict[str, Any]:
-    done = status == "completed"
-    return {
-        "id": f"resp_stub_{turn.index + 1}",
-        "object": "response",
-        "created_at": created,
-        "status": status,
-        "model": model,
-        "output": response_items(turn) if done else [],
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-        "usage": _usage_responses() if done else None,
-        "error": None,
-        "incomplete_details": None,
-    }
-
-
-def response_events(turn: Turn, model: str, created: int) -> list[dict[str, Any]]:
-    """The server-sent events of a streamed ``/v1/responses`` answer, in order."""
-    events: list[dict[str, Any]] = []
-
-    def emit(typ: str, **fields: Any) -> None:
-        events.append({"type": typ, "sequence_number": len(events), **fields})
-
-    emit("response.created", response=response_object(turn, model, created, "in_progress"))
-    emit("response.in_progress", response=response_object(turn, model, created, "in_progress"))
-    for idx, item in enumerate(response_items(turn)):
-        if item["type"] == "message":
-            text = item["content"][0]["text"]
-            emit(
-                "response.output_item.added",
-                output_index=idx,
-                item={**item, "status": "in_progress", "content": []},
-            )
-            part = {"type": "output_text", "text": "", "annotations": []}
-            emit(
-                "response.content_part.added",
-                item_id=item["id"],
-                output_index=idx,
-                content_index=0,
-                part=part,
-            )
-            emit(
-                "response.output_text.delta",
-                item_id=item["id"],
-                output_index=idx,
-                content_index=0,
-                delta=text,
-            )
-            emit(
-                "response.output_text.done", item_id=item["id"], output_index=idx, content_index=0, text=text
-            )
-            emit(
-                "response.content_part.done",
-                item_id=item["id"],
-                output_index=idx,
-                content_index=0,
-                part={**part, "text": text},
-            )
-        else:
-            emit(
-                "response.output_item.added",
-                output_index=idx,
-                item={**item, "status": "in_progress", "arguments": ""},
-            )
-            emit(
-                "response.function_call_arguments.delta",
-                item_id=item["id"],
-                output_index=idx,
-                delta=item["arguments"],
-            )
-            emit(
-                "response.function_call_arguments.done",
-                item_id=item["id"],
-                output_index=idx,
-                arguments=item["arguments"],
-            )
-        emit("response.output_item.done", output_index=idx, item=item)
-    emit("response.completed", response=response_object(turn, model, created))
-    return events
-
-
-def sse(events: list[dict[str, Any]], *, named: bool) -> bytes:
-    """Server-sent-events body: ``event:`` lines when ``named`` (responses API)."""
-    parts = []
-    for ev in events:
-        head = f"event: {ev['type']}\n" if named else ""
-        parts.append(f"{head}data: {json.dumps(ev, separators=(',', ':'))}\n\n")
-    return "".join(parts).encode()
-
-
-def error_body(message: str, code: str, typ: str = "invalid_request_error") -> dict[str, Any]:
-    return {"error": {"message": message, "type": typ, "code": code, "param": None}}
 
 
 # --------------------------------------------------------------------------- server
@@ -321,6 +135,8 @@ class StubServer:
         """(status, turn, error) for a chat/responses request body."""
         if api == "chat":
             done = chat_turns_done(body.get("messages"))
+        elif api == "messages":
+            done = wire_anthropic.messages_turns_done(body.get("messages"))
         else:
             done = responses_turns_done(body.get("input"))
         if done >= len(self.script):
@@ -399,9 +215,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, data)
         elif route.startswith("/models/"):
             self.stub.record(StubRequest(time.time(), "GET", self.path, 200, api="models"))
-            self._json(
-                200, {"id": route[len("/models/") :], "object": "model", "created": 0, "owned_by": "spyglass"}
-            )
+            self._json(200, {"id": route[len("/models/") :], "object": "model", "created": 0, "owned_by": "spyglass"})
         else:
             self.stub.record(StubRequest(time.time(), "GET", self.path, 404, error="unknown path"))
             self._json(404, error_body(f"spyglass model-stub: no such path {self.path}", "not_found"))
@@ -411,7 +225,12 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         now = time.time()
-        api = {"/chat/completions": "chat", "/responses": "responses"}.get(route)
+        api = {
+            "/chat/completions": "chat",
+            "/responses": "responses",
+            "/messages": "messages",
+            "/messages/count_tokens": "count_tokens",
+        }.get(route)
         try:
             body = json.loads(raw or b"{}")
         except (ValueError, UnicodeDecodeError):
@@ -419,14 +238,16 @@ class _Handler(BaseHTTPRequestHandler):
         if api is None or not isinstance(body, dict):
             status, why = (404, "unknown path") if api is None else (400, "the body is not a JSON object")
             self.stub.record(
-                StubRequest(
-                    now, "POST", self.path, status, api=api, body=raw.decode(errors="replace"), error=why
-                )
+                StubRequest(now, "POST", self.path, status, api=api, body=raw.decode(errors="replace"), error=why)
             )
             self._json(
                 status,
                 error_body(f"spyglass model-stub: {why}", "not_found" if status == 404 else "bad_json"),
             )
+            return
+        if api == "count_tokens":
+            self.stub.record(StubRequest(now, "POST", self.path, 200, api=api, body=body))
+            self._json(200, wire_anthropic.count_tokens(body))
             return
         stream = bool(body.get("stream"))
         status, turn, error = self.stub.answer(api, body)
@@ -444,11 +265,19 @@ class _Handler(BaseHTTPRequestHandler):
             )
         )
         if turn is None:
-            self._json(status, error_body(error or "no answer", "script_exhausted"))
+            if api == "messages":
+                self._json(status, wire_anthropic.error_body(error or "no answer"))
+            else:
+                self._json(status, error_body(error or "no answer", "script_exhausted"))
             return
         model = str(body.get("model") or self.stub.script.model)
         created = int(now)
-        if api == "chat":
+        if api == "messages":
+            if stream:
+                self._send(200, sse(wire_anthropic.message_events(turn, model), named=True), "text/event-stream")
+            else:
+                self._json(200, wire_anthropic.message_object(turn, model))
+        elif api == "chat":
             if stream:
                 opts = body.get("stream_options") or {}
                 chunks = chat_chunks(turn, model, created, bool(opts.get("include_usage")))

@@ -40,8 +40,10 @@ def _cmdline(argv: list[str] | None, exe: str | None) -> str:
 
 
 def _internal_name(command: str) -> str:
-    if _SNAPSHOT_MARK in command:
+    if _SNAPSHOT_MARK in command or "SNAPSHOT_FILE=" in command:
         return "shell environment snapshot"
+    if "spyglass-hook.py" in command:
+        return "spyglass hook"
     if "/shell_snapshots/" in command:
         return "shell snapshot check"
     return _short(command, 40)
@@ -80,10 +82,18 @@ def agent_summary_lines(
     agent_pids = [int(p) for p in agent.get("agent_pids") or []]
     internal = list(agent.get("internal_commands") or [])
     in_calls = {int(p) for c in calls for p in c.get("pids") or []}
+    servers = [m for m in agent.get("mcp_servers") or [] if isinstance(m, dict)]
+    in_calls |= {int(p) for m in servers for p in m.get("pids") or []}
     internal_procs = {p for h in internal for p in _subtree(procs, int(h["pid"]))}
 
-    kind = agent.get("agent") or "agent"
-    add(("bold", f"Agent: {kind}"))
+    kind = str(agent.get("agent") or "agent")
+    try:
+        from spyglass.agents.adapters import adapter_named
+
+        title = adapter_named(kind).title
+    except KeyError:
+        title = kind
+    add(("bold", f"Agent: {title}"))
     for pid in agent_pids[:max_items]:
         p = procs.get(pid)
         if p is not None:
@@ -94,6 +104,12 @@ def agent_summary_lines(
         add(("dim", f"  agent's own commands: {listed}  ({len(internal_procs)} processes, collapsed)"))
     if agent.get("log"):
         add(("dim", f"  agent log: {agent['log']}"))
+
+    for m in servers:
+        pids = [int(p) for p in m.get("pids") or []]
+        root = procs.get(pids[0]) if pids else None
+        cmd = _short(_cmdline(root.argv, root.exe), limit) if root is not None else ""
+        add(("", f"  MCP server {m.get('name')}: pid {pids[0] if pids else '?'}, {len(pids)} processes  {cmd}"))
 
     add(("", ""))
     add(("bold", f"Tool calls ({len(calls)})"))
@@ -112,7 +128,9 @@ def agent_summary_lines(
         detail += f", {len(pids)} process{'es' if len(pids) != 1 else ''}"
         if programs:
             detail += f": {', '.join(programs[:8])}{' …' if len(programs) > 8 else ''}"
-        add(("dim", detail))
+        if c.get("hook") is False:
+            detail += "; no hook report"
+        add(("yellow" if c.get("hook") is False else "dim", detail))
     if len(calls) > max_items * 2:
         add(("dim", f"  … {len(calls) - max_items * 2} more (spyglass agents tool-calls RUN)"))
     unlinked = agent.get("unlinked_calls") or []
@@ -121,6 +139,21 @@ def agent_summary_lines(
         for u in unlinked[:max_items]:
             add(("yellow", f"  {u.get('n'):>3}  {_middle(str(u.get('command')), limit)}"))
 
+    unmatched = agent.get("hooks_unmatched") or []
+    if unmatched:
+        add(("yellow", f"  {len(unmatched)} hook report(s) with no call in the agent log:"))
+        for r in unmatched[:max_items]:
+            what = (r.get("tool_input") or {}).get("command") or r.get("tool_name")
+            add(("yellow", f"       {r.get('tool_use_id')}  {_middle(str(what), limit)}"))
+    interventions = agent.get("interventions") or []
+    if interventions:
+        add(("", ""))
+        add(("bold", f"Interventions ({len(interventions)})"))
+        for iv in interventions[:max_items]:
+            style = "red" if iv.get("decision") == "deny" else "yellow"
+            add((style, f"  {iv.get('decision')} by {iv.get('by')}: {_middle(str(iv.get('what')), limit)}"))
+            add(("dim", f"       {iv.get('finding')}"))
+
     others = [
         p
         for pid, p in procs.procs.items()
@@ -128,7 +161,7 @@ def agent_summary_lines(
     ]
     if others:
         add(("", ""))
-        add(("bold", f"Other processes ({len(others)})"))
+        add(("bold", f"Processes no tool call explains ({len(others)})"))
         for p in others[:max_items]:
             add(("", f"  {p.pid} {_short(_cmdline(p.argv, p.exe), limit)}"))
         if len(others) > max_items:

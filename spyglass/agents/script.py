@@ -99,8 +99,7 @@ class Script:
                 d["run"] = s.run[0] if len(s.run) == 1 else list(s.run)
             if s.tool_calls:
                 d["tool_calls"] = [
-                    {"name": t.name, "arguments": t.arguments, **({"id": t.id} if t.id else {})}
-                    for t in s.tool_calls
+                    {"name": t.name, "arguments": t.arguments, **({"id": t.id} if t.id else {})} for t in s.tool_calls
                 ]
             steps.append(d)
         out: dict[str, Any] = {"model": self.model}
@@ -213,8 +212,9 @@ def substitute(value: Any, variables: Mapping[str, str]) -> Any:
 def declared_tools(tools: Any) -> list[tuple[str, dict[str, Any]]]:
     """(name, JSON-schema parameters) of the function tools a request declares.
 
-    Accepts the chat-completions shape (``{"type": "function", "function": {...}}``)
-    and the responses shape (``{"type": "function", "name": ..., "parameters": ...}``).
+    Accepts the chat-completions shape (``{"type": "function", "function": {...}}``),
+    the responses shape (``{"type": "function", "name": ..., "parameters": ...}``)
+    and the Anthropic shape (``{"name": ..., "input_schema": ...}``).
     """
     out: list[tuple[str, dict[str, Any]]] = []
     if not isinstance(tools, list):
@@ -226,7 +226,7 @@ def declared_tools(tools: Any) -> list[tuple[str, dict[str, Any]]]:
         fn: dict[str, Any] = inner if isinstance(inner, dict) else t
         name = fn.get("name")
         if isinstance(name, str):
-            params = fn.get("parameters")
+            params = fn.get("parameters", fn.get("input_schema"))  # OpenAI / Anthropic
             out.append((name, params if isinstance(params, dict) else {}))
     return out
 
@@ -236,13 +236,12 @@ _SHELL_TOOLS: tuple[tuple[str, str], ...] = (
     ("exec_command", "cmd"),  # codex (unified exec)
     ("shell_command", "command"),  # codex (shell_command tool)
     ("bash", "command"),  # mini-swe-agent, many others
+    ("Bash", "command"),  # Claude Code
     ("shell", "argv"),  # older codex: {"command": ["bash", "-lc", cmd]}
 )
 
 
-def shell_call_arguments(
-    tools: Sequence[tuple[str, dict[str, Any]]], command: str
-) -> tuple[str, dict[str, Any]]:
+def shell_call_arguments(tools: Sequence[tuple[str, dict[str, Any]]], command: str) -> tuple[str, dict[str, Any]]:
     """The tool name and arguments that run ``command`` with the request's shell tool."""
     names = {n: p for n, p in tools}
     for name, how in _SHELL_TOOLS:
@@ -253,12 +252,8 @@ def shell_call_arguments(
     for name, params in tools:  # any tool with exactly one required string parameter
         req = params.get("required") or []
         props = params.get("properties") or {}
-        one_string = (
-            len(req) == 1 and isinstance(props.get(req[0]), dict) and props[req[0]].get("type") == "string"
-        )
-        if one_string and any(
-            w in name.lower() for w in ("shell", "exec", "bash", "command", "run", "terminal")
-        ):
+        one_string = len(req) == 1 and isinstance(props.get(req[0]), dict) and props[req[0]].get("type") == "string"
+        if one_string and any(w in name.lower() for w in ("shell", "exec", "bash", "command", "run", "terminal")):
             return name, {req[0]: command}
     declared = ", ".join(n for n, _ in tools) or "none"
     raise ScriptError(f"the step runs a command but the request declares no shell tool (tools: {declared})")
@@ -311,9 +306,7 @@ def responses_turns_done(items: Any) -> int:
         if not isinstance(it, dict):
             continue
         typ = it.get("type")
-        assistant = typ in _ASSISTANT_ITEM_TYPES or (
-            typ in (None, "message") and it.get("role") == "assistant"
-        )
+        assistant = typ in _ASSISTANT_ITEM_TYPES or (typ in (None, "message") and it.get("role") == "assistant")
         if assistant and not in_turn:
             turns += 1
         in_turn = assistant

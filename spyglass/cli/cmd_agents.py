@@ -8,13 +8,15 @@ import click
 
 from spyglass.cli.common import format_option, store_option
 
-_STUB_HELP = """Serve SCRIPT (a model script, JSON) as an OpenAI-compatible model on loopback.
+_STUB_HELP = """Serve SCRIPT (a model script, JSON) as a model on loopback (OpenAI and Anthropic APIs).
 
 \b
-Serves POST /v1/chat/completions, POST /v1/responses (plain and streamed)
+Serves POST /v1/chat/completions, POST /v1/responses, the Anthropic
+POST /v1/messages (plain and streamed) and /v1/messages/count_tokens,
 and GET /v1/models.  Each answer is the step whose number is the count of
 assistant turns already in the request, so retries get the same answer.
-Point an agent at the printed URL (OPENAI_BASE_URL), or let
+Point an agent at the printed URL (OPENAI_BASE_URL; ANTHROPIC_BASE_URL
+without /v1), or let
 `spyglass run --model-script SCRIPT -- AGENT ...` do it for one run.
 Script format: docs/agents.md.
 
@@ -95,7 +97,8 @@ def agents_group() -> None:
 @click.option(
     "--agent-log",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="The agent's log (codex --json output or session rollout, mini-swe-agent trajectory); "
+    help="The agent's log (codex --json output or session rollout, Claude Code session transcript, "
+    "mini-swe-agent trajectory); "
     "default: the session log the agent was seen writing.",
 )
 @format_option("json")
@@ -161,14 +164,14 @@ def script_from_log_cmd(log: Path, output: Path | None, model: str) -> None:
 
 
 @agents_group.command("env")
-@click.argument("agent", type=click.Choice(["codex", "mini"]))
+@click.argument("agent", type=click.Choice(["codex", "claude", "mini", "generic"]))
 @click.option("--stub-url", required=True, help="The stub's URL (printed by `spyglass model-stub`).")
 @click.option(
     "--dir",
     "directory",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
-    help="Directory for the generated agent configuration (CODEX_HOME ...).",
+    help="Directory for the generated agent configuration (CODEX_HOME, CLAUDE_CONFIG_DIR ...).",
 )
 def env_cmd(agent: str, stub_url: str, directory: Path) -> None:
     """Print `export` lines that point AGENT at a running stub (for running it by hand)."""

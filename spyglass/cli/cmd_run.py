@@ -78,14 +78,13 @@ Examples:
 )
 @click.option(
     "--mode",
-    type=click.Choice(["observe", "contain", "enforce"]),
+    type=click.Choice(["observe", "contain", "enforce", "ask"]),
     default=None,
     help="Override the policy's mode: observe (record and alert), contain (sandbox), "
-    "enforce (sandbox, and kill rules stop the agent).",
+    "enforce (sandbox, and kill rules stop the agent), ask (observe, and the agent's hooks ask "
+    "before a risky tool call, as --ask).",
 )
-@click.option(
-    "--sandbox", is_flag=True, help="Confine the agent (bubblewrap, decoy home, egress proxy): mode contain."
-)
+@click.option("--sandbox", is_flag=True, help="Confine the agent (bubblewrap, decoy home, egress proxy): mode contain.")
 @click.option(
     "--fail-on",
     type=click.Choice(["info", "low", "medium", "high", "critical"]),
@@ -98,28 +97,43 @@ Examples:
     default=None,
     help="Sign the run's checkpoint with this Ed25519 private key (policy: evidence.sign_key).",
 )
-@click.option(
-    "--no-workspace-evidence", is_flag=True, help="Do not fingerprint the workspace before and after."
-)
+@click.option("--no-workspace-evidence", is_flag=True, help="Do not fingerprint the workspace before and after.")
 @click.option(
     "--model-script",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Serve this model script on loopback for the run and point the agent at it (docs/agents.md).",
 )
+@click.option("--model-var", "model_vars", multiple=True, metavar="NAME=VALUE", help="${NAME} in the model script.")
 @click.option(
-    "--model-var", "model_vars", multiple=True, metavar="NAME=VALUE", help="${NAME} in the model script."
+    "--model-port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    help="Port of the --model-script stub on 127.0.0.1 (default: any free port).",
+)
+@click.option(
+    "--ask",
+    is_flag=True,
+    help="Ask before a tool call runs: the agent's hooks (Claude Code) hand each call to the policy; "
+    "one that touches a secret, a host not allowed or a persistence file is put to you on the "
+    "terminal (allow once / deny), or denied without one.  Decisions are agent.intervention events.",
+)
+@click.option(
+    "--agent-hooks",
+    is_flag=True,
+    help="Claude Code: per-run hooks (loaded with --settings, beside your own) report each tool call "
+    "live, so processes carry its id from the start (automatic with --model-script).",
 )
 @click.option(
     "--agent",
     "agent_kind",
-    type=click.Choice(["codex", "mini"]),
+    type=click.Choice(["codex", "claude", "mini", "generic"]),
     default=None,
     help="Which agent CMD runs, when spyglass cannot tell (for --model-script).",
 )
 @click.option(
     "--agent-log",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The agent's log (codex --json output or rollout, mini-swe-agent trajectory); "
+    help="The agent's log (codex --json output or rollout, Claude Code transcript, mini-swe-agent trajectory); "
     "default: the log the agent is seen writing.",
 )
 @click.option("--backend", default="strace", show_default=True, help="Capture backend.")
@@ -156,6 +170,9 @@ def run_cmd(
     no_workspace_evidence: bool,
     model_script: Path | None,
     model_vars: tuple[str, ...],
+    model_port: int,
+    ask: bool,
+    agent_hooks: bool,
     agent_kind: str | None,
     agent_log: Path | None,
     backend: str,
@@ -190,6 +207,9 @@ def run_cmd(
         live_alerts=not quiet,
         model_script=model_script,
         model_vars=parse_vars(model_vars),
+        model_port=model_port,
+        ask=ask,
+        agent_hooks=agent_hooks,
         agent_kind=agent_kind,
         agent_log=agent_log,
     )

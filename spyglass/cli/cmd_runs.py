@@ -67,9 +67,16 @@ def ls_cmd(store_path: Path | None, fmt: str, task: str | None) -> None:
 @click.command("show")
 @store_option
 @format_option("json")
+@click.option("--full", is_flag=True, help="The whole process tree with every command line unshortened (no folding).")
 @click.argument("run", default="latest")
-def show_cmd(store_path: Path | None, fmt: str, run: str) -> None:
+def show_cmd(store_path: Path | None, fmt: str, full: bool, run: str) -> None:
     """Summarise a run: header, alerts, process tree, files changed, hosts.
+
+    For a recognised agent (codex, Claude Code, mini-swe-agent) the process
+    tree becomes the Agent section (its own processes folded into a line) and
+    the Tool calls section (each command the model asked for, with its exit
+    status and programs).  Long command lines are elided and repeated helpers
+    counted; `--full` prints everything.
 
     RUN is a run id, a unique prefix of one, or `latest` (the default).
     """
@@ -84,19 +91,15 @@ def show_cmd(store_path: Path | None, fmt: str, run: str) -> None:
         doc["policy"] = reader.meta.extra.get("policy")
         echo_json(doc)
         return
-    data = print_run_summary(reader, sys.stdout)
+    data = print_run_summary(reader, sys.stdout, full=full)
     for n, why in data.digest.bad_lines:
-        click.echo(
-            f"spyglass: warning: {reader.events_path}:{n}: unreadable record skipped ({why})", err=True
-        )
+        click.echo(f"spyglass: warning: {reader.events_path}:{n}: unreadable record skipped ({why})", err=True)
 
 
 @click.command("events")
 @store_option
 @format_option("json")
-@click.option(
-    "--type", "types", multiple=True, help="Only these event types (repeatable; prefix like `file.` works)."
-)
+@click.option("--type", "types", multiple=True, help="Only these event types (repeatable; prefix like `file.` works).")
 @click.option("--pid", "pids", multiple=True, type=int, help="Only these process ids (repeatable).")
 @click.option("--path", "path_sub", help="Only events whose file.path contains this text.")
 @click.argument("run", default="latest")

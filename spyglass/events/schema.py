@@ -43,6 +43,7 @@ EVENT_TYPES: Final = (
     "sys.sensitive",
     "proxy.request",
     "sandbox.denied",
+    "agent.intervention",
 )
 
 FILE_WRITE_TYPES: Final = frozenset(
@@ -119,6 +120,12 @@ class Event(msgspec.Struct, omit_defaults=True, kw_only=True, gc=False):
     reason: str | None = None
     bytes_out: int | None = _f("proxy.bytes_out")
     bytes_in: int | None = _f("proxy.bytes_in")
+
+    # agent.intervention: a tool call decided before it ran (``spyglass run --ask``)
+    tool_name: str | None = _f("agent.tool.name")
+    tool_call_id: str | None = _f("agent.tool.call_id")
+    actor: str | None = _f("agent.intervention.by")  # "policy" | "operator"
+    verdict: str | None = _f("agent.intervention.decision")  # "allow" | "deny"
 
     # exact bytes of fields that were not valid UTF-8: wire field name -> base64
     raw_bytes: dict[str, str] | None = None

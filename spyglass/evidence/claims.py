@@ -1,6 +1,6 @@
-"""What the agent claims it did: read from a JSON document or a `codex exec --json` stream.
+"""What the agent claims it did: read from a JSON document or the agent's own log.
 
-Two inputs are understood (``gate --claims FILE``):
+These inputs are understood (``gate --claims FILE``):
 
 * A JSON document::
 
@@ -19,6 +19,11 @@ Two inputs are understood (``gate --claims FILE``):
   ``exec_command_end``, ``patch_apply_begin``, ``agent_message``,
   ``task_complete``.  Other lines are ignored.
 
+* Any other log an agent adapter reads (a Claude Code session transcript, a
+  mini-swe-agent trajectory): the commands it ran with their exit codes, the
+  files its edit tools wrote, and its final message
+  (:func:`claims_from_log`).
+
 From a final message, two claims are recognised by wording: that the tests
 pass ("all tests pass", "12 passed") and that the tests were run ("I ran the
 tests").  A sentence that also speaks of failing, skipping or not running is
@@ -36,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spyglass.agents.agent_logs import AgentLog
 from spyglass.errors import SourceError
 
 _ALIASES: dict[str, str] = {
@@ -121,13 +127,32 @@ def parse_claims(text: str, source: str = "<claims>") -> Claims:
         except json.JSONDecodeError:
             first_obj = None
         if isinstance(first_obj, dict) and first != stripped:
-            return parse_codex_jsonl(text, source)
+            return _agent_log_claims(text, source) or parse_codex_jsonl(text, source)
         raise SourceError(f"not valid JSON: {exc.msg}", source, exc.lineno, exc.colno) from None
+    if isinstance(whole, dict) and isinstance(whole.get("messages"), list) and not (set(whole) & set(_ALIASES)):
+        found = _agent_log_claims(text, source)  # a mini-swe-agent trajectory
+        if found is not None:
+            return found
     if isinstance(whole, dict) and ("type" in whole or "msg" in whole) and not (set(whole) & set(_ALIASES)):
         return parse_codex_jsonl(text, source)
     if not isinstance(whole, dict):
         raise SourceError("claims must be a JSON object (or a codex --json event stream)", source, 1, 1)
     return parse_claims_object(whole, source)
+
+
+def _agent_log_claims(text: str, source: str) -> Claims | None:
+    """Claims from the log of an agent whose adapter reads it (a Claude Code transcript, a
+    mini-swe-agent trajectory); None for codex streams (read by :func:`parse_codex_jsonl`) and
+    for text no adapter reads."""
+    from spyglass.agents.agent_logs import parse_agent_log
+
+    try:
+        log = parse_agent_log(text, source)
+    except SourceError:
+        return None
+    if log.format == "codex-exec-json":
+        return None
+    return claims_from_log(log, source)
 
 
 def _split(cmd: str) -> list[str] | None:
@@ -180,15 +205,26 @@ def parse_claims_object(obj: dict[str, Any], source: str) -> Claims:
     return c
 
 
-def _item_fields(item: dict[str, Any]) -> dict[str, Any]:
-    details = item.get("details")
-    return {**item, **details} if isinstance(details, dict) else item
+def claims_from_log(log: AgentLog, source: str) -> Claims:
+    """Claims read from an agent's own log (any format an agent adapter reads): the commands it
+    ran with their exit codes, the files it reports changing, and its final message."""
+    c = Claims(source=source, format="codex-jsonl" if log.format == "codex-exec-json" else log.format)
+    for call in log.tool_calls:
+        shown = call.raw or call.command
+        c.commands.append(ClaimedCommand(shown, call.argv or _split(shown), call.exit_code, f"tool call {call.n}"))
+    c.files.extend(ClaimedFile(path, kind, "agent log") for path, kind in log.files)
+    c.final_message = log.final_message
+    if c.final_message:
+        _claims_from_message(c)
+    return c
 
 
 def parse_codex_jsonl(text: str, source: str) -> Claims:
-    c = Claims(source=source, format="codex-jsonl")
-    pending: dict[str, ClaimedCommand] = {}
-    recognised = 0
+    """A ``codex exec --json`` stream (or the older ``{"msg": ...}`` one), read by the codex adapter."""
+    from spyglass.agents.adapters.codex import parse_exec_json
+
+    lines: list[dict[str, Any]] = []
+    skipped = 0
     first_error: tuple[int, int, str] | None = None
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -196,76 +232,18 @@ def parse_codex_jsonl(text: str, source: str) -> Claims:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            c.skipped_lines += 1
+            skipped += 1
             first_error = first_error or (n, exc.colno, exc.msg)
             continue
-        if not isinstance(obj, dict):
-            continue
-        ev = obj["msg"] if isinstance(obj.get("msg"), dict) else obj
-        typ = ev.get("type")
-        where = f"line {n}"
-        if typ == "item.completed" and isinstance(ev.get("item"), dict):
-            item = _item_fields(ev["item"])
-            itype = item.get("type") or item.get("item_type")
-            recognised += 1
-            if itype == "command_execution":
-                cmd = item.get("command")
-                if isinstance(cmd, str | list) and cmd:
-                    code = item.get("exit_code")
-                    c.commands.append(
-                        _command(
-                            {"command": cmd, "exit_code": code if isinstance(code, int) else None},
-                            where,
-                            source,
-                        )
-                    )
-            elif itype in ("agent_message", "assistant_message"):
-                msg = item.get("text") or item.get("message")
-                if isinstance(msg, str):
-                    c.final_message = msg
-            elif itype == "file_change" and item.get("status") != "failed":
-                for ch in item.get("changes") or []:
-                    if isinstance(ch, dict) and isinstance(ch.get("path"), str):
-                        kind = {"add": "added", "delete": "deleted"}.get(str(ch.get("kind")), "changed")
-                        c.files.append(ClaimedFile(ch["path"], kind, where))
-        elif typ == "exec_command_begin":
-            recognised += 1
-            cmd = ev.get("command")
-            if isinstance(cmd, str | list) and cmd:
-                pending[str(ev.get("call_id", n))] = _command(cmd, where, source)
-        elif typ == "exec_command_end":
-            recognised += 1
-            cc = pending.pop(str(ev.get("call_id", "")), None)
-            if cc is None and isinstance(ev.get("command"), str | list):
-                cc = _command(ev["command"], where, source)
-            if cc is not None:
-                code = ev.get("exit_code")
-                cc.exit_code = code if isinstance(code, int) else None
-                c.commands.append(cc)
-        elif typ == "agent_message" and isinstance(ev.get("message"), str):
-            recognised += 1
-            c.final_message = ev["message"]
-        elif typ == "task_complete" and isinstance(ev.get("last_agent_message"), str):
-            recognised += 1
-            c.final_message = ev["last_agent_message"]
-        elif typ in ("patch_apply_begin", "patch_apply_end") and isinstance(ev.get("changes"), dict):
-            recognised += 1
-            if typ == "patch_apply_end":
-                continue
-            for path, change in ev["changes"].items():
-                kind = "changed"
-                if isinstance(change, dict):
-                    kind = "added" if "add" in change else "deleted" if "delete" in change else "changed"
-                c.files.append(ClaimedFile(str(path), kind, where))
-        elif typ is not None:
-            recognised += 1
-    c.commands.extend(pending.values())  # started, never reported finished
-    if recognised == 0:
+        if isinstance(obj, dict):
+            lines.append(obj)
+    log = parse_exec_json(lines)
+    if log.events == 0:
         if first_error is not None:
             raise SourceError(f"not valid JSON: {first_error[2]}", source, first_error[0], first_error[1])
         raise SourceError("no claims and no codex events found", source)
-    if c.final_message:
-        _claims_from_message(c)
+    c = claims_from_log(log, source)
+    c.skipped_lines = skipped
     return c
 
 

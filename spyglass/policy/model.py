@@ -17,8 +17,8 @@ from typing import Literal
 from spyglass.policy import defaults
 from spyglass.policy.paths import expand_home
 
-Mode = Literal["observe", "contain", "enforce"]
-MODES: tuple[Mode, ...] = ("observe", "contain", "enforce")
+Mode = Literal["observe", "contain", "enforce", "ask"]
+MODES: tuple[Mode, ...] = ("observe", "contain", "enforce", "ask")
 
 
 @dataclass(frozen=True)

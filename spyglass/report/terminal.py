@@ -112,7 +112,7 @@ def _witness_lines(extra: Mapping[str, Any]) -> list[Line]:
     return out
 
 
-def _alerts(data: ReportData, max_items: int) -> list[Line]:
+def _alerts(data: ReportData, max_items: int, full: bool = False) -> list[Line]:
     alerts = data.alerts
     if not alerts and data.meta.extra.get("unsaved_alerts"):
         return [("bold red", "Alerts: none saved (see NOT SAVED above)")]
@@ -135,7 +135,8 @@ def _alerts(data: ReportData, max_items: int) -> list[Line]:
                 out.append(("dim", "      lineage"))
                 for depth, e in enumerate(chain):
                     tool = f"  ({e.tool_call})" if e.tool_call else ""
-                    out.append(("dim", f"        {'  ' * depth}{e.pid} {command_text(e.argv, e.exe)}{tool}"))
+                    cmd = command_text(e.argv, e.exe, limit=0 if full else ARGV_LIMIT)
+                    out.append(("dim", f"        {'  ' * depth}{e.pid} {' '.join(cmd.split())}{tool}"))
             for s in a.event_seqs[:3]:
                 ev = data.alert_events.get(s)
                 if ev is not None:
@@ -152,7 +153,11 @@ def _alerts(data: ReportData, max_items: int) -> list[Line]:
     return out
 
 
-def _proc_line(data: ReportData, p: ProcInfo, depth: int) -> Line:
+#: Command lines longer than this are elided in ``show`` (``show --full`` prints them whole).
+ARGV_LIMIT = 160
+
+
+def _proc_line(data: ReportData, p: ProcInfo, depth: int, full: bool = False) -> Line:
     counts: Mapping[str, int] = data.proc_counts.get(p.pid, {})
     bits = [_exit_text(p)]
     if counts.get("file-change"):
@@ -164,7 +169,8 @@ def _proc_line(data: ReportData, p: ProcInfo, depth: int) -> Line:
     if n_alerts:
         bits.append(f"{n_alerts} alert{'s' if n_alerts > 1 else ''}")
     style = "red" if n_alerts else ""
-    return style, f"  {'  ' * depth}{p.pid} {command_text(p.argv, p.exe)}  ({', '.join(bits)})"
+    cmd = command_text(p.argv, p.exe) if full else " ".join(command_text(p.argv, p.exe, limit=ARGV_LIMIT).split())
+    return style, f"  {'  ' * depth}{p.pid} {cmd}  ({', '.join(bits)})"
 
 
 def _routine(data: ReportData, p: ProcInfo) -> bool:
@@ -178,7 +184,12 @@ def _routine(data: ReportData, p: ProcInfo) -> bool:
     )
 
 
-def _processes(data: ReportData, max_items: int) -> list[Line]:
+def _quiet(data: ReportData, p: ProcInfo) -> bool:
+    c: Mapping[str, int] = data.proc_counts.get(p.pid, {})
+    return not p.children and not data.proc_alerts.get(p.pid) and not c.get("file-change") and not c.get("net")
+
+
+def _processes(data: ReportData, max_items: int, full: bool = False) -> list[Line]:
     procs = data.digest.procs
     out: list[Line] = [("bold", f"Processes ({len(procs.procs)})")]
     roots = sorted(
@@ -186,7 +197,7 @@ def _processes(data: ReportData, max_items: int) -> list[Line]:
         key=lambda p: p.start_ts,
     )
     shown = 0
-    limit = max_items * 3
+    limit = len(procs.procs) + 1 if full else max_items * 3
     stack: list[tuple[ProcInfo, int]] = [(p, 0) for p in reversed(roots)]
     seen: set[int] = set()
     while stack and shown < limit:
@@ -194,10 +205,10 @@ def _processes(data: ReportData, max_items: int) -> list[Line]:
         if p.pid in seen:
             continue
         seen.add(p.pid)
-        out.append(_proc_line(data, p, depth))
+        out.append(_proc_line(data, p, depth, full))
         shown += 1
         kids = [procs.procs[c] for c in p.children if c in procs.procs]
-        routine = [k for k in kids if _routine(data, k)]
+        routine = [] if full else [k for k in kids if _routine(data, k)]
         if routine:
             names = sorted({(k.exe or command_text(k.argv)).rsplit("/", 1)[-1] for k in routine})
             out.append(
@@ -208,21 +219,45 @@ def _processes(data: ReportData, max_items: int) -> list[Line]:
                 )
             )
             seen.update(k.pid for k in routine)
+        if not full:  # quiet children running the same command: the first, then a count
+            groups: dict[str, list[ProcInfo]] = {}
+            for k in kids:
+                if k.pid not in seen and _quiet(data, k):
+                    groups.setdefault(command_text(k.argv, k.exe), []).append(k)
+            for same in groups.values():
+                if len(same) > 2:
+                    seen.update(k.pid for k in same[1:])
+                    out_cmd = " ".join(command_text(same[0].argv, same[0].exe, limit=60).split())
+                    out.append(("dim", f"  {'  ' * (depth + 1)}+ {len(same) - 1} more like {out_cmd}"))
         stack.extend((k, depth + 1) for k in reversed(kids) if k.pid not in seen)
     rest = len(procs.procs) - len(seen)
     if rest > 0:
-        out.append(("dim", f"  … {rest} more (spyglass events RUN --type process.exec)"))
+        out.append(("dim", f"  … {rest} more (spyglass show --full RUN, spyglass events RUN --type process.exec)"))
     return out
 
 
-def _files(data: ReportData, max_items: int) -> list[Line]:
+def _agent_dir(data: ReportData) -> str | None:
+    """The agent's per-run directory (config, transcript) of a ``--model-script`` run."""
+    extra = data.meta.extra if isinstance(data.meta.extra, dict) else {}
+    stub = extra.get("model_stub")
+    d = stub.get("agent_dir") if isinstance(stub, dict) else None
+    return d.rstrip("/") + "/" if isinstance(d, str) and d else None
+
+
+def _files(data: ReportData, max_items: int, full: bool = False) -> list[Line]:
     out: list[Line] = []
+    own = None if full else _agent_dir(data)
     for t, label in WRITE_LABELS:
         paths = data.digest.writes.get(t)
         if not paths:
             continue
+        folded = [p for p in paths if own and p.startswith(own)]
+        shown = [p for p in paths if not (own and p.startswith(own))]
         out.append(("", ""))
         out.append(("bold", f"Files {label} ({len(paths)})"))
+        if folded:
+            out.append(("dim", f"  + {len(folded)} in the agent's own per-run directory {own} (show --full)"))
+        paths = shown
         out.extend(("", f"  {p}") for p in paths[:max_items])
         if len(paths) > max_items:
             out.append(("dim", f"  … {len(paths) - max_items} more (spyglass events RUN --type {t})"))
@@ -300,18 +335,31 @@ def _gate(data: ReportData) -> list[Line]:
     return out
 
 
-def summary_lines(data: ReportData, *, max_items: int = 15) -> list[Line]:
-    """The summary as (style, text) lines, none of them cut."""
+def _agent(data: ReportData, max_items: int) -> list[Line] | None:
+    """The Agent and Tool calls sections, for a run of a recognised agent (``run.json`` ``extra.agent``)."""
+    extra = data.meta.extra if isinstance(data.meta.extra, dict) else {}
+    agent = extra.get("agent")
+    if not isinstance(agent, dict) or not agent.get("agent"):
+        return None
+    from spyglass.agents.render import agent_summary_lines
+
+    return agent_summary_lines(agent, data.digest.procs, max_items=max_items)
+
+
+def summary_lines(data: ReportData, *, max_items: int = 15, full: bool = False) -> list[Line]:
+    """The summary as (style, text) lines, none of them cut.  An agent run gets the Agent and
+    Tool calls sections instead of the process tree; ``full``: the whole tree, argv unshortened."""
     out = _header(data)
     evidence = data.meta.extra.get("evidence")
     if isinstance(evidence, dict) and evidence.get("partial"):
         failed = ", ".join(f"{k} ({v}x)" for k, v in sorted((evidence.get("sink_errors") or {}).items()))
         out.append(("yellow", f"Evidence is partial: {failed or 'a component'} failed during the run"))
     out.append(("", ""))
-    out.extend(_alerts(data, max_items))
+    out.extend(_alerts(data, max_items, full))
     out.append(("", ""))
-    out.extend(_processes(data, max_items))
-    out.extend(_files(data, max_items))
+    agent = None if full else _agent(data, max_items)
+    out.extend(agent if agent is not None else _processes(data, max_items, full))
+    out.extend(_files(data, max_items, full))
     out.extend(_hosts(data, max_items))
     out.extend(_coverage(data))
     out.extend(_gate(data))
@@ -365,8 +413,10 @@ def print_lines(lines: Sequence[Line], stream: IO[str], *, color: bool | None = 
             console.print(Text(part, style=style))
 
 
-def print_run_summary(reader: RunReader, stream: IO[str], *, color: bool | None = None) -> ReportData:
+def print_run_summary(
+    reader: RunReader, stream: IO[str], *, color: bool | None = None, full: bool = False
+) -> ReportData:
     """What ``spyglass show RUN`` prints; returns the data it was drawn from."""
     data = collect_run(reader, max_events=0, context=0, with_verify=False)
-    print_lines(summary_lines(data), stream, color=color)
+    print_lines(summary_lines(data, full=full), stream, color=color)
     return data

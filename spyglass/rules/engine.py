@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from spyglass.agents.adapters import agent_state_globs
 from spyglass.events import EVENT_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink, default_home
 from spyglass.policy import Policy
@@ -108,6 +109,8 @@ class RuleEngine(Sink):
         honeytoken_paths = ctx.sandbox.honeytokens if ctx.sandbox is not None else extra.get("honeytokens", [])
         pol = self.policy
         trusted_dirs = [expand_home(d, home) for d in pol.exec.effective_trusted]
+        # the install tree of the agent the run started, found by its adapter (session/agent.py)
+        trusted_dirs += [str(d) for d in extra.get("agent_install") or [] if isinstance(d, str)]
         ws_trusted = [f"{w.rstrip('/')}/{g}/**" for w in ws for g in pdefaults.WORKSPACE_TRUSTED_EXEC]
         honeytokens = [*pol.honeytokens, *honeytoken_paths]
         fx_args: dict[str, Any] = dict(
@@ -143,6 +146,7 @@ class RuleEngine(Sink):
             allowed_hosts=list(pol.network.effective_allow),
             denied_hosts=list(pol.network.deny),
             trusted_exec=trusted_dirs,
+            agent_state=agent_state_globs(home),
         )
         self.lists = lists
         matchers: list[Matcher] = []

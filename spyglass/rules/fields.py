@@ -70,6 +70,10 @@ EVENT_FIELD_DOCS: Final = {
     "reason": "why the proxy or the sandbox decided (`not-allowed`, `canary`, `read-only`, `hidden` ...)",
     "proxy.bytes_out": "bytes sent upstream (proxy.request)",
     "proxy.bytes_in": "bytes returned to the client (proxy.request)",
+    "agent.tool.name": "the agent's tool a decision was about: Bash, Write ... (agent.intervention)",
+    "agent.tool.call_id": "the tool call's id in the agent's log (agent.intervention)",
+    "agent.intervention.by": "who decided: policy (no terminal to ask) or operator (agent.intervention)",
+    "agent.intervention.decision": "allow (once) or deny (agent.intervention)",
 }
 
 _KINDS: Final = {

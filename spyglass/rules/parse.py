@@ -54,6 +54,7 @@ POLICY_LISTS: Final = {
     "allowed_hosts": "network.allow patterns (with the built-in list unless turned off)",
     "denied_hosts": "network.deny patterns",
     "trusted_exec": "trusted program directories",
+    "agent_state": "the state files of known agents (their adapters' state_globs: sessions, caches, snapshots)",
 }
 
 RULE_KEYS: Final = (

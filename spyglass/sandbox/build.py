@@ -53,6 +53,7 @@ def prepare(
     relay_port: int = DEFAULT_RELAY_PORT,
     block_canary: bool = True,
     allow_host_loopback: bool = False,
+    own_services: Sequence[str] = (),
     guards: bool = True,
     veto: Veto | None = None,
     bwrap: str | None = None,
@@ -124,7 +125,7 @@ def prepare(
         base=os.path.realpath(cwd or workspace[0]),
     )
     try:
-        policy = EgressPolicy(allow, deny, allow_host_loopback=allow_host_loopback)
+        policy = EgressPolicy(allow, deny, allow_host_loopback=allow_host_loopback, own_services=own_services)
     except Exception:
         shutil.rmtree(socket_dir, ignore_errors=True)
         raise

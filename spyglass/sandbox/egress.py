@@ -115,12 +115,19 @@ class EgressPolicy:
     """Allow/deny entries, compiled once per run."""
 
     def __init__(
-        self, allow: Iterable[str] = (), deny: Iterable[str] = (), *, allow_host_loopback: bool = False
+        self,
+        allow: Iterable[str] = (),
+        deny: Iterable[str] = (),
+        *,
+        allow_host_loopback: bool = False,
+        own_services: Iterable[str] = (),
     ) -> None:
         allowed = parse_rules(allow)
         if not allow_host_loopback:
             allowed = [p for p in allowed if not _is_loopback_pattern(p)]
-        self.allow = allowed
+        # spyglass's own services for the run (the model stub): exact host:port entries, kept
+        # even on the host's loopback
+        self.allow = [*allowed, *parse_rules(own_services)]
         self.deny = parse_rules(deny)
 
     @staticmethod

@@ -20,6 +20,7 @@ from spyglass.errors import EXIT_ALERT, EXIT_EVIDENCE, EXIT_KILLED, EXIT_NOT_FOU
 from spyglass.pipeline import SandboxView, default_home
 from spyglass.policy import Policy
 from spyglass.policy.loader import policy_record
+from spyglass.session.agent import agent_install, setup_agent
 from spyglass.session.options import RunOptions
 from spyglass.session.record import RunOutcome, RunRequest, record
 from spyglass.session.sinks import Plan, assemble
@@ -53,13 +54,16 @@ def plan_run(opts: RunOptions, store: Store) -> Plan:
     if notice and opts.live_alerts:
         sys.stderr.write(notice + "\n")
     mode = opts.mode or policy.mode
+    ask = opts.ask or mode == "ask"
+    if mode == "ask":  # observe (or contain, with --sandbox), the agent's hooks asking first
+        mode = "observe"
     if opts.sandbox and mode == "observe":
         mode = "contain"
     env = dict(opts.env) if opts.env is not None else dict(os.environ)
     workspace = [str(Path(cwd, w).resolve()) for w in (opts.workspace or policy.workspace_for(cwd))]
     return Plan(
         opts=opts, policy=policy, mode=mode, cwd=cwd, home=default_home(env), workspace=workspace, env=env,
-        store=store,
+        store=store, ask=ask,
     )
 
 
@@ -81,33 +85,33 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     if missing is not None:
         return missing
     sandbox_view: SandboxView | None = None
+    sandbox_on = mode in ("contain", "enforce")
+    work: str | None = None
+    if sandbox_on:
+        (store.root / "sandbox").mkdir(exist_ok=True)
+        work = tempfile.mkdtemp(prefix="run-", dir=store.root / "sandbox")
+        plan.sandbox_work = work  # the witness guard lets the agent write its decoy home and /tmp
     with contextlib.ExitStack() as stack:
-        if opts.model_script is not None:
-            from spyglass.agents.replay import stub_session
-
-            stub = stack.enter_context(
-                stub_session(opts.model_script, opts.argv, plan.env, variables=opts.model_vars, agent=opts.agent_kind)
-            )
-            plan.env = dict(stub.env)
-            plan.early.append(stub)
+        setup_agent(plan, stack, work)
+        installed = agent_install(list(opts.argv), plan.env, plan.cwd)
+        if installed:
+            extra["agent_install"] = installed
         plan.engine = RuleEngine(load_ruleset(policy), policy, home=plan.home, mode=mode)
-        sandbox_on = mode in ("contain", "enforce")
         if policy.broker:
             from spyglass.sandbox.broker import open_for_run
 
             plan.broker, plan.env = open_for_run(policy.broker, plan.env, base_dir=policy.base_dir,
                                                  sandbox_on=sandbox_on)
             stack.callback(plan.broker.close)
-        if sandbox_on:
+        if work is not None:
             from spyglass.sandbox import from_policy
 
-            (store.root / "sandbox").mkdir(exist_ok=True)
-            work = tempfile.mkdtemp(prefix="run-", dir=store.root / "sandbox")
-            plan.sandbox_work = work  # the witness guard lets the agent write its decoy home and /tmp
-            # `action: block` rules veto at the proxy through the engine's read-only check
+            # `action: block` rules veto at the proxy through the engine's read-only check; the
+            # model stub is reached by its own name through the proxy
+            own = plan.stub.sandbox_options() if plan.stub is not None else {}
             sb = from_policy(
                 _hide_key(policy, plan.sign_key), work, plan.workspace, cwd=plan.cwd, store_root=str(store.root),
-                mode=mode, real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker,
+                mode=mode, real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker, **own,
             )
             stack.callback(sb.close)
             plan.sandbox = sb
@@ -116,7 +120,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             sandbox_view = sb.view()
         sinks = assemble(plan)
         request = RunRequest(
-            argv=list(opts.argv),
+            argv=list(plan.argv or opts.argv),
             cwd=plan.cwd,
             env=plan.env,
             task=opts.task,

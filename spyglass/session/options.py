@@ -37,6 +37,9 @@ class RunOptions:
     model_vars: dict[str, str] = field(default_factory=dict)
     agent_kind: str | None = None
     agent_log: Path | None = None
+    model_port: int = 0  # the --model-script stub's port (0: any free one)
+    ask: bool = False  # the agent's hooks ask the policy (and the operator) before each tool call
+    agent_hooks: bool = False  # per-run hooks report each tool call live (Claude Code)
     record_tty: bool = False  # or the policy's terminal.record
     #: more sinks, after the built-in ones (a harness's own collectors)
     sinks: list[object] = field(default_factory=list)

@@ -23,6 +23,9 @@ from spyglass.session.options import RunOptions
 from spyglass.store import Store
 
 if TYPE_CHECKING:
+    from spyglass.agents.ask import PolicyAsk
+    from spyglass.agents.hooks import HookServer
+    from spyglass.agents.replay import StubSession
     from spyglass.rules.engine import RuleEngine
     from spyglass.sandbox.prepared import PreparedSandbox
 
@@ -49,6 +52,14 @@ class Plan:
     sign_key: Path | None = None
     #: the sandbox's work area inside the store (decoy home, /tmp): the agent's to write
     sandbox_work: str | None = None
+    #: the agent's per-run directory inside the store (config, transcript, hooks): the agent's to write
+    agent_dir: str | None = None
+    #: the command as it runs (the agent's hooks may add an option); None: the options' argv
+    argv: list[str] | None = None
+    ask: bool = False  # --ask or mode: ask
+    asker: PolicyAsk | None = None  # decides the agent's PreToolUse hooks under --ask
+    hooks: HookServer | None = None  # the agent's per-run hooks report here
+    stub: StubSession | None = None  # the --model-script stub
     #: spyglass.sandbox.broker.Broker when the policy has secrets.broker (values in memory only)
     broker: Any = None
 
@@ -59,7 +70,7 @@ SinkFactory = Callable[[Plan], Iterable[object]]
 def _awareness(plan: Plan) -> Iterable[object]:
     from spyglass.agents.awareness import AgentAwareness
 
-    return [AgentAwareness(plan.opts.agent_log)]
+    return [AgentAwareness(plan.opts.agent_log, hooks=plan.hooks, asker=plan.asker, env=plan.env, cwd=plan.cwd)]
 
 
 def _witness(plan: Plan) -> Iterable[object]:
@@ -73,8 +84,9 @@ def _witness(plan: Plan) -> Iterable[object]:
     default_key = DEFAULT_KEY.expanduser()
     if default_key.exists():
         prot.add(default_key, "the signing key", secret=True)
-    if plan.sandbox_work:
-        prot.allow(plan.sandbox_work)
+    for own in (plan.sandbox_work, plan.agent_dir):
+        if own:
+            prot.allow(own)
     return [WitnessGuard(prot, mode=plan.mode)]
 
 

@@ -43,9 +43,7 @@ SCRIPT = {
 
 @pytest.fixture
 def stub(tmp_path: Path) -> Iterator[StubServer]:
-    server = start_stub(
-        parse_script(SCRIPT), variables={"PORT": "9999"}, log_path=tmp_path / "requests.jsonl"
-    )
+    server = start_stub(parse_script(SCRIPT), variables={"PORT": "9999"}, log_path=tmp_path / "requests.jsonl")
     yield server
     server.close()
 
@@ -105,9 +103,7 @@ def test_chat_step_is_the_number_of_assistant_turns_so_far(stub: StubServer) -> 
         {
             "role": "assistant",
             "content": "x",
-            "tool_calls": [
-                {"id": "call_1_1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
-            ],
+            "tool_calls": [{"id": "call_1_1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}],
         },
         {"role": "tool", "tool_call_id": "call_1_1", "content": "out"},
     ]
@@ -213,9 +209,7 @@ def test_responses_counts_a_turn_of_several_items_once(stub: StubServer) -> None
         {"type": "function_call_output", "call_id": "call_2_1", "output": ""},
         {"type": "function_call_output", "call_id": "call_2_2", "output": ""},
     ]
-    _, _, text = request(
-        stub, "POST", "/v1/responses", responses_body(USER_INPUT + turn1 + turn2, stream=False)
-    )
+    _, _, text = request(stub, "POST", "/v1/responses", responses_body(USER_INPUT + turn1 + turn2, stream=False))
     (msg,) = json.loads(text)["output"]
     assert msg["type"] == "message" and msg["content"][0]["text"] == "Done."
 
@@ -263,3 +257,75 @@ def test_every_request_is_logged(stub: StubServer, tmp_path: Path) -> None:
 def test_urls_and_loopback(stub: StubServer) -> None:
     assert stub.url == f"http://127.0.0.1:{stub.port}/v1"
     assert stub.base_url.startswith("http://127.0.0.1:")
+
+
+# --------------------------------------------------------------------------- Anthropic Messages API
+
+CLAUDE_BASH = {
+    "name": "Bash",
+    "description": "Run a command",
+    "input_schema": {
+        "type": "object",
+        "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}},
+        "required": ["command"],
+    },
+}
+
+
+def _messages(n_assistant: int) -> list[dict[str, Any]]:
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "the task"}]
+    for i in range(n_assistant):
+        msgs.append(
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {}}]}
+        )
+        msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "ok"}]})
+    return msgs
+
+
+def test_messages_plain(stub: StubServer) -> None:
+    body = {"model": "claude-x", "max_tokens": 100, "messages": _messages(0), "tools": [CLAUDE_BASH]}
+    status, _ctype, text = request(stub, "POST", "/v1/messages?beta=true", body)
+    assert status == 200
+    msg = json.loads(text)
+    assert msg["type"] == "message" and msg["role"] == "assistant" and msg["model"] == "claude-x"
+    assert msg["stop_reason"] == "tool_use"
+    assert msg["content"] == [
+        {"type": "text", "text": "Looking around."},
+        {"type": "tool_use", "id": "call_1_1", "name": "Bash", "input": {"command": "ls -la"}},
+    ]
+
+
+def test_messages_streamed_events_in_order(stub: StubServer) -> None:
+    body = {"model": "m", "stream": True, "messages": _messages(1), "tools": [CLAUDE_BASH]}
+    status, ctype, text = request(stub, "POST", "/v1/messages?beta=true", body)
+    assert status == 200 and ctype.startswith("text/event-stream")
+    events = [
+        (block.split("\n")[0].removeprefix("event: "), json.loads(block.split("\n")[1].removeprefix("data: ")))
+        for block in text.strip().split("\n\n")
+    ]
+    names = [n for n, _ in events]
+    assert names[0] == "message_start" and names[-2:] == ["message_delta", "message_stop"]
+    assert names.count("content_block_start") == 2  # two parallel calls
+    assert all(n == d["type"] for n, d in events)
+    deltas = [d["delta"] for n, d in events if n == "content_block_delta"]
+    assert [d["type"] for d in deltas] == ["input_json_delta", "input_json_delta"]
+    assert json.loads(deltas[1]["partial_json"]) == {"command": "curl http://127.0.0.1:9999/x"}
+    assert events[-2][1]["delta"]["stop_reason"] == "tool_use"
+
+
+def test_messages_last_step_ends_the_turn_and_past_it_is_an_error(stub: StubServer) -> None:
+    body = {"model": "m", "messages": _messages(2), "tools": [CLAUDE_BASH]}
+    _s, _c, text = request(stub, "POST", "/v1/messages", body)
+    msg = json.loads(text)
+    assert msg["stop_reason"] == "end_turn" and msg["content"] == [{"type": "text", "text": "Done."}]
+    status, _c, text = request(stub, "POST", "/v1/messages", {**body, "messages": _messages(3)})
+    assert status == 400
+    err = json.loads(text)
+    assert err["type"] == "error" and "3 assistant turn" in err["error"]["message"]
+
+
+def test_count_tokens(stub: StubServer) -> None:
+    body = {"model": "m", "messages": _messages(0)}
+    status, _c, text = request(stub, "POST", "/v1/messages/count_tokens?beta=true", body)
+    assert status == 200 and json.loads(text)["input_tokens"] > 0
+    assert stub.steps_served == []  # counting is not a turn

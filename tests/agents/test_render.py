@@ -27,3 +27,25 @@ def test_agent_chatter_is_collapsed_and_tool_calls_stand_out(
     assert styles["1  cat SKILL.md"] == "bold cyan"
     assert "exit 0, pid 200, 3 processes: bash, id, python3" in text
     assert "getopt" not in text  # inside an internal command: collapsed
+
+
+def test_hooks_and_interventions_are_shown() -> None:
+    from spyglass.events.proctree import ProcessTable
+
+    agent = {
+        "agent": "claude",
+        "tool_calls": [
+            {"n": 1, "command": "ls", "pids": [], "root_pid": 5, "exit_code": 0, "hook": True},
+            {"n": 2, "command": "make", "pids": [], "root_pid": 6, "exit_code": 0, "hook": False},
+        ],
+        "hooks_unmatched": [{"tool_use_id": "toolu_9", "tool_input": {"command": "curl x"}}],
+        "interventions": [
+            {"decision": "deny", "by": "policy", "what": "cat ~/.ssh/id_rsa", "finding": "secret /h/.ssh/id_rsa"}
+        ],
+    }
+    text = "\n".join(t for _s, t in agent_summary_lines(agent, ProcessTable()))
+    assert "Agent: Claude Code" in text
+    assert "no hook report" in text.split("make")[1].splitlines()[1]
+    assert "no hook report" not in text.split("ls")[1].splitlines()[1]
+    assert "1 hook report(s) with no call in the agent log" in text and "toolu_9" in text
+    assert "Interventions (1)" in text and "deny by policy: cat ~/.ssh/id_rsa" in text

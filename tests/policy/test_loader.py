@@ -108,7 +108,7 @@ def test_bad_values_are_all_reported_in_file_order(tmp_path: Path) -> None:
         "gate: tests-passed\nsandbox:\n  pass_home: ~/.codex\n"
     )
     assert errors_of(text, tmp_path) == [
-        "spyglass.yaml:1:7: bad value 'watch' for mode: expected one of observe, contain, enforce",
+        "spyglass.yaml:1:7: bad value 'watch' for mode: expected one of observe, contain, enforce, ask",
         "spyglass.yaml:2:10: bad value 'severe' for fail_on: expected one of info, low, medium, high, critical",
         "spyglass.yaml:3:12: workspace must be a list, not the string '.'",
         "spyglass.yaml:5:11: network.allow[0]: bad host name 'bad host!'",

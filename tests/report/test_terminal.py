@@ -74,6 +74,15 @@ def test_piped_lines_are_never_cut(tmp_path: Path) -> None:
     print_run_summary(reader, buf)
     text = buf.getvalue()
     assert not ESC.search(text)
+    # the offender's command line is whole; the tree and lineage elide long ones ...
+    assert "word0 word1" in text and "word59" in text
+    assert "word0 word1 word2 word3 word4 word5 word6 word7 word8 word9 word10 word11 word12" in text
+    assert [line for line in text.splitlines() if "word59" in line and "…" not in line]
+    assert "--full" in text or "…" in text
+    # ... which `show --full` prints whole
+    buf = io.StringIO()
+    print_run_summary(reader, buf, full=True)
+    text = buf.getvalue()
     assert "…" not in text
     assert "word0 word1" in text and "word59" in text
     assert "/very/long/path/" + "x" * 90 in text

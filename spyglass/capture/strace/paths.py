@@ -85,6 +85,10 @@ def map_proc_alias(path: str, pid: int, tid: int, procs: ProcLookup) -> str:
         base = procs.exe_of(target)
     elif what is not None:
         base = procs.fd_path(target, int(fdnum))
+        if base is not None and rest and base.startswith("/proc/"):
+            # a /proc file is no directory: the descriptor number was reused by another thread
+            # since the trace last named it (Claude Code opens files through /proc/self/fd/N/NAME)
+            base = None
     if base is None:
         me = f"/proc/{pid}/task/{tid}" if who == "thread-self" else f"/proc/{target}"
         return me + path[len(f"/proc/{who}") :]

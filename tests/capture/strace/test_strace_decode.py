@@ -310,3 +310,29 @@ def test_proc_self_names_the_traced_process(parse, pick) -> None:
     assert pick(events, type="file.read")[0].path == "/proc/5/environ"
     assert pick(events, type="file.delete")[0].path == "/proc/5/task/5/x"
     assert not [p for p in seen if p.startswith("/proc")]
+
+
+def test_proc_self_fd_naming_a_proc_file_is_not_a_directory() -> None:
+    """A descriptor last seen on a /proc file cannot be the directory of /proc/self/fd/N/NAME:
+    the number was reused by another thread (Claude Code polls /proc/self/statm while it
+    creates and deletes its task files through /proc/self/fd/N/NAME)."""
+    from spyglass.capture.strace.paths import ProcLookup, map_proc_alias
+
+    class Procs(ProcLookup):
+        def __init__(self, fds: dict[int, str]) -> None:
+            self.fds = fds
+
+        def cwd_of(self, pid: int) -> str | None:
+            return "/w"
+
+        def fd_path(self, pid: int, fd: int) -> str | None:
+            return self.fds.get(fd)
+
+        def exe_of(self, pid: int) -> str | None:
+            return None
+
+    stale = Procs({12: "/proc/7/statm"})
+    assert map_proc_alias("/proc/self/fd/12/b5.output", 7, 8, stale) == "/proc/7/fd/12/b5.output"
+    assert map_proc_alias("/proc/self/fd/12", 7, 8, stale) == "/proc/7/statm"
+    real = Procs({12: "/tmp/claude-0/tasks"})
+    assert map_proc_alias("/proc/self/fd/12/b5.output", 7, 8, real) == "/tmp/claude-0/tasks/b5.output"
