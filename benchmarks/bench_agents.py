@@ -45,9 +45,7 @@ def bench_stub(n: int) -> None:
             {"type": "function_call_output", "call_id": f"c{i}", "output": "out" * 100},
         ]
     bodies = {
-        "chat": json.dumps(
-            {"messages": history, "tools": [{"type": "function", "function": {"name": "bash"}}]}
-        ),
+        "chat": json.dumps({"messages": history, "tools": [{"type": "function", "function": {"name": "bash"}}]}),
         "responses (SSE)": json.dumps(
             {"input": items, "stream": True, "tools": [{"type": "function", "name": "exec_command"}]}
         ),

@@ -47,9 +47,10 @@ def synthetic_events(task: int, n: int, rng: random.Random, ws: str) -> Iterator
     trng = random.Random(task)  # what the task needs is fixed per task
     files = [f"{ws}/src/t{task}/m{trng.randrange(10_000)}.py" for _ in range(300)]
     outputs = [f"{ws}/out/t{task}-{i}.json" for i in range(20)]
-    commands = [
-        ("/usr/bin/python3.11", ["python3", f"{ws}/tool{task}.py", "--step", str(i)]) for i in range(5)
-    ] + [("/usr/bin/git", ["git", "status"]), ("/usr/bin/grep", ["grep", "-r", f"T{task}", f"{ws}/src"])]
+    commands = [("/usr/bin/python3.11", ["python3", f"{ws}/tool{task}.py", "--step", str(i)]) for i in range(5)] + [
+        ("/usr/bin/git", ["git", "status"]),
+        ("/usr/bin/grep", ["grep", "-r", f"T{task}", f"{ws}/src"]),
+    ]
     hosts = [(f"api{task}.example.com", f"10.{task}.0.{i}", 443) for i in range(3)]
     pid = rng.randrange(1000, 4_000_000)
     ts = time.time_ns()
@@ -71,24 +72,42 @@ def synthetic_events(task: int, n: int, rng: random.Random, ws: str) -> Iterator
             yield ev(type="file.read", pid=pid, path=lib, flags="O_RDONLY|O_CLOEXEC")
         for mod in STDLIB:
             yield ev(type="file.read", pid=pid, path=mod, flags="O_RDONLY|O_CLOEXEC")
-            yield ev(type="file.read", pid=pid, path=mod.replace(".py", ".cpython-311.pyc").replace(
-                "/python3.11/", "/python3.11/__pycache__/"), flags="O_RDONLY|O_CLOEXEC")
+            yield ev(
+                type="file.read",
+                pid=pid,
+                path=mod.replace(".py", ".cpython-311.pyc").replace("/python3.11/", "/python3.11/__pycache__/"),
+                flags="O_RDONLY|O_CLOEXEC",
+            )
         yield ev(type="file.read", pid=pid, path=f"/proc/{pid}/status", flags="O_RDONLY")
         for _ in range(rng.randrange(20, 60)):
             r = rng.random()
             if r < 0.6:
-                yield ev(type="file.read", pid=pid, path=files[int(rng.triangular(0, len(files), 0))],
-                         flags="O_RDONLY|O_CLOEXEC")
+                yield ev(
+                    type="file.read",
+                    pid=pid,
+                    path=files[int(rng.triangular(0, len(files), 0))],
+                    flags="O_RDONLY|O_CLOEXEC",
+                )
             elif r < 0.7:
-                yield ev(type="file.read", pid=pid, path=f"{ws}/missing{rng.randrange(50)}", ok=False,
-                         errno="ENOENT", flags="O_RDONLY")
+                yield ev(
+                    type="file.read",
+                    pid=pid,
+                    path=f"{ws}/missing{rng.randrange(50)}",
+                    ok=False,
+                    errno="ENOENT",
+                    flags="O_RDONLY",
+                )
             elif r < 0.8:
                 tmp = f"/tmp/tmp{''.join(rng.choices('abcdefghijklmnopqrstuvwxyz0123456789_', k=8))}"
                 yield ev(type="file.create", pid=pid, path=f"{tmp}/part-{ts}.json", flags="O_WRONLY|O_CREAT")
                 yield ev(type="file.delete", pid=pid, path=f"{tmp}/part-{ts}.json")
             elif r < 0.9:
-                yield ev(type="file.write", pid=pid, path=outputs[rng.randrange(len(outputs))],
-                         flags="O_WRONLY|O_CREAT|O_TRUNC")
+                yield ev(
+                    type="file.write",
+                    pid=pid,
+                    path=outputs[rng.randrange(len(outputs))],
+                    flags="O_WRONLY|O_CREAT|O_TRUNC",
+                )
             elif r < 0.95:
                 name, addr, port = hosts[rng.randrange(len(hosts))]
                 yield ev(type="net.dns", pid=pid, dns_name=name)
@@ -108,8 +127,14 @@ def build_store(root: Path, runs: int, events: int, tasks: int) -> Store:
         rng = random.Random(1000 + i)
         task = i % tasks
         ws = f"/tmp/bench-ws-{rng.getrandbits(40):010x}"
-        meta = RunMeta(id=new_run_id(), task=f"task-{task:02d}", cwd=ws, workspace=[ws], backend="synthetic",
-                       started=time.time_ns())
+        meta = RunMeta(
+            id=new_run_id(),
+            task=f"task-{task:02d}",
+            cwd=ws,
+            workspace=[ws],
+            backend="synthetic",
+            started=time.time_ns(),
+        )
         writer = RunWriter(store, meta, flush_interval=1.0)
         for ev in synthetic_events(task, events, rng, ws):
             writer.event(ev)
@@ -135,8 +160,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=50_000)
     ap.add_argument("--tasks", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--store", type=Path, default=None,
-                    help="keep the generated store here (reused if present)")
+    ap.add_argument("--store", type=Path, default=None, help="keep the generated store here (reused if present)")
     args = ap.parse_args()
 
     tmp = None
@@ -182,21 +206,32 @@ def main() -> None:
             w.finish()
         big = traced_peak(big_store, big_store.list_ids()[0])
 
-        print(f"\nruns: {len(readers)}, events: {total_events:,} ({total_events // len(readers):,} per run), "
-              f"mean edges per profile: {edges:.0f}")
-        print(f"profile all runs (1 process):   {t_profile:6.2f} s  "
-              f"({total_events / t_profile / 1e3:,.0f}k events/s; CPU {c_profile:.2f} s)")
+        print(
+            f"\nruns: {len(readers)}, events: {total_events:,} ({total_events // len(readers):,} per run), "
+            f"mean edges per profile: {edges:.0f}"
+        )
+        print(
+            f"profile all runs (1 process):   {t_profile:6.2f} s  "
+            f"({total_events / t_profile / 1e3:,.0f}k events/s; CPU {c_profile:.2f} s)"
+        )
         if t_profile_jobs is not None:
-            print(f"profile all runs ({args.jobs} processes):  {t_profile_jobs:6.2f} s  "
-                  f"({total_events / t_profile_jobs / 1e3:,.0f}k events/s)")
-        print(f"similarity matrix + separation: {t_compare:6.2f} s  ({len(matrix.pairs):,} pairs; "
-              f"CPU {c_compare:.2f} s)")
+            print(
+                f"profile all runs ({args.jobs} processes):  {t_profile_jobs:6.2f} s  "
+                f"({total_events / t_profile_jobs / 1e3:,.0f}k events/s)"
+            )
+        print(
+            f"similarity matrix + separation: {t_compare:6.2f} s  ({len(matrix.pairs):,} pairs; CPU {c_compare:.2f} s)"
+        )
         print(f"compare (JSON-ready report):    {t_compare_full:6.2f} s")
         print(f"peak RSS of this process:       {peak_rss_mb:6.0f} MB (all {len(profiles)} profiles held)")
-        print(f"peak traced memory, one profile pass: {small / 1e6:.2f} MB at {args.events:,} events, "
-              f"{big / 1e6:.2f} MB at {args.events * 4:,} events")
-        print(f"separation: fraction of tasks with a positive margin {sep.fraction_positive}, "
-              f"mean margin {sep.mean_margin():.3f}")
+        print(
+            f"peak traced memory, one profile pass: {small / 1e6:.2f} MB at {args.events:,} events, "
+            f"{big / 1e6:.2f} MB at {args.events * 4:,} events"
+        )
+        print(
+            f"separation: fraction of tasks with a positive margin {sep.fraction_positive}, "
+            f"mean margin {sep.mean_margin():.3f}"
+        )
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """Capture overhead: bare command vs raw ``strace --seccomp-bpf`` (same syscall set)
-vs ``spyglass run``, on the workloads of the capture notes, plus parser throughput.
+vs ``spyglass run --backend strace`` vs ``spyglass run --backend ebpf`` (end to end:
+capture, rules, store, workspace evidence) vs the eBPF capture alone (in this process,
+program loaded beforehand: attach, run, decode every event), on the workloads of the
+capture notes,
+plus the eBPF program's kernel-side cost and the strace parser's throughput.
 
-Prints a table of median wall times and ratios measured in the same run (these
-machines are noisy: compare ratios, not seconds).  Usage:
+Prints a table of median wall times and ratios measured in the same run, the
+modes alternating in a rotating order (these machines are noisy: compare ratios,
+not seconds).  The eBPF column needs root; it is left out elsewhere.  Usage:
 
     .venv/bin/python benchmarks/bench_capture.py [--repeat 3] [--quick]
 """
@@ -28,11 +33,17 @@ sys.path.insert(0, str(REPO))
 
 from spyglass.capture.strace.backend import strace_command  # noqa: E402
 
+_KEEP: list[object] = []  # servers that must outlive make_workloads (the model stub)
+
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
     t0 = time.perf_counter()
     subprocess.run(argv, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t0
+
+
+def _no_cache(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return None if "__pycache__" in info.name or "/test" in info.name else info
 
 
 def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, Callable[[], None]]]:
@@ -43,9 +54,7 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
         d = src / f"d{i % 50}"
         d.mkdir(parents=True, exist_ok=True)
         (d / f"f{i}.txt").write_text(f"file {i}\n" * 4)
-    tar_path = base / "files.tar"
-    with tarfile.open(tar_path, "w") as tf:
-        tf.add(src, arcname="src")
+    tar_path = base / "stdlib.tar"  # written below, from the copy of the stdlib
     untar_dir = base / "untar"
 
     def reset_untar() -> None:
@@ -56,9 +65,7 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
     shutil.copytree(src, repo)
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    subprocess.run(
-        ["git", "-c", "user.email=b@x", "-c", "user.name=b", "commit", "-qm", "x"], cwd=repo, check=True
-    )
+    subprocess.run(["git", "-c", "user.email=b@x", "-c", "user.name=b", "commit", "-qm", "x"], cwd=repo, check=True)
     stdlib = base / "stdlib"
     libdir = Path(sysconfig.get_paths()["stdlib"])
     for sub in (
@@ -84,6 +91,9 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
         if (libdir / sub).is_dir():
             shutil.copytree(libdir / sub, stdlib / sub, ignore=shutil.ignore_patterns("__pycache__", "test*"))
 
+    with tarfile.open(tar_path, "w") as tf:
+        tf.add(stdlib, arcname="stdlib", filter=_no_cache)
+
     def reset_compile() -> None:
         for p in stdlib.rglob("__pycache__"):
             shutil.rmtree(p, ignore_errors=True)
@@ -91,10 +101,10 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
     (base / "empty").mkdir()
     execs = 300 if quick else 1000
     noop = lambda: None  # noqa: E731
-    return {
+    out: dict[str, tuple[list[str], Path, Callable[[], None]]] = {
         "true (start-up cost)": (["true"], base / "empty", noop),
         "untar": (["tar", "xf", str(tar_path), "-C", str(untar_dir)], base, reset_untar),
-        "find": (["find", "/usr/lib", "-name", "*.so*"], base, noop),
+        "find": (["find", "/usr", "-name", "*.py"], base, noop),
         "git status x5": (["sh", "-c", "for i in 1 2 3 4 5; do git status -s >/dev/null; done"], repo, noop),
         "compileall": ([sys.executable, "-m", "compileall", "-q", str(stdlib)], base, reset_compile),
         f"{execs} execs": (
@@ -103,6 +113,24 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
             noop,
         ),
     }
+    codex = REPO / ".cache" / "agents" / "node_modules" / ".bin" / "codex"
+    if codex.exists():  # a scripted codex session against the model stub on loopback
+        from spyglass.agents.model_stub import start_stub
+        from spyglass.agents.script import parse_script
+        from spyglass.agents.setup import codex_home
+
+        steps = [{"say": "Listing the files.", "run": "ls -la"}, {"say": "Done."}]
+        stub = start_stub(parse_script({"model": "spyglass-stub", "steps": steps}))
+        _KEEP.append(stub)
+        os.environ["CODEX_HOME"] = str(codex_home(base / "codex-home", stub.url))
+        ws = base / "codex-ws"
+        ws.mkdir()
+        # a plain PATH: codex's shell sources the user's profile, and shims that rehash under a lock
+        # (pyenv) would time that instead of codex
+        argv = ["env", "PATH=/usr/local/bin:/usr/bin:/bin", str(codex), "exec", "--skip-git-repo-check"]
+        argv += ["--json", "List the files."]
+        out["codex session (scripted)"] = (argv, ws, noop)
+    return out
 
 
 def parser_throughput(lines: list[str]) -> float:
@@ -118,54 +146,157 @@ def parser_throughput(lines: list[str]) -> float:
     return len(lines) / dt
 
 
+class _Quiet:
+    """fd 1 to /dev/null while a workload runs in this process's capture (find prints every match)."""
+
+    def __enter__(self) -> None:
+        self.saved = os.dup(1)
+        self.null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(self.null, 1)
+
+    def __exit__(self, *exc: object) -> None:
+        os.dup2(self.saved, 1)
+        os.close(self.saved)
+        os.close(self.null)
+
+
+def timed_ebpf_capture(argv: list[str], cwd: Path) -> float:
+    """The eBPF capture alone (program loaded beforehand): attach, run, decode every event, detach."""
+    from spyglass.capture.base import LaunchSpec
+    from spyglass.capture.ebpf import EbpfBackend
+
+    backend = EbpfBackend()
+    backend.preload()
+    if backend._preload is not None:
+        backend._preload.join()
+    with _Quiet():
+        t0 = time.perf_counter()
+        session = backend.start(LaunchSpec(argv, str(cwd), env=dict(os.environ)))
+        for _ in session.events():
+            pass
+        dt = time.perf_counter() - t0
+    return dt
+
+
+def kernel_cost(argv: list[str], cwd: Path) -> tuple[int, dict[str, tuple[int, int]]]:
+    """Events and per-program (run_time_ns, run_cnt) of one eBPF capture (kernel.bpf_stats_enabled on)."""
+    from spyglass.capture.base import LaunchSpec
+    from spyglass.capture.ebpf import EbpfBackend
+
+    stats = Path("/proc/sys/kernel/bpf_stats_enabled")
+    old = stats.read_text().strip()
+    stats.write_text("1")
+    try:
+        with _Quiet():
+            spec = LaunchSpec(argv, str(cwd), options={"kernel_stats": True}, env=dict(os.environ))
+            session = EbpfBackend().start(spec)
+            n = sum(1 for _ in session.events())
+    finally:
+        stats.write_text(old)
+    return n, session.kernel_stats
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="smaller workloads (a smoke run)")
+    ap.add_argument("--only", help="comma-separated workload name prefixes to run")
     args = ap.parse_args()
+    from spyglass.capture.ebpf.probe import static_problem
+
+    ebpf_problem = static_problem()
     spyglass = [sys.executable, "-m", "spyglass"]
     with tempfile.TemporaryDirectory(prefix="spyglass-bench-") as tmp:
         base = Path(tmp)
         workloads = make_workloads(base, args.quick)
+        if args.only:
+            wanted = tuple(args.only.split(","))
+            workloads = {k: v for k, v in workloads.items() if k.startswith(wanted)}
         store = base / "store"
         trace_out = base / "trace.txt"
         env = dict(os.environ, SPYGLASS_STORE=str(store), PYTHONDONTWRITEBYTECODE="1")
         rows = []
+        kernel: list[tuple[str, int, dict[str, tuple[int, int]]]] = []
         for name, (argv, cwd, reset) in workloads.items():
             modes: dict[str, Callable[[], float]] = {
                 "bare": lambda argv=argv, cwd=cwd: timed(argv, cwd),
                 "strace": lambda argv=argv, cwd=cwd: timed(strace_command(str(trace_out), argv), cwd),
-                "spyglass": lambda argv=argv, cwd=cwd: timed([*spyglass, "run", "-q", "--", *argv], cwd, env),
+                "sg-strace": lambda argv=argv, cwd=cwd: timed(
+                    [*spyglass, "run", "-q", "--backend", "strace", "--", *argv], cwd, env
+                ),
             }
+            if ebpf_problem is None:
+                modes["sg-ebpf"] = lambda argv=argv, cwd=cwd: timed(
+                    [*spyglass, "run", "-q", "--backend", "ebpf", "--", *argv], cwd, env
+                )
+                modes["ebpf-capture"] = lambda argv=argv, cwd=cwd: timed_ebpf_capture(argv, cwd)
             times: dict[str, list[float]] = {m: [] for m in modes}
-            for _ in range(args.repeat):
-                for mode, fn in modes.items():  # interleaved, so drift hits all modes alike
+            order = list(modes)
+            for i in range(args.repeat):
+                for mode in order[i % len(order) :] + order[: i % len(order)]:  # rotating order
                     reset()
-                    times[mode].append(fn())
+                    times[mode].append(modes[mode]())
             med = {m: statistics.median(v) for m, v in times.items()}
             rows.append((name, med))
+            if ebpf_problem is None:
+                reset()
+                n, st = kernel_cost(argv, cwd)
+                kernel.append((name, n, st))
             print(f"  {name}: done", file=sys.stderr, flush=True)
-        # parser throughput on the last raw trace of a file-heavy workload
-        argv, cwd, reset = workloads["untar"]
-        reset()
-        timed(strace_command(str(trace_out), argv), cwd)
-        lines = trace_out.read_text(errors="surrogateescape").splitlines()
-        lines = (lines * max(1, 200_000 // max(1, len(lines))))[:200_000]
-        rate = parser_throughput(lines)
+        rate = 0.0
+        lines: list[str] = []
+        if "untar" in workloads:  # parser throughput on the raw trace of a file-heavy workload
+            argv, cwd, reset = workloads["untar"]
+            reset()
+            timed(strace_command(str(trace_out), argv), cwd)
+            lines = trace_out.read_text(errors="surrogateescape").splitlines()
+            lines = (lines * max(1, 200_000 // max(1, len(lines))))[:200_000]
+            rate = parser_throughput(lines)
 
     print(
-        f"\nspyglass capture overhead, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
-        f"median of {args.repeat}{' (quick)' if args.quick else ''}\n"
+        f"\nspyglass capture overhead, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, kernel "
+        f"{os.uname().release}, median of {args.repeat}{' (quick)' if args.quick else ''}\n"
     )
-    print("| workload | bare s | strace s | spyglass s | strace/bare | spyglass/bare | spyglass/strace |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    ebpf = ebpf_problem is None
+    head = "| workload | bare s | strace s | sg strace s |" + (" sg ebpf s | ebpf capture s |" if ebpf else "")
+    head += " strace/bare | sg strace/bare |" + (
+        " sg ebpf/bare | sg ebpf - bare s | ebpf capture/bare |" if ebpf else ""
+    )
+    print(head)
+    print("|---" + "|---:" * (head.count("|") - 2) + "|")
     for name, med in rows:
+        b = med["bare"]
+        line = f"| {name} | {b:.3f} | {med['strace']:.3f} | {med['sg-strace']:.3f} |"
+        if ebpf:
+            line += f" {med['sg-ebpf']:.3f} | {med['ebpf-capture']:.3f} |"
+        line += f" {med['strace'] / b:.2f} | {med['sg-strace'] / b:.2f} |"
+        if ebpf:
+            line += f" {med['sg-ebpf'] / b:.2f} | {med['sg-ebpf'] - b:+.3f} | {med['ebpf-capture'] / b:.2f} |"
+        print(line)
+    if not ebpf and ebpf_problem is not None:
+        print(f"\n(no eBPF column: {ebpf_problem[0]})")
+    if kernel:
         print(
-            f"| {name} | {med['bare']:.3f} | {med['strace']:.3f} | {med['spyglass']:.3f} | "
-            f"{med['strace'] / med['bare']:.2f} | {med['spyglass'] / med['bare']:.2f} | "
-            f"{med['spyglass'] / med['strace']:.2f} |"
+            "\neBPF kernel side (kernel.bpf_stats_enabled=1, one capture per workload; the counters add ~20 ns a run)"
         )
-    print(f"\nparser throughput: {rate:,.0f} strace lines/s ({len(lines):,} lines of an untar trace)")
+        print("| workload | events | hook calls | ns per hook call | all programs ns | ns per event beyond baseline |")
+        print("|---|---:|---:|---:|---:|---:|")
+        # the baseline: a hook call that emits nothing (the start-up row: almost all of its calls
+        # are other processes' untraced syscalls)
+        base_name, _, base_st = next((k for k in kernel if k[0].startswith("true")), kernel[0])
+        base_calls = sum(base_st.get(p, (0, 0))[1] for p in ("sys_enter", "sys_exit"))
+        base_ns = sum(base_st.get(p, (0, 0))[0] for p in ("sys_enter", "sys_exit")) / max(1, base_calls)
+        for name, n, st in kernel:
+            calls = sum(st.get(p, (0, 0))[1] for p in ("sys_enter", "sys_exit"))
+            hook_ns = sum(st.get(p, (0, 0))[0] for p in ("sys_enter", "sys_exit"))
+            total = sum(v[0] for v in st.values())
+            beyond = max(0.0, total - calls * base_ns) / max(1, n)
+            print(f"| {name} | {n} | {calls:,} | {hook_ns / max(1, calls):.0f} | {total:,} | {beyond:.0f} |")
+        print(f"(hooks run for every system call on the machine, traced or not; the baseline, {base_ns:.0f} ns per")
+        print(f" hook call with nothing emitted, is the {base_name!r} row's: an untraced syscall pays it twice,")
+        print(" at entry and exit; the last column is the rest of the programs' time per emitted event)")
+    if rate:
+        print(f"\nparser throughput: {rate:,.0f} strace lines/s ({len(lines):,} lines of an untar trace)")
 
 
 if __name__ == "__main__":

@@ -106,9 +106,7 @@ class KillRule:
         self.seen_ns = time.time_ns()
         pid = self.sandbox.ns_init_pid()
         fd = os.pidfd_open(pid) if pid else None
-        self.ctx.raise_alert(
-            Alert(rule_id="bench-kill", title="bench", level="critical", action="kill", pid=ev.pid)
-        )
+        self.ctx.raise_alert(Alert(rule_id="bench-kill", title="bench", level="critical", action="kill", pid=ev.pid))
         self.kill_ns = time.time_ns()
         self.ctx.stop_agent("bench-kill")
         if fd is not None:

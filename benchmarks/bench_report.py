@@ -113,9 +113,7 @@ def main() -> None:
         size = out.stat().st_size
         tc = statistics.median(x[0] for x in times)
         tr = statistics.median(x[1] for x in times)
-        print(
-            f"build: read + digest + profile + verify {tc:.2f} s, render {tr:.3f} s  ({n / tc:,.0f} events/s)"
-        )
+        print(f"build: read + digest + profile + verify {tc:.2f} s, render {tr:.3f} s  ({n / tc:,.0f} events/s)")
         print(
             f"report: {size / 1024:.0f} KiB, {len(data.timeline.events):,} timeline events embedded, "
             f"{len(data.digest.procs.procs):,} processes in the run"

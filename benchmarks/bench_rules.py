@@ -26,16 +26,29 @@ from spyglass.rules.engine import RuleEngine
 from spyglass.rules.ruleset import load_ruleset
 
 HOME, WS = "/home/dev", "/home/dev/project"
-WORDS = ("socket ", "connect ", "curl a ", "nc x ", "pty.spawn( ", "perl socket ", "base64 ", "pip ", "mkfifo ",
-         "socat ", "sh <&3 /dev/tcp/ ", "git config ")
+WORDS = (
+    "socket ",
+    "connect ",
+    "curl a ",
+    "nc x ",
+    "pty.spawn( ",
+    "perl socket ",
+    "base64 ",
+    "pip ",
+    "mkfifo ",
+    "socat ",
+    "sh <&3 /dev/tcp/ ",
+    "git config ",
+)
 
 
 def synthetic(n: int, seed: int = 7) -> list[Event]:
     """A realistic mix: mostly library/file reads, some writes, execs, connects."""
     rnd = random.Random(seed)
-    out: list[Event] = [Event(type="process.start", pid=100, ts=1),
-                        Event(type="process.exec", pid=100, ts=2, exe="/usr/bin/python3",
-                              argv=["python3", "agent.py"], cwd=WS)]
+    out: list[Event] = [
+        Event(type="process.start", pid=100, ts=1),
+        Event(type="process.exec", pid=100, ts=2, exe="/usr/bin/python3", argv=["python3", "agent.py"], cwd=WS),
+    ]
     pids = [100]
     libs = [f"/usr/lib/python3.11/{m}.py" for m in ("os", "re", "json", "typing", "ast", "enum", "socket")]
     cmds = [["git", "status"], ["python3", "-m", "pytest", "-q"], ["ls", "-la"], ["gcc", "-c", "x.c"]]
@@ -47,14 +60,22 @@ def synthetic(n: int, seed: int = 7) -> list[Event]:
         if k < 0.55:
             out.append(Event(type="file.read", pid=pid, ts=ts, path=rnd.choice(libs), flags="O_RDONLY|O_CLOEXEC"))
         elif k < 0.70:
-            out.append(Event(type="file.read", pid=pid, ts=ts, path=f"{WS}/src/m{rnd.randint(0, 300)}.py",
-                             flags="O_RDONLY"))
+            out.append(
+                Event(type="file.read", pid=pid, ts=ts, path=f"{WS}/src/m{rnd.randint(0, 300)}.py", flags="O_RDONLY")
+            )
         elif k < 0.82:
-            out.append(Event(type="file.create", pid=pid, ts=ts, path=f"{WS}/build/o{rnd.randint(0, 900)}.o",
-                             flags="O_WRONLY|O_CREAT|O_TRUNC", mode="0666"))
+            out.append(
+                Event(
+                    type="file.create",
+                    pid=pid,
+                    ts=ts,
+                    path=f"{WS}/build/o{rnd.randint(0, 900)}.o",
+                    flags="O_WRONLY|O_CREAT|O_TRUNC",
+                    mode="0666",
+                )
+            )
         elif k < 0.86:
-            out.append(Event(type="file.write", pid=pid, ts=ts, path=f"/tmp/t{rnd.randint(0, 99)}",
-                             flags="O_WRONLY"))
+            out.append(Event(type="file.write", pid=pid, ts=ts, path=f"/tmp/t{rnd.randint(0, 99)}", flags="O_WRONLY"))
         elif k < 0.89:
             out.append(Event(type="file.delete", pid=pid, ts=ts, path=f"{WS}/build/o{rnd.randint(0, 900)}.o"))
         elif k < 0.92:
@@ -66,8 +87,18 @@ def synthetic(n: int, seed: int = 7) -> list[Event]:
             cmd = rnd.choice(cmds)
             out.append(Event(type="process.exec", pid=child, ts=ts + 1, exe="/usr/bin/" + cmd[0], argv=cmd, cwd=WS))
         elif k < 0.95:
-            out.append(Event(type="net.connect", pid=pid, ts=ts, address="140.82.112.3", port=443, domain="github.com",
-                             transport="tcp", net_type="ipv4"))
+            out.append(
+                Event(
+                    type="net.connect",
+                    pid=pid,
+                    ts=ts,
+                    address="140.82.112.3",
+                    port=443,
+                    domain="github.com",
+                    transport="tcp",
+                    net_type="ipv4",
+                )
+            )
         elif k < 0.97:
             out.append(Event(type="file.mkdir", pid=pid, ts=ts, path=f"{WS}/build/d{rnd.randint(0, 50)}", mode="0777"))
         else:

@@ -12,6 +12,16 @@ command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+# the eBPF backend's build tools (the program is built below; libbpf1 is what it needs at run time)
+if [ -r /sys/kernel/btf/vmlinux ] && [ "${SPYGLASS_NO_EBPF:-}" = "" ]; then
+  command -v clang >/dev/null 2>&1 || need_apt+=(clang)
+  command -v llvm-strip >/dev/null 2>&1 || need_apt+=(llvm)
+  command -v bpftool >/dev/null 2>&1 || need_apt+=(bpftool)
+  [ -f /usr/include/bpf/bpf_helpers.h ] || need_apt+=(libbpf-dev)
+  [ -f /usr/include/libelf.h ] || need_apt+=(libelf-dev)
+  [ -f /usr/include/zlib.h ] || need_apt+=(zlib1g-dev)
+  ldconfig -p 2>/dev/null | grep 'libbpf\.so\.1' >/dev/null || need_apt+=(libbpf1)
+fi
 # EXTRA_APT_PACKAGES: more "command:package" pairs (the package is installed when the command is missing)
 for pair in ${EXTRA_APT_PACKAGES:-}; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need_apt+=("${pair#*:}")
@@ -42,4 +52,10 @@ if [ ! -f "$stamp" ] || [ constraints.txt -nt "$stamp" ] || [ pyproject.toml -nt
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,broker]'
   touch "$stamp"
+fi
+
+# the eBPF capture program (CO-RE object, built against this machine's BTF); without it the
+# eBPF backend is unavailable and `--backend auto` uses strace
+if [ -r /sys/kernel/btf/vmlinux ] && [ "${SPYGLASS_NO_EBPF:-}" = "" ]; then
+  ./scripts/build-bpf.sh || echo "setup: the eBPF program did not build; capture falls back to strace" >&2
 fi

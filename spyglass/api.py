@@ -31,7 +31,7 @@ def run(
     workspace: Sequence[str] = (),
     skills: Sequence[str] = (),
     wait_descendants: float = 0.0,
-    backend: str = "strace",
+    backend: str = "auto",
     sinks: Sequence[object] = (),
     policy: str | Path | None = None,
     mode: str | None = None,

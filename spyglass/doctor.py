@@ -11,9 +11,11 @@ _PROVIDERS = ("spyglass.sandbox.doctor",)
 
 
 def run_checks() -> list[BackendStatus]:
-    from spyglass.capture import all_backends
+    from spyglass.capture import all_backends, select_backend
 
     out: list[BackendStatus] = [b.status() for b in all_backends()]
+    _, reason = select_backend("auto", preload=False)
+    out.append(BackendStatus("auto", True, detail=f"--backend auto (the default) {reason.removeprefix('auto: ')}"))
     for name in _PROVIDERS:
         try:
             mod = importlib.import_module(name)

@@ -117,21 +117,17 @@ def _agent_env(agent: AgentSpec, stub_url: str | None, trial_dir: Path, home: Pa
     if stub_url is None:  # the user's real model: pass the user's own credentials through
         env.update({k: v for k, v in os.environ.items() if k.startswith(("OPENAI_", "ANTHROPIC_"))})
         return env
-    env["OPENAI_API_KEY"] = "spyglass-stub"
-    env["OPENAI_BASE_URL"] = env["OPENAI_API_BASE"] = stub_url
-    if agent.kind == "codex":
+    if agent.kind == "codex":  # codex keeps its real layout: CODEX_HOME is ~/.codex, where the skills are
         from spyglass.agents.setup import codex_home
 
+        env["OPENAI_API_KEY"] = "spyglass-stub"
+        env["OPENAI_BASE_URL"] = env["OPENAI_API_BASE"] = stub_url
         env["CODEX_HOME"] = str(codex_home(home / ".codex", stub_url))
-    elif agent.kind == "mini":
-        from spyglass.agents.setup import mini_env
+        return env
+    from spyglass.agents.setup import agent_env  # the agent's adapter points it at the stub
 
-        env.update(mini_env(stub_url, config_dir=trial_dir / "mini-config"))
-    elif agent.kind == "claude-code":
-        env.update({"ANTHROPIC_BASE_URL": stub_url.removesuffix("/v1"), "ANTHROPIC_API_KEY": "spyglass-stub",
-                    "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
-                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1"})
-    return env
+    kind = {"claude-code": "claude", "mini": "mini"}.get(agent.kind, "generic")
+    return agent_env(list(agent.argv), stub_url, trial_dir / "agent", env, kind=kind)
 
 
 def _spyglass(args: list[str], *, cwd: Path, env: dict[str, str], timeout: float, stdout: Path) -> int:

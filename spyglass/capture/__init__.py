@@ -10,25 +10,51 @@ from spyglass.capture.base import (
 )
 from spyglass.capture.replay import ReplayBackend
 
+BACKEND_NAMES = ("auto", "ebpf", "strace")
+
 
 def get_backend(name: str) -> CaptureBackend:
-    """A live backend by name (``strace``)."""
+    """A live backend by name (``auto``, ``ebpf``, ``strace``)."""
+    return select_backend(name)[0]
+
+
+def select_backend(name: str, *, preload: bool = True) -> tuple[CaptureBackend, str]:
+    """The backend for ``--backend NAME`` and why it was chosen (recorded in the run).
+
+    ``auto`` picks eBPF when it can run here (privileged, kernel BTF, program built) and
+    strace otherwise; it falls back to strace if the kernel then refuses the program.
+    With ``preload`` the eBPF program starts loading now, in a thread (a run is coming).
+    """
     if name == "strace":
         from spyglass.capture.strace.backend import StraceBackend
 
-        return StraceBackend()
+        return StraceBackend(), "requested: strace"
+    if name == "ebpf":
+        from spyglass.capture.ebpf import EbpfBackend
+
+        backend = EbpfBackend()
+        if preload:
+            backend.preload()
+        return backend, "requested: ebpf"
+    if name == "auto":
+        from spyglass.capture.auto import AutoBackend
+
+        auto = AutoBackend(preload=preload)
+        return auto, auto.reason
     from spyglass.errors import UsageError
 
-    raise UsageError(f"unknown capture backend {name!r}", hint="available: strace")
+    raise UsageError(f"unknown capture backend {name!r}", hint="available: " + ", ".join(BACKEND_NAMES))
 
 
 def all_backends() -> list[CaptureBackend]:
+    from spyglass.capture.ebpf import EbpfBackend
     from spyglass.capture.strace.backend import StraceBackend
 
-    return [StraceBackend()]
+    return [EbpfBackend(), StraceBackend()]
 
 
 __all__ = [
+    "BACKEND_NAMES",
     "BackendStatus",
     "CaptureBackend",
     "CaptureResult",
@@ -38,4 +64,5 @@ __all__ = [
     "StillRunning",
     "all_backends",
     "get_backend",
+    "select_backend",
 ]

@@ -15,9 +15,7 @@ from spyglass.events.codec import decode_event
 
 
 class ReplaySession:
-    def __init__(
-        self, source: Iterable[Event], on_bad_line: Callable[[int, str], None] | None = None
-    ) -> None:
+    def __init__(self, source: Iterable[Event], on_bad_line: Callable[[int, str], None] | None = None) -> None:
         self._source = source
         self._stopped = False
         self._result = CaptureResult()

@@ -136,7 +136,14 @@ Examples:
     help="The agent's log (codex --json output or rollout, Claude Code transcript, mini-swe-agent trajectory); "
     "default: the log the agent is seen writing.",
 )
-@click.option("--backend", default="strace", show_default=True, help="Capture backend.")
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "ebpf", "strace"]),
+    default="auto",
+    show_default=True,
+    help="Capture backend: ebpf (kernel-side, needs root and BTF), strace (ptrace, portable), "
+    "or auto (ebpf where it can run, else strace; the choice and its reason are kept in the run).",
+)
 @click.option(
     "--no-seccomp",
     is_flag=True,

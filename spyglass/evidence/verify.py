@@ -124,9 +124,7 @@ def _check_meta(meta: RunMeta, cp: dict[str, Any], result: VerifyResult) -> None
 
     if cp.get("run_id") != meta.id:
         result.problems.append(
-            Problem(
-                "checkpoint", "forged", f"the checkpoint belongs to run {cp.get('run_id')!r}, not {meta.id}"
-            )
+            Problem("checkpoint", "forged", f"the checkpoint belongs to run {cp.get('run_id')!r}, not {meta.id}")
         )
         return
     if cp.get("meta_digest") != meta_digest(meta):
@@ -139,13 +137,9 @@ def _check_meta(meta: RunMeta, cp: dict[str, Any], result: VerifyResult) -> None
             )
         )
     if "policy_digest" in cp and cp.get("policy_digest") != meta.policy_digest:
-        result.problems.append(
-            Problem("run.json", "edited", "the policy digest differs from the checkpoint's")
-        )
+        result.problems.append(Problem("run.json", "edited", "the policy digest differs from the checkpoint's"))
     if cp.get("spyglass_version") not in (None, meta.spyglass_version):
-        result.problems.append(
-            Problem("run.json", "edited", "the spyglass version differs from the checkpoint's")
-        )
+        result.problems.append(Problem("run.json", "edited", "the spyglass version differs from the checkpoint's"))
     if cp.get("outcome_digest") is not None:
         from spyglass.store import writer
 
@@ -175,9 +169,7 @@ def _check_evidence_files(run_dir: Path, cp: dict[str, Any], result: VerifyResul
             result.problems.append(Problem(f"evidence/{name}", "deleted", "is missing"))
             continue
         if actual != digest:
-            result.problems.append(
-                Problem(f"evidence/{name}", "edited", "differs from the checkpoint's digest")
-            )
+            result.problems.append(Problem(f"evidence/{name}", "edited", "differs from the checkpoint's digest"))
 
 
 def _sha256_file(path: Path) -> str:
@@ -215,8 +207,7 @@ def _check_signature(cp: dict[str, Any], pubkey_raw: bytes | None, result: Verif
         result.problems.append(Problem("checkpoint", "signature", check.problem))
     elif not check.pinned:
         result.notes.append(
-            f"signed by key {check.key_fingerprint}; the key was not checked against a trusted one "
-            "(pass --pubkey FILE)"
+            f"signed by key {check.key_fingerprint}; the key was not checked against a trusted one (pass --pubkey FILE)"
         )
 
 
@@ -267,6 +258,13 @@ def verify_run(
         result.streams[stream] = check.result
         result.problems.extend(check.problems)
         result.notes.extend(check.notes)
+    lost = (meta.capture or {}).get("lost") or 0
+    if isinstance(lost, int) and lost > 0:
+        kinds = [n for n in (meta.capture or {}).get("notes") or [] if "lost" in str(n)]
+        result.notes.append(
+            f"the capture ({meta.backend}) lost {lost} kernel record(s): the chain is intact, the record has gaps"
+            + (f" ({kinds[0]})" if kinds else "")
+        )
     if cp is None:
         if meta.status in ("running", "incomplete"):
             result.problems.append(

@@ -79,6 +79,15 @@ def _header(data: ReportData) -> list[Line]:
             + ("    sandboxed" if m.sandbox else ""),
         )
     )
+    reason = m.extra.get("backend_reason")
+    if reason:
+        out.append(("dim", f"  capture   {reason}"))
+    lost = (m.capture or {}).get("lost") or 0
+    if lost:
+        kinds = [str(n) for n in (m.capture or {}).get("notes") or [] if "lost" in str(n)]
+        out.append(
+            ("bold red", f"  LOST      {lost} kernel record(s) did not fit: {kinds[0] if kinds else 'see run.json'}")
+        )
     if m.stopped_by:
         out.append(("bold red", f"  stopped by rule {m.stopped_by}"))
     if m.status == "incomplete":

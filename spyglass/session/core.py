@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from spyglass.capture import get_backend
+from spyglass.capture import select_backend
 from spyglass.capture.base import CaptureBackend
 from spyglass.errors import EXIT_ALERT, EXIT_EVIDENCE, EXIT_KILLED, EXIT_NOT_FOUND, UsageError
 from spyglass.pipeline import SandboxView, default_home
@@ -79,8 +79,10 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     policy, mode = plan.policy, plan.mode
     fail_on = opts.fail_on or policy.fail_on
     signer = _signer(opts, plan)
-    backend: CaptureBackend = get_backend(opts.backend)
-    extra: dict[str, object] = {"policy_source": policy.source, "policy": policy_record(policy)}
+    backend: CaptureBackend
+    backend, reason = select_backend(opts.backend)
+    extra: dict[str, object] = {"policy_source": policy.source, "backend_reason": reason,
+                                "policy": policy_record(policy)}
     missing = _command_not_found(opts, plan, store, extra, backend.name)
     if missing is not None:
         return missing

@@ -25,7 +25,7 @@ class RunOptions:
     workspace: list[str] = field(default_factory=list)  # empty: the policy's, else cwd
     skills: list[str] = field(default_factory=list)
     wait_descendants: float = 0.0
-    backend: str = "strace"
+    backend: str = "auto"  # auto: ebpf where it can run, else strace (the choice and why go in run.json)
     seccomp: bool = True
     mode: str | None = None  # None: the policy's
     sandbox: bool = False  # observe -> contain

@@ -213,6 +213,10 @@ def record(
             stdio=request.stdio,
         )
         session = backend.start(spec)
+        chosen: Any = getattr(backend, "inner", backend)  # a sandbox wraps the backend
+        meta.backend = chosen.name  # ``auto`` may have fallen back at start
+        if getattr(chosen, "reason", None):
+            meta.extra["backend_reason"] = chosen.reason
         pipeline.launched()
 
         def stop_agent(reason: str) -> None:

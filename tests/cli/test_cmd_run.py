@@ -44,9 +44,7 @@ def test_exit_code_passes_through(tmp_path: Path) -> None:
 
 
 def test_agent_output_passes_through_and_summary_goes_to_stderr(tmp_path: Path) -> None:
-    res = _spyglass(
-        tmp_path / "s", "run", "--", "sh", "-c", "echo to-stdout; echo to-stderr >&2", cwd=tmp_path
-    )
+    res = _spyglass(tmp_path / "s", "run", "--", "sh", "-c", "echo to-stdout; echo to-stderr >&2", cwd=tmp_path)
     assert res.returncode == 0
     assert res.stdout == "to-stdout\n"
     assert "to-stderr" in res.stderr and "spyglass: recorded run" in res.stderr
@@ -57,7 +55,7 @@ def test_missing_strace_names_the_package(tmp_path: Path) -> None:
     bindir.mkdir()
     for tool in ("sh", "true"):
         (bindir / tool).symlink_to(f"/bin/{tool}")
-    res = _spyglass(tmp_path / "s", "run", "--", "true", cwd=tmp_path, env={"PATH": str(bindir)})
+    res = _spyglass(tmp_path / "s", "run", "--backend", "strace", "--", "true", cwd=tmp_path, env={"PATH": str(bindir)})
     assert res.returncode == 5
     assert "strace is not installed" in res.stderr and "apt-get install strace" in res.stderr
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
@@ -105,9 +103,7 @@ def test_kill_9_of_the_monitor_leaves_an_incomplete_readable_run(tmp_path: Path)
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
     assert data["run"]["status"] == "incomplete"
-    assert {"/".join([str(ws), "first.txt"]), str(ws / "second.txt")} <= set(
-        data["files_written"]["file.create"]
-    )
+    assert {"/".join([str(ws), "first.txt"]), str(ws / "second.txt")} <= set(data["files_written"]["file.create"])
     text = _spyglass(store, "show", "latest").stdout
     assert "incomplete" in text
 

@@ -57,12 +57,15 @@ def fake_home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def live(tmp_path: Path) -> Callable[..., LiveRun]:
-    """``live(script, policy_text=None, lang="sh")``: run a script under strace with the rules live."""
+    """``live(script, policy_text=None, lang="sh")``: run a script under capture with the rules live.
+
+    The backend is strace unless ``backend=`` (or ``SPYGLASS_TEST_BACKEND``) names another."""
     if shutil.which("strace") is None:
         pytest.skip("strace not installed")
 
     def run(script: str, *, policy_text: str | None = None, lang: str = "sh", home: Path | None = None,
-            workspace: Path | None = None, extra_env: dict[str, str] | None = None, seccomp: bool = True) -> LiveRun:
+            workspace: Path | None = None, extra_env: dict[str, str] | None = None, seccomp: bool = True,
+            backend: str | None = None) -> LiveRun:
         import io
 
         from spyglass.capture import get_backend
@@ -96,7 +99,7 @@ def live(tmp_path: Path) -> Callable[..., LiveRun]:
             RunRequest(argv=argv, cwd=str(ws), env=env, workspace=list(policy.workspace_for(str(ws))),
                        mode=policy.mode, policy_digest=policy.digest, extra={"home": str(h)},
                        backend_options={"seccomp": seccomp}),
-            get_backend("strace"), store, sinks,
+            get_backend(backend or os.environ.get("SPYGLASS_TEST_BACKEND", "strace")), store, sinks,
         )
         reader = RunReader(store, outcome.meta.id)
         engine = sinks[0]

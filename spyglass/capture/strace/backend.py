@@ -77,9 +77,7 @@ _SECCOMP_NOTE = (
 )
 
 
-def strace_command(
-    output: str, argv: Sequence[str], *, seccomp: bool = True, strace: str = "strace"
-) -> list[str]:
+def strace_command(output: str, argv: Sequence[str], *, seccomp: bool = True, strace: str = "strace") -> list[str]:
     """The strace command line that writes to ``output`` and runs ``argv``."""
     cmd = [strace, "-DD", "-f", "-q", "-yy", "-ttt", "-s", "4096", "--decode-pids=pidns", "-I2"]
     if seccomp:
@@ -90,9 +88,7 @@ def strace_command(
 
 def _run(cmd: list[str], timeout: float = 10.0) -> tuple[int, str]:
     try:
-        proc = subprocess.run(
-            cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
-        )
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return -1, str(exc)
     text = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()

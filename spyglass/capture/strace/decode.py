@@ -271,6 +271,4 @@ def parse_sock_ann(ann: str | None) -> SockInfo | None:
     if body.isdigit():
         return SockInfo(transport, net_type, None, None, None, body)
     local_s, _, remote_s = body.partition("->")
-    return SockInfo(
-        transport, net_type, _endpoint(local_s), _endpoint(remote_s) if remote_s else None, None, None
-    )
+    return SockInfo(transport, net_type, _endpoint(local_s), _endpoint(remote_s) if remote_s else None, None, None)

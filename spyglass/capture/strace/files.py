@@ -93,9 +93,7 @@ def h_openat2(st: TraceState, c: Call) -> Event | None:
     return _open_event(st, c, c.arg(0), c.arg(1), how.get("flags", "O_RDONLY"), how.get("mode"))
 
 
-def _path_event(
-    st: TraceState, c: Call, kind: str, path_tok: str, dirfd: str | None = None, **extra: Any
-) -> Event:
+def _path_event(st: TraceState, c: Call, kind: str, path_tok: str, dirfd: str | None = None, **extra: Any) -> Event:
     raw = unquote(path_tok)
     path = st.resolve(c, raw, dirfd)
     return st.event(c, kind, **path_fields(path, raw), **extra)
@@ -117,9 +115,7 @@ def h_unlink(st: TraceState, c: Call) -> Event | None:
 
 def h_unlinkat(st: TraceState, c: Call) -> Event | None:
     flags = c.arg(2)
-    return _path_event(
-        st, c, "file.delete", c.arg(1), c.arg(0), flags=flags if flags and flags != "0" else None
-    )
+    return _path_event(st, c, "file.delete", c.arg(1), c.arg(0), flags=flags if flags and flags != "0" else None)
 
 
 def _rename(

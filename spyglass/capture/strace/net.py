@@ -103,9 +103,7 @@ def h_listen(st: TraceState, c: Call) -> Event | None:
             address, raw = to_text(address, "server.address", None)
         return st.event(c, "net.listen", transport="unix", net_type="unix", address=address, raw_bytes=raw)
     address, port = sock.local if sock.local else (None, None)
-    return st.event(
-        c, "net.listen", transport=sock.transport, net_type=sock.net_type, address=address, port=port
-    )
+    return st.event(c, "net.listen", transport=sock.transport, net_type=sock.net_type, address=address, port=port)
 
 
 def _send_event(
@@ -141,12 +139,8 @@ def _send_event(
             domain=st.domain_of(peer.address) if peer.net_type != "unix" else None,
         )
     if sock is not None and sock.unix_path is not None:
-        return st.event(
-            c, "net.send", transport="unix", net_type="unix", nbytes=nbytes, address=sock.unix_path
-        )
-    return st.event(
-        c, "net.send", transport=transport, net_type=sock.net_type if sock else None, nbytes=nbytes
-    )
+        return st.event(c, "net.send", transport="unix", net_type="unix", nbytes=nbytes, address=sock.unix_path)
+    return st.event(c, "net.send", transport=transport, net_type=sock.net_type if sock else None, nbytes=nbytes)
 
 
 def _same_socket(peer: Peer, sock: SockInfo | None) -> bool:
@@ -190,9 +184,7 @@ def h_sendmmsg(st: TraceState, c: Call) -> Event | None:
 # --- receive: only DNS answers matter ------------------------------------------------
 
 
-def _dns(
-    st: TraceState, c: Call, sock: SockInfo | None, payload: bytes, src: SockAddr | None
-) -> Event | None:
+def _dns(st: TraceState, c: Call, sock: SockInfo | None, payload: bytes, src: SockAddr | None) -> Event | None:
     if len(payload) < 12 or not payload[2] & 0x80:
         return None
     resp = parse_response(payload)

@@ -57,9 +57,7 @@ def h_setid(st: TraceState, c: Call) -> Event | None:
     if c.ok and after == before and c.tid != c.pid and not name.startswith("setfs"):
         return None  # glibc's per-thread replay of a change already reported
     detail = f"{name[3:]}={c.args.strip()}" if name.startswith("setfs") else f"{name}({c.args.strip()})"
-    return st.event(
-        c, "priv.change", uid=proc.euid, ruid=proc.ruid, gid=proc.egid, rgid=proc.rgid, detail=detail
-    )
+    return st.event(c, "priv.change", uid=proc.euid, ruid=proc.ruid, gid=proc.egid, rgid=proc.rgid, detail=detail)
 
 
 def h_capset(st: TraceState, c: Call) -> Event | None:

@@ -1,0 +1,64 @@
+"""Risky kernel interfaces -> ``sys.sensitive`` events: ptrace, memfd, io_uring, mounts,
+namespaces, bpf, modules, and the calls that reach into other processes or the terminal."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spyglass.capture.ebpf import records as R
+from spyglass.capture.ebpf.syscalls import BY_NR
+from spyglass.capture.strace.state import path_fields
+from spyglass.events.schema import Event
+
+if TYPE_CHECKING:
+    from spyglass.capture.ebpf.decoder import RecordDecoder
+
+
+def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
+    name = BY_NR[rec.nr].name
+    a = rec.args
+    if name == "ptrace":
+        req = R.PTRACE_REQUESTS.get(a[0], f"PTRACE_{a[0]:#x}")
+        return dec._sensitive(rec, req, None if a[0] == 0 else R.s32(a[1]))
+    if name == "memfd_create":
+        mname = R.cstr(rec.blobs[1]) or ""
+        if rec.ret >= 0:
+            dec._proc(rec.pid).fds[rec.ret] = f"/memfd:{mname} (deleted)"
+        flags = R.names(a[1], R.MFD_FLAGS)
+        return dec._sensitive(rec, f"memfd:{mname}" + (f" {flags}" if flags else ""))
+    if name == "io_uring_setup":
+        return dec._sensitive(rec, f"io_uring_setup entries={a[0]}")
+    if name in ("mount", "umount2"):
+        p = dec._path(rec, 0)
+        target_raw = p[1] if p else "?"
+        fields = path_fields(*p) if p else {}
+        if name == "umount2":
+            flags = R.names(a[1], R.MNT_FLAGS)
+            return dec._sensitive(rec, f"umount {target_raw} {flags or ''}".rstrip(), **fields)
+        src = R.cstr(rec.blobs[1]) or "none"
+        return dec._sensitive(rec, f"mount {src} on {target_raw}", **fields)
+    if name == "unshare":
+        return dec._sensitive(rec, R.names(a[0], R.CLONE_FLAGS) or "0")
+    if name == "setns":
+        ns = R.walk(rec.blobs[2]) or str(R.s32(a[0]))
+        return dec._sensitive(rec, f"{R.names(a[1], R.CLONE_FLAGS) or '0'} {ns.lstrip('/')}")
+    if name == "bpf":
+        return dec._sensitive(rec, R.BPF_CMDS[a[0]] if a[0] < len(R.BPF_CMDS) else f"bpf cmd {a[0]}")
+    if name == "init_module":
+        return dec._sensitive(rec, f"init_module {R.cstr(rec.blobs[1]) or ''}".rstrip())
+    if name == "finit_module":
+        path = R.walk(rec.blobs[2])
+        detail = f"finit_module {path or a[0]} {R.cstr(rec.blobs[1]) or ''}".rstrip()
+        return dec._sensitive(rec, detail, **(path_fields(path) if path else {}))
+    if name in ("process_vm_readv", "process_vm_writev", "pidfd_open"):
+        return dec._sensitive(rec, f"{name} pid={R.s32(a[0])}", R.s32(a[0]))
+    if name == "pidfd_getfd":
+        return dec._sensitive(rec, f"pidfd_getfd fd={R.s32(a[1])}")
+    if name == "pidfd_send_signal":
+        return dec._sensitive(rec, f"pidfd_send_signal {R.signal_name(a[1]) or a[1]}")
+    if name == "ioctl":
+        return dec._sensitive(rec, "ioctl TIOCSTI")
+    if name == "name_to_handle_at":
+        p = dec._path(rec, 0)
+        return dec._sensitive(rec, name, **(path_fields(*p) if p else {}))
+    return dec._sensitive(rec, name)

@@ -1,0 +1,424 @@
+"""The eBPF capture backend: loads the CO-RE program, runs the command, streams its events.
+
+Start: the program is loaded through the system libbpf (ctypes), the syscall
+table is written into its ``descs`` map and its six programs are attached.
+The command (behind ``spec.wrapper``, if any) is started with ``Popen``; in
+the child, between fork and exec, its own pid is put into the ``tracked``
+map, so the kernel follows it and every process it forks from its very first
+instruction (``sched_process_fork`` adds each child).  Nothing is injected
+into the processes: when recording ends the programs are detached and
+whatever still runs goes on untouched.
+
+Reading: one thread polls both rings every 20 ms (the program only wakes
+it when more than 256 KiB are pending), decodes the records and queues the
+events; the producer never waits for it.  Lifecycle records (fork, exec,
+exit) have their own ring so that a burst of file events cannot crowd them
+out.  Records that did not fit are counted per CPU and per category in the
+``lost`` map; ``result().lost`` is their sum and ``notes`` name the kinds.
+
+End of run: when the root process's exit arrives, a grace period of
+``spec.wait_descendants`` seconds starts; the stream ends as soon as no
+followed process is alive, or when the grace period is over (processes still
+running are reported as ``process.detach`` events and in
+``result().still_running``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import queue
+import select
+import signal
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+
+from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
+from spyglass.capture.ebpf import libbpf, probe
+from spyglass.capture.ebpf.decoder import RecordDecoder
+from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
+from spyglass.capture.ebpf.ring import Ring
+from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
+from spyglass.capture.strace.host import hosts_file
+from spyglass.errors import CaptureError
+from spyglass.events.schema import Event
+
+PROGRAMS = ["sys_enter", "sys_exit", "on_fork", "on_exec", "on_exit"]
+OPTIONAL_PROGRAMS = ["on_uring"]  # io_uring may be compiled out
+
+_POLL = 0.02
+_KILL_GRACE = 5.0
+_U32 = struct.Struct("<I")
+
+
+def _pow2(n: int, low: int) -> int:
+    size = low
+    while size < n:
+        size <<= 1
+    return size
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state not in (b"Z", b"X", b"")
+
+
+def _argv_of(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    return [a.decode("utf-8", "surrogateescape") for a in data.rstrip(b"\0").split(b"\0")] if data else None
+
+
+def _program_stats(ids: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """name -> (run_time_ns, run_cnt) from ``bpftool`` (counted while kernel.bpf_stats_enabled=1)."""
+    import json
+
+    out: dict[str, tuple[int, int]] = {}
+    for name, pid in ids.items():
+        try:
+            text = subprocess.run(
+                ["bpftool", "prog", "show", "id", str(pid), "-j"], capture_output=True, check=True, timeout=10
+            ).stdout
+            info = json.loads(text)
+        except (OSError, subprocess.SubprocessError, ValueError):
+            continue
+        out[name] = (int(info.get("run_time_ns", 0)), int(info.get("run_cnt", 0)))
+    return out
+
+
+class EbpfBackend:
+    """Capture from the kernel with eBPF (needs root or CAP_BPF+CAP_PERFMON, and BTF)."""
+
+    name = "ebpf"
+
+    def __init__(self) -> None:
+        self._preload: threading.Thread | None = None
+        self._preloaded: BpfObject | LibbpfError | None = None
+
+    def status(self) -> BackendStatus:
+        return probe.status()
+
+    def preload(self) -> None:
+        """Load the program now, in a thread, with the default ring sizes: the kernel verifies
+        it while spyglass prepares the rest of the run (``start`` then only attaches)."""
+        if self._preload is not None or probe.static_problem() is not None:
+            return
+
+        def load() -> None:
+            try:
+                self._preloaded = _load(_RING, _LIFE)
+            except LibbpfError as exc:
+                self._preloaded = exc
+
+        self._preload = threading.Thread(target=load, name="ebpf-preload", daemon=True)
+        self._preload.start()
+
+    def start(self, spec: LaunchSpec) -> EbpfSession:
+        found = probe.static_problem()
+        if found is not None:
+            raise CaptureError(f"the eBPF backend cannot run: {found[0]}", hint=found[1])
+        ring, life = _sizes(spec.options)
+        obj: BpfObject | None = None
+        if self._preload is not None:
+            self._preload.join()
+            pre, self._preloaded, self._preload = self._preloaded, None, None
+            if isinstance(pre, BpfObject):
+                if (ring, life) == (_RING, _LIFE):
+                    obj = pre
+                else:
+                    pre.close()
+        if obj is None:
+            try:
+                obj = _load(ring, life)
+            except LibbpfError as exc:
+                raise CaptureError(
+                    f"the eBPF program could not be loaded: {exc}", hint="run `spyglass doctor`"
+                ) from exc
+        return EbpfSession(spec, obj, ring, life)
+
+
+_RING, _LIFE = 8 << 20, 1 << 20
+
+
+def _sizes(opts: dict[str, object]) -> tuple[int, int]:
+    ring = _pow2(int(str(opts.get("ring_bytes", _RING))), 1 << 16)
+    life = _pow2(int(str(opts.get("life_ring_bytes", _LIFE))), 1 << 16)
+    return ring, life
+
+
+def _load(ring: int, life: int) -> BpfObject:
+    return BpfObject(str(probe.object_path()), {"events": ring, "life": life})
+
+
+class EbpfSession:
+    """One run.  ``events()`` must be consumed for the run to make progress."""
+
+    def __init__(self, spec: LaunchSpec, obj: BpfObject, ring: int, life: int) -> None:
+        self.spec = spec
+        opts = spec.options
+        self._obj = obj
+        self._result = CaptureResult()
+        self._queue: queue.SimpleQueue[list[Event] | None] = queue.SimpleQueue()
+        self._done = threading.Event()  # ask the reader for a last drain, then to stop
+        self._detached = False
+        self._closed = False
+        self._killing = False
+        self.kernel_stats: dict[str, tuple[int, int]] = {}  # options={"kernel_stats": True}
+        # tests: a reader that sleeps first (seconds), or (-1) until the root process has exited
+        self._stall = float(str(opts.get("stall_reader", 0.0)))
+        dump = opts.get("dump_records")  # tests: raw records, each as <u32 length><bytes>
+        self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
+        self._boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file)
+        try:
+            self._setup(opts)
+            self._rings = [Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("events"), ring)]
+            cwd = os.path.realpath(spec.cwd)
+            tracked = self._obj.map_fd("tracked")
+
+            key, one = ctypes.c_uint32(0), ctypes.c_uint8(1)
+            update = libbpf.lib().lib.bpf_map_update_elem
+
+            def enroll() -> None:  # in the child, before exec: the kernel follows it from here
+                key.value = os.getpid()  # no allocation between fork and exec
+                if update(tracked, ctypes.byref(key), ctypes.byref(one), 0):
+                    raise OSError("the kernel refused to follow the command")  # never run it unrecorded
+
+            started = time.time_ns()
+            stdin, stdout, stderr = spec.stdio or (None, None, None)
+            self._proc = subprocess.Popen(
+                [*spec.wrapper, *spec.argv], cwd=cwd, env=spec.env, close_fds=True, preexec_fn=enroll,
+                stdin=stdin, stdout=stdout, stderr=stderr,
+            )  # fmt: skip
+        except (OSError, LibbpfError, subprocess.SubprocessError) as exc:
+            self._obj.close()
+            raise CaptureError(f"cannot start the command under eBPF capture: {exc}") from exc
+        self._queue.put([self.decoder.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started)])
+        self._reader = threading.Thread(target=self._read, name="ebpf-reader", daemon=True)
+        self._reader.start()
+
+    def _setup(self, opts: dict[str, object]) -> None:
+        descs = self._obj.map_fd("descs")
+        for row in TABLE:
+            map_update(descs, _U32.pack(row.nr), row.packed())
+        drop_dirs = opts.get("drop_dir_reads", True) is not False
+        map_update(self._obj.map_fd("settings"), _U32.pack(0), struct.pack("<II", int(drop_dirs), 0))
+        self._obj.attach(PROGRAMS)
+        try:
+            self._obj.attach(OPTIONAL_PROGRAMS)
+        except LibbpfError:
+            self._result.notes.append("io_uring tracepoints unavailable: io_uring opcodes are not recorded")
+
+    @property
+    def tracer_pid(self) -> int | None:
+        """No tracer process: the kernel records, and the reader is a thread of this process."""
+        return os.getpid()
+
+    # --- reader thread ------------------------------------------------------------
+
+    def _read(self) -> None:
+        ep = select.epoll()
+        try:
+            for r in self._rings:
+                ep.register(r.fd, select.EPOLLIN)
+            if self._stall > 0:
+                time.sleep(self._stall)
+            elif self._stall < 0:
+                deadline = time.monotonic() + 120
+                while _running(self._proc.pid) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            while True:
+                last = self._done.is_set()
+                ep.poll(_POLL)
+                batch: list[Event] = []
+                for r in self._rings:
+                    for data in r.read():
+                        if self._dump is not None:
+                            self._dump.write(_U32.pack(len(data)) + data)
+                        batch.extend(self.decoder.feed(data))
+                if len(batch) > 1:
+                    batch.sort(key=lambda e: e.ts)
+                if self._killing:
+                    self._kill_tracked()
+                if batch:
+                    self._queue.put(batch)
+                if last:
+                    break
+        except Exception as exc:  # pragma: no cover - the stream must end whatever happens
+            self._result.notes.append(f"eBPF reader stopped: {exc}")
+        finally:
+            ep.close()
+            if self._dump is not None:
+                self._dump.close()
+            self._queue.put(None)
+
+    # --- the stream -----------------------------------------------------------------
+
+    def events(self) -> Iterator[Event]:
+        """Events as the kernel reports them; ends when recording ends.
+
+        Closing the generator early detaches (the tree keeps running).
+        """
+        finished = False
+        try:
+            yield from self._stream()
+            finished = True
+        finally:
+            if not finished:
+                self._finish_reading()
+                self._close()
+
+    def _stream(self) -> Iterator[Event]:
+        dec = self.decoder
+        deadline: float | None = None
+        kill_deadline: float | None = None
+        while True:
+            try:
+                batch = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                batch = []
+            if batch is None:
+                break
+            yield from batch
+            if self._done.is_set():
+                continue
+            now = time.monotonic()
+            if self._killing and kill_deadline is None:
+                kill_deadline = now + _KILL_GRACE
+            if deadline is None and (dec.root_exited or self._proc.poll() is not None):
+                deadline = now + max(0.0, self.spec.wait_descendants)
+            if (
+                self._detached
+                or (deadline is not None and (now >= deadline or not self._tracked_alive()))
+                or (kill_deadline is not None and now >= kill_deadline)
+            ):
+                self._finish_reading()
+        yield from self._finish()
+
+    def _tracked_alive(self) -> list[int]:
+        try:
+            pids = [_U32.unpack(k)[0] for k in map_keys(self._obj.map_fd("tracked"), 4)]
+        except LibbpfError:
+            return []
+        return [p for p in pids if _running(p)]
+
+    def _finish_reading(self) -> None:
+        if not self._done.is_set():
+            self._done.set()
+
+    def _finish(self) -> Iterator[Event]:
+        dec, res = self.decoder, self._result
+        alive = self._tracked_alive()
+        self._close()
+        rc = self._proc.poll()
+        if rc is None and dec.root_exited:
+            try:
+                rc = self._proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                rc = None
+        res.root_pid = self._proc.pid
+        res.lines, res.unparsed = dec.records, dec.unparsed
+        if dec.root_exited:
+            res.exit_code, res.signal = dec.root_exit_code, dec.root_signal
+        elif rc is not None:
+            if rc < 0:
+                res.signal = signal.Signals(-rc).name if -rc in signal.valid_signals() else None
+            else:
+                res.exit_code = rc
+        now = time.time_ns()
+        for pid in alive:
+            info = dec.procs.get(pid)
+            argv = info.argv if info is not None and info.argv else _argv_of(pid)
+            res.still_running.append(StillRunning(pid, argv))
+            yield Event(type="process.detach", ts=now, pid=pid, argv=argv)
+        if res.still_running:
+            res.notes.append(f"stopped following {len(res.still_running)} process(es) still running")
+
+    def _close(self) -> None:
+        """Detach the programs, count what was lost, release the maps (idempotent)."""
+        if self._closed:
+            return
+        self._detached = True
+        self._closed = True
+        self._reader.join(timeout=5)
+        if self.spec.options.get("kernel_stats"):
+            self.kernel_stats = _program_stats(self._obj.program_ids(PROGRAMS + OPTIONAL_PROGRAMS))
+        self._obj.detach()
+        self._count_lost()
+        for r in self._rings:
+            r.close()
+        self._obj.close()
+
+    def _lost_now(self) -> tuple[int, list[str]]:
+        """The program's per-CPU lost counters, summed: (total, ["file 12", ...])."""
+        fd = self._obj.map_fd("lost")
+        ncpu = possible_cpus()
+        kinds: list[str] = []
+        total = 0
+        for i, name in enumerate(CATEGORIES):
+            raw = map_lookup(fd, _U32.pack(i), 8 * ncpu)
+            n = sum(struct.unpack(f"<{ncpu}Q", raw)) if raw else 0
+            if n:
+                kinds.append(f"{name} {n}")
+                total += n
+        return total, kinds
+
+    def _count_lost(self) -> None:
+        try:
+            total, kinds = self._lost_now()
+        except LibbpfError as exc:
+            self._result.notes.append(f"lost-record counters unreadable: {exc}")
+            return
+        self._result.lost = total
+        if total:
+            self._result.notes.append(f"{total} record(s) lost (ring full): " + ", ".join(kinds))
+
+    @property
+    def lost_events(self) -> int:
+        """Records the program could not put in its rings so far."""
+        if self._closed:
+            return self._result.lost
+        try:
+            return self._lost_now()[0]
+        except (LibbpfError, AssertionError):
+            return self._result.lost
+
+    # --- control --------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop following (the tree keeps running); the stream ends after a last drain."""
+        self._detached = True
+        self._finish_reading()
+
+    def kill_tree(self) -> None:
+        """SIGKILL every followed process; children born meanwhile die as the reader sees them."""
+        self._killing = True
+        self._kill_tracked()
+
+    def _kill_tracked(self) -> None:
+        # the root first: once its SIGKILL is pending it cannot see a child die and exit on its own
+        pids = [self._proc.pid]
+        if not self._closed:
+            try:
+                pids += [_U32.unpack(k)[0] for k in map_keys(self._obj.map_fd("tracked"), 4)]
+            except (LibbpfError, AssertionError):
+                pass
+        for pid in dict.fromkeys(pids):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def result(self) -> CaptureResult:
+        return self._result
