@@ -88,7 +88,7 @@ class _Signals:
 
     GRACE = 5.0
 
-    def __init__(self, session: CaptureSession, procs: ProcessTable | None = None) -> None:
+    def __init__(self, session: CaptureSession | None, procs: ProcessTable | None = None) -> None:
         self.session = session
         self.procs = procs
         self.interrupted = False
@@ -96,7 +96,15 @@ class _Signals:
         self._old: dict[int, Any] = {}
         self._timer: threading.Timer | None = None
 
+    def attach(self, session: CaptureSession) -> None:
+        """The capture started; a signal that came while it was starting stops the tree now."""
+        self.session = session
+        if self.interrupted:
+            session.kill_tree()
+
     def __enter__(self) -> _Signals:
+        if self._old:  # installed already
+            return self
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             try:
                 self._old[sig] = signal.signal(sig, self._handle)
@@ -109,10 +117,13 @@ class _Signals:
             self._timer.cancel()
         for sig, old in self._old.items():
             signal.signal(sig, old)
+        self._old = {}
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.interrupted = True
         self._count += 1
+        if self.session is None:  # still starting: attach() stops the tree
+            return
         if self._count >= 2:
             self.session.kill_tree()
             return
@@ -212,7 +223,14 @@ def record(
             options=dict(request.backend_options),
             stdio=request.stdio,
         )
-        session = backend.start(spec)
+        sig = _Signals(None, ctx.procs)  # from before the agent starts: no window without a handler
+        sig.__enter__()
+        try:
+            session = backend.start(spec)
+        except BaseException:
+            sig.__exit__()
+            raise
+        sig.attach(session)
         chosen: Any = getattr(backend, "inner", backend)  # a sandbox wraps the backend
         meta.backend = chosen.name  # ``auto`` may have fallen back at start
         if getattr(chosen, "reason", None):
@@ -228,7 +246,7 @@ def record(
         if on_started is not None:
             on_started(meta)
         tracer_known = False
-        with _Signals(session, ctx.procs) as sig:
+        with sig:
             for ev in session.events():
                 if not tracer_known:  # the tracer's pid, for rules about killing the monitor
                     tracer = session.tracer_pid

@@ -95,6 +95,16 @@ def test_a_command_that_does_not_exist_exits_127_and_is_recorded(setup: Any) -> 
         "show", "--store", str(setup.store)).stdout
 
 
+def _cleanup(proc: subprocess.Popen[str]) -> None:
+    """Whatever happened, leave nothing of this test running (its own session's process group)."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait(timeout=30)
+
+
 def _wait_for(path: Path, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
@@ -110,9 +120,12 @@ def test_a_signal_to_spyglass_reaches_the_agent_and_the_run_is_interrupted(setup
     proc = subprocess.Popen([PY, "-m", "spyglass", "run", "--store", str(setup.store), "--", "/bin/sh", "-c",
                              script], cwd=setup.ws, env=setup.env, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # no terminal: the signal reaches spyglass alone
-    _wait_for(setup.ws / "ready")
-    os.kill(proc.pid, sig)
-    proc.communicate(timeout=60)
+    try:
+        _wait_for(setup.ws / "ready")
+        os.kill(proc.pid, sig)
+        proc.communicate(timeout=60)
+    finally:
+        _cleanup(proc)
     assert (setup.ws / "got").read_text().strip() == name  # forwarded to the agent
     runs = json.loads(setup.spyglass("ls", "--store", str(setup.store), "--format", "json").stdout)
     assert runs[-1]["status"] == "interrupted"
@@ -123,9 +136,12 @@ def test_an_agent_that_ignores_the_signal_is_stopped_after_the_grace(setup: Any)
     proc = subprocess.Popen([PY, "-m", "spyglass", "run", "--store", str(setup.store), "--", "/bin/sh", "-c",
                              script], cwd=setup.ws, env=setup.env, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    _wait_for(setup.ws / "ready")
-    os.kill(proc.pid, signal.SIGTERM)
-    proc.communicate(timeout=60)
+    try:
+        _wait_for(setup.ws / "ready")
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.communicate(timeout=60)
+    finally:
+        _cleanup(proc)
     runs = json.loads(setup.spyglass("ls", "--store", str(setup.store), "--format", "json").stdout)
     assert runs[-1]["status"] == "interrupted"
     out = subprocess.run(["pgrep", "-f", "trap '' TERM; touch ready"], capture_output=True, text=True)
