@@ -9,7 +9,8 @@ code  meaning
 0     success
 1     the command ran but found something (``gate`` failed, ``verify``
       found tampering is 3, see below)
-2     usage error (bad flag, missing argument) or bad input (rule, policy)
+2     usage error (bad flag, missing argument), bad input (rule, policy), or a
+      path that cannot be read or written (missing directory, no permission)
 3     evidence tampered (``verify``)
 4     run incomplete: no final checkpoint (``verify``)
 5     spyglass could not run the agent (backend or sandbox unavailable)
@@ -87,6 +88,36 @@ class StoreWriteError(StoreError):
 
 class RunNotFound(StoreError):
     pass
+
+
+#: what to do about a file-system error, by errno name
+_PATH_REMEDY = {
+    "ENOENT": "create the directory first, or choose another path",
+    "ENOTDIR": "a part of the path is a file, not a directory: choose another path",
+    "EEXIST": "something is in the way: choose another path",
+    "EISDIR": "the path is a directory: name a file in it",
+    "EACCES": "choose a path you may write to, or change its permissions",
+    "EPERM": "choose a path you may write to, or change its permissions",
+    "EROFS": "the file system is read-only: choose a path on a writable one",
+    "ENOSPC": "the disk is full: free space or choose another path",
+    "EDQUOT": "the disk quota is used up: free space or choose another path",
+}
+
+
+class PathError(SpyglassError):
+    """A file or directory the user named cannot be read or written."""
+
+    exit_code = EXIT_USAGE
+
+    @classmethod
+    def from_os_error(cls, exc: OSError, path: object | None = None, what: str = "") -> PathError:
+        import errno as _errno
+
+        name = _errno.errorcode.get(exc.errno or 0, "")
+        where = path if path is not None else (exc.filename if exc.filename is not None else "?")
+        reason = exc.strerror or str(exc)
+        head = f"{what} {where}" if what else str(where)
+        return cls(f"{head}: {reason}", hint=_PATH_REMEDY.get(name))
 
 
 class SourceError(SpyglassError):

@@ -15,7 +15,7 @@ BOTTOM = {
     "events": ("spyglass.events", "spyglass.errors"),
 }
 #: who may import the session core (the callers above it)
-SESSION_CALLERS = ("cli", "session", "api.py", "__init__.py")
+SESSION_CALLERS = ("cli", "session", "skills", "api.py", "__init__.py")
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:

@@ -155,8 +155,12 @@ def coverage_run(
     home: str | None = None,
 ) -> list[SkillCoverage]:
     """Coverage of a stored run, for the skills it recorded (``run --skills``) and ``skill_dirs``."""
-    dirs = list(dict.fromkeys([*run.meta.skills, *skill_dirs]))
-    skills = find_skills(dirs)
+    import os
+
+    # one entry per directory however it is spelled (./skills/pdf, /abs/skills/pdf, a symlink)
+    dirs = list(dict.fromkeys(os.path.realpath(d) for d in [*run.meta.skills, *skill_dirs]))
+    # a skill found twice (recorded, and inside a --skills collection) is listed once
+    skills = list({os.path.realpath(s.dir): s for s in find_skills(dirs)}.values())
     rules = rules or NormalizeRules()
     places = places_for(run.meta, run.store.root, home=home, skills=dirs)
     return coverage_of_events(run.events(), skills, places, rules)

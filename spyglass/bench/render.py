@@ -43,7 +43,9 @@ def text_lines(t: Tables) -> list[str]:
     o = t.overall
     out += ["", "Overall",
             f"  trials {o['trials']} ({o['clean_runs']} clean, {o['injected_runs']} injected); "
-            f"mean {_f(o['mean_trial_seconds'])} s per trial",
+            f"mean {_f(o['mean_trial_seconds'])} s per trial"
+            + (f"; the agent under spyglass takes {_f(o['capture_overhead'])}x its bare time"
+               if o.get("capture_overhead") else ""),
             f"  separation: {_f(o['separation_fraction_positive'], True)} of tasks with a positive margin, "
             f"mean margin {_f(o['mean_margin'])}",
             f"  detection: precision {_f(o['precision'], True)}, recall {_f(o['recall'], True)}, "

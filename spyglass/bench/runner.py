@@ -36,6 +36,8 @@ class BenchConfig:
     jobs: int = 0
     sandbox: bool = False
     policy: Path | None = None
+    #: also run each task's agent once without spyglass, for the capture overhead
+    measure_overhead: bool = False
 
 
 def plan_trials(cfg: BenchConfig) -> list[TrialPlan]:
@@ -43,6 +45,8 @@ def plan_trials(cfg: BenchConfig) -> list[TrialPlan]:
     for task in cfg.suite.tasks:
         for rep in range(1, cfg.repeat + 1):
             plans.append(TrialPlan(task=task, variant="clean", rep=rep))
+        if cfg.measure_overhead:
+            plans.append(TrialPlan(task=task, variant="bare", rep=1))
         for inj in cfg.injections:
             if applies(inj, task.skills):
                 plans.append(TrialPlan(task=task, variant=inj.id, rep=1, injection=inj))
@@ -61,18 +65,40 @@ def load_done(out: Path) -> dict[str, TrialResult]:
             r = TrialResult(**data)
         except (ValueError, TypeError):
             continue
-        if r.error is None and r.run_id:
+        if r.error is None and (r.run_id or r.variant == "bare"):
             done[r.id] = r
     return done
 
 
+def _identity(cfg: BenchConfig) -> dict[str, Any]:
+    """What makes trials of two invocations the same experiment (repeats, tasks and injections may grow)."""
+    return {"suite": str(cfg.suite.dir), "agent": {"kind": cfg.agent.kind, "argv": list(cfg.agent.argv)},
+            "sandbox": cfg.sandbox, "policy": str(cfg.policy) if cfg.policy else None}
+
+
 def run_bench(cfg: BenchConfig, progress: Callable[[int, int, TrialResult | None], None] | None = None,
               stop: threading.Event | None = None) -> list[TrialResult]:
-    """Run the trials not yet done; returns every finished trial's result (old and new), in plan order."""
+    """Run the trials not yet done; returns every finished trial's result (old and new), in plan order.
+
+    A bench directory belongs to one experiment: resuming it with another agent, suite, policy or
+    sandbox setting is refused (its finished trials would be counted as the new experiment's)."""
+    from spyglass.errors import UsageError
+
     cfg.out.mkdir(parents=True, exist_ok=True)
-    (cfg.out / CONFIG).write_text(json.dumps({
-        "suite": str(cfg.suite.dir), "agent": {"kind": cfg.agent.kind, "argv": list(cfg.agent.argv)},
-        "repeat": cfg.repeat, "injections": [i.id for i in cfg.injections], "sandbox": cfg.sandbox,
+    ident = _identity(cfg)
+    saved_path = cfg.out / CONFIG
+    if saved_path.exists() and (cfg.out / STATE).exists():
+        try:
+            saved = json.loads(saved_path.read_text(encoding="utf-8"))
+        except ValueError:
+            saved = {}
+        before = {k: saved.get(k) for k in ident}
+        if before != ident:
+            changed = ", ".join(k for k in ident if before.get(k) != ident[k])
+            raise UsageError(f"{cfg.out} holds trials of another experiment ({changed} differ)",
+                             hint="give another --out, or --fresh to start this bench directory over")
+    saved_path.write_text(json.dumps({
+        **ident, "repeat": cfg.repeat, "injections": [i.id for i in cfg.injections],
         "tasks": [t.name for t in cfg.suite.tasks],
     }, indent=2) + "\n")
     plans = plan_trials(cfg)
@@ -103,7 +129,7 @@ def run_bench(cfg: BenchConfig, progress: Callable[[int, int, TrialResult | None
                         state.write(json.dumps(res.to_json()) + "\n")
                         state.flush()
                         os.fsync(state.fileno())
-                    if res.error is None and res.run_id:
+                    if res.error is None and (res.run_id or res.variant == "bare"):
                         done[res.id] = res
                     finished += 1
                     if progress is not None:
@@ -124,7 +150,7 @@ def failed_trials(out: Path) -> list[dict[str, Any]]:
             except ValueError:
                 continue
             last[data.get("id", "")] = data
-    return [d for d in last.values() if d.get("error") or not d.get("run_id")]
+    return [d for d in last.values() if d.get("error") or (not d.get("run_id") and d.get("variant") != "bare")]
 
 
 class Eta:

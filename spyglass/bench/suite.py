@@ -86,20 +86,35 @@ class Suite:
         raise UsageError(f"no task {name!r} in {self.dir}", hint=f"tasks: {', '.join(t.name for t in self.tasks)}")
 
 
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not UTF-8 text (byte {exc.start})", str(path)) from None
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror}", str(path)) from None
+
+
 def load_task(directory: Path) -> Task:
-    instruction = (directory / "instruction.md").read_text(encoding="utf-8").strip()
+    instruction = _text(directory / "instruction.md").strip()
     if not instruction:
         raise SourceError("instruction.md is empty", str(directory / "instruction.md"), 1, 1)
     config: dict[str, Any] = {}
     toml_path = directory / "task.toml"
     if toml_path.is_file():
         try:
-            config = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+            config = tomllib.loads(_text(toml_path))
         except tomllib.TOMLDecodeError as exc:
             m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
             line, col = (int(m.group(1)), int(m.group(2))) if m else (None, None)
             msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
             raise SourceError(f"not valid TOML: {msg}", str(toml_path), line, col) from None
+    for section in ("agent", "verifier"):
+        sec = config.get(section)
+        value = sec.get("timeout_sec") if isinstance(sec, dict) else None
+        if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value <= 0):
+            raise SourceError(f"[{section}] timeout_sec must be a positive number of seconds, not {value!r}",
+                              str(toml_path))
     return Task(name=directory.name, dir=directory.resolve(), instruction=instruction, config=config)
 
 

@@ -133,6 +133,8 @@ def compute(results: Sequence[TrialResult], store: Path, task_dirs: dict[str, st
     for r in clean:
         by_task[r.task].append(r)
     rows: list[TaskRow] = []
+    bare = [r for r in results if r.variant == "bare"]
+    results = [r for r in results if r.variant != "bare"]
     for task in sorted({r.task for r in results}):
         runs = by_task.get(task, [])
         rewards = [r.reward for r in runs if r.reward is not None]
@@ -176,7 +178,21 @@ def compute(results: Sequence[TrialResult], store: Path, task_dirs: dict[str, st
             alerts=len(alerts), max_level=lvl, detected=lvl is not None and level_rank(lvl) >= level_rank(expect),
             rules=sorted({a.rule_id for a in alerts}), reward=r.reward,
         ))
-    return Tables(tasks=rows, variants=variants, overall=_overall(rows, variants, sep, results))
+    overall = _overall(rows, variants, sep, results)
+    overall["capture_overhead"] = _overhead(clean, bare)
+    return Tables(tasks=rows, variants=variants, overall=overall)
+
+
+def _overhead(clean: Sequence[TrialResult], bare: Sequence[TrialResult]) -> float | None:
+    """Mean over tasks of (median agent time under spyglass) / (agent time bare)."""
+    from statistics import median
+
+    ratios = []
+    for b in bare:
+        runs = [r.agent_seconds for r in clean if r.task == b.task and r.agent_seconds]
+        if runs and b.agent_seconds:
+            ratios.append(median(runs) / b.agent_seconds)
+    return _r(mean(ratios), 2) if ratios else None
 
 
 def _overall(

@@ -84,6 +84,8 @@ class TrialResult:
     skills: list[str] = field(default_factory=list)
     error: str | None = None
     scripted: bool = False
+    #: wall time of the agent's run alone (under spyglass, or bare for the "bare" variant)
+    agent_seconds: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -147,7 +149,10 @@ def _latest_run(store: Path, marker: Path) -> str | None:
 
 def run_trial(plan: TrialPlan, agent: AgentSpec, bench_dir: Path, *, sandbox: bool = False,
               policy: Path | None = None) -> TrialResult:
-    """Prepare, run and verify one trial; never raises for a failing agent (the result says what happened)."""
+    """Prepare, run and verify one trial; never raises for a failing agent (the result says what happened).
+
+    The ``bare`` variant runs the agent without spyglass (nothing recorded, no verifier): its time is
+    the baseline of the capture overhead."""
     task = plan.task
     inj = plan.injection
     res = TrialResult(id=plan.id, task=task.name, variant=plan.variant, rep=plan.rep,
@@ -187,17 +192,28 @@ def run_trial(plan: TrialPlan, agent: AgentSpec, bench_dir: Path, *, sandbox: bo
                               log_path=trial_dir / "stub-requests.jsonl")
             stub_url = stub.url
         env = _agent_env(agent, stub_url, trial_dir, home, task)
+        if plan.variant == "bare":
+            t0 = time.monotonic()
+            with (trial_dir / "agent.log").open("wb") as log:
+                proc = subprocess.run(_agent_argv(agent, task, trial_dir), cwd=ws, env=env, stdin=subprocess.DEVNULL,
+                                      stdout=log, stderr=subprocess.STDOUT, timeout=task.timeout("agent", 600),
+                                      check=False)
+            res.agent_seconds = round(time.monotonic() - t0, 3)
+            res.exit_code = proc.returncode
+            return res
         env["SPYGLASS_STORE"] = str(store)
         pol = policy or _trial_policy(trial_dir, stub.port if stub else None, agent)
         common = ["--store", str(store), "--policy", str(pol), "--workspace", str(ws), "-q"]
         args = ["run", *common, "--task", task.name, "--agent-id", agent.kind,
                 *[a for p in placed for a in ("--skills", str(p))], *(["--sandbox"] if sandbox else []),
                 "--result-file", str(trial_dir / "run.json"), "--", *_agent_argv(agent, task, trial_dir)]
+        t0 = time.monotonic()
         res.exit_code = _spyglass(args, cwd=ws, env=env, timeout=task.timeout("agent", 600) + 60,
                                   stdout=trial_dir / "agent.log")
+        res.agent_seconds = round(time.monotonic() - t0, 3)
         res.run_id = _latest_run(store, trial_dir / "run.json")
         if task.verifier is not None:
-            res.reward, res.verifier_run_id = _verify(task, trial_dir, ws, store, env, pol)
+            res.reward, res.verifier_run_id = _verify(task, trial_dir, ws, store, env, pol, sandbox=sandbox)
     except subprocess.TimeoutExpired:
         res.error = "timed out"
     except Exception as exc:  # a trial's failure is a result, not the bench's end
@@ -210,14 +226,22 @@ def run_trial(plan: TrialPlan, agent: AgentSpec, bench_dir: Path, *, sandbox: bo
 
 
 def _verify(task: Task, trial_dir: Path, ws: Path, store: Path, env: dict[str, str],
-            policy: Path) -> tuple[float, str | None]:
-    """The task's tests, copied into the workspace only now, run and recorded; the reward they wrote."""
+            policy: Path, *, sandbox: bool = False) -> tuple[float, str | None]:
+    """The task's tests, copied into the workspace only now, run and recorded; the reward they wrote.
+
+    Whatever the agent left at ``tests`` (files, or a symlink to somewhere else) is removed first,
+    and with ``--sandbox`` the verifier is sandboxed too: it runs in a workspace the agent shaped."""
     assert task.verifier is not None
     tests = ws / "tests"
-    shutil.copytree(task.verifier.parent, tests, dirs_exist_ok=True)
+    if tests.is_symlink() or tests.is_file():
+        tests.unlink()
+    elif tests.exists():
+        shutil.rmtree(tests)
+    shutil.copytree(task.verifier.parent, tests)
     reward_file = trial_dir / "reward.txt"
     venv = {**env, "REWARD_FILE": str(reward_file), "TASK_DIR": str(task.dir)}
     args = ["run", "--store", str(store), "--policy", str(policy), "--workspace", str(ws), "-q",
+            *(["--sandbox"] if sandbox else []),
             "--task", f"{task.name}.verifier", "--agent-id", "verifier", "--result-file",
             str(trial_dir / "verifier-run.json"), "--", "bash", str(tests / "test.sh")]
     code = _spyglass(args, cwd=ws, env=venv, timeout=task.timeout("verifier", 300) + 60,

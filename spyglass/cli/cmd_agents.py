@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from spyglass.cli.common import format_option, store_option
+from spyglass.cli.common import format_option, store_option, write_output
 
 _STUB_HELP = """Serve SCRIPT (a model script, JSON) as a model on loopback (OpenAI and Anthropic APIs).
 
@@ -159,7 +159,7 @@ def script_from_log_cmd(log: Path, output: Path | None, model: str) -> None:
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
+        write_output(output, text)
         click.echo(f"spyglass: wrote {len(script)} steps to {output}", err=True)
 
 

@@ -12,6 +12,12 @@ from typing import Any
 import click
 
 from spyglass.cli.common import echo_json, format_option
+from spyglass.errors import SpyglassError
+
+
+class BenchFailed(SpyglassError):
+    exit_code = 1
+
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "bench" / "example"
 
@@ -36,11 +42,15 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "bench" / "example"
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Bench directory: trials, store, tables (default: ./spyglass-bench/SUITE_NAME). "
                    "Running again on it resumes.")
+@click.option("--measure-overhead", is_flag=True,
+              help="Also run each task's agent once without spyglass: the tables then give the capture overhead.")
+@click.option("--fresh", is_flag=True, help="Delete the bench directory's trials and start over.")
 @click.option("--html/--no-html", default=True, show_default=True,
               help="Write bench.html, the heat map and a report per run into the bench directory.")
 def bench_cmd(fmt: str, suite: Path | None, agent_text: str, agent_bin: Path | None, repeat: int,
               inject_file: Path | None, inject_default: bool, tasks: tuple[str, ...], jobs: int | None,
-              sandbox: bool, policy_file: Path | None, out_dir: Path | None, html: bool) -> None:
+              sandbox: bool, policy_file: Path | None, out_dir: Path | None, measure_overhead: bool, fresh: bool,
+              html: bool) -> None:
     """Run an agent over a task suite and measure reliability and detection.
 
     \b
@@ -76,10 +86,28 @@ def bench_cmd(fmt: str, suite: Path | None, agent_text: str, agent_bin: Path | N
     spec = inject_file or (the_suite.inject_file if inject_default else None)
     injections = load_injections(spec) if spec else []
     out = (out_dir or Path("spyglass-bench") / the_suite.name).resolve()
+    if fresh and out.exists():
+        import shutil
+
+        for name in ("trials", "store", "reports", "trials.jsonl", "bench.json", "tables.json", "bench.html",
+                     "compare.html"):
+            p = out / name
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            elif p.exists() or p.is_symlink():
+                p.unlink()
     cfg = BenchConfig(suite=the_suite, agent=agent, out=out, repeat=repeat, injections=injections,
-                      jobs=jobs or 0, sandbox=sandbox, policy=policy_file.resolve() if policy_file else None)
+                      jobs=jobs or 0, sandbox=sandbox, policy=policy_file.resolve() if policy_file else None,
+                      measure_overhead=measure_overhead)
     stop = threading.Event()
     results = _run_with_progress(cfg, run_bench, Eta(), stop)
+    if not results:
+        failed = failed_trials(out)
+        for f in failed:
+            click.echo(f"failed: {f['id']}: {f.get('error') or 'no run recorded'} "
+                       f"(see {out}/trials/{f['id'].replace('/', '--')}/agent.log)", err=True)
+        raise BenchFailed(f"no trial recorded a run ({len(failed)} failed)",
+                          hint=f"see the trial logs under {out}/trials")
     tables = compute(results, out / "store", {t.name: str(t.dir) for t in the_suite.tasks})
     (out / "tables.json").write_text(json.dumps(tables.to_json(), indent=2) + "\n")
     page = write_html(tables, out, out / "store", f"spyglass bench: {the_suite.name} ({agent.kind})") \

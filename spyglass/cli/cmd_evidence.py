@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from spyglass.cli.common import echo_json, format_option, is_tty, open_reader, store_option
+from spyglass.cli.common import (
+    check_output_path,
+    echo_json,
+    format_option,
+    is_tty,
+    open_reader,
+    store_option,
+    write_output,
+)
 
 if TYPE_CHECKING:
     from spyglass.evidence.changes import WorkspaceChanges
@@ -217,6 +225,8 @@ def gate_cmd(
     from spyglass.evidence.outcome import format_text
     from spyglass.evidence.testruns import DEFAULT_EDIT_IGNORE
 
+    if output is not None:
+        check_output_path(output)
     reader = open_reader(store_path, run)
     policy = _policy(policy_path, os.getcwd(), reader.meta)
     texts = list(requires) or list(getattr(policy, "gate", ()) or ()) or list(DEFAULT_REQUIREMENTS)
@@ -235,12 +245,13 @@ def gate_cmd(
     elif fmt == "junit":
         text = to_junit(result)
     else:
-        text = format_text(result, color=output is None and is_tty())
+        colour = output is None and is_tty()
+        text = format_text(result, color=colour)
     if output is not None:
-        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        write_output(output, text if text.endswith("\n") else text + "\n")
         click.echo(f"spyglass: gate {'passed' if result.passed else 'failed'}; report in {output}", err=True)
     else:
-        click.echo(text.rstrip("\n"))
+        click.echo(text.rstrip("\n"), color=fmt == "text" and is_tty())
     sys.exit(result.exit_code)
 
 

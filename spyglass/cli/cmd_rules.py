@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from spyglass.cli.common import echo_json, format_option, store_option
+from spyglass.cli.common import check_output_path, echo_json, format_option, store_option, write_output
 from spyglass.safetext import visible
 
 # ---------------------------------------------------------------- helpers
@@ -33,11 +32,13 @@ def _policy_for_run(policy_file: Path | None, reader: Any) -> Any:
 
 
 def _alert_lines(alerts: list[Any]) -> None:
+    from spyglass.cli.common import is_tty
     from spyglass.rules.printer import format_alert_line
 
-    color = sys.stdout.isatty()
+    color = is_tty()
     for a in alerts:  # format_alert_line makes every field's control characters visible
-        click.echo(format_alert_line(a, color).removeprefix("spyglass: ") + f"  [events {_seqs(a.event_seqs)}]")
+        line = format_alert_line(a, color).removeprefix("spyglass: ") + f"  [events {_seqs(a.event_seqs)}]"
+        click.echo(line, color=color)
 
 
 def _seqs(seqs: list[int]) -> str:
@@ -163,9 +164,12 @@ def rules_list(policy_file: Path | None, fmt: str) -> None:
 @rules_group.command("show")
 @policy_option
 @format_option("json")
+@click.option("--effective", is_flag=True,
+              help="The rule as finally applied (exceptions, append, override, the policy) and where each "
+                   "part came from.")
 @click.argument("rule_id")
-def rules_show(policy_file: Path | None, fmt: str, rule_id: str) -> None:
-    """Show one rule: its metadata and its YAML source."""
+def rules_show(policy_file: Path | None, fmt: str, effective: bool, rule_id: str) -> None:
+    """Show one rule: its metadata and its YAML source (--effective: as applied)."""
     from spyglass.errors import UsageError
     from spyglass.rules.ruleset import load_ruleset
 
@@ -174,6 +178,13 @@ def rules_show(policy_file: Path | None, fmt: str, rule_id: str) -> None:
     rule = rs.get(rule_id)
     if rule is None:
         raise UsageError(f"no rule {rule_id!r}", hint="`spyglass rules list` lists them")
+    if effective:
+        from spyglass.rules.effective import effective as effective_data
+        from spyglass.rules.effective import effective_text
+
+        data = effective_data(rule, rs)
+        echo_json(data) if fmt == "json" else click.echo(effective_text(data))
+        return
     source = _rule_source(rule)
     if fmt == "json":
         echo_json({"id": rule.id, "title": rule.title, "level": rule.level, "action": rule.action,
@@ -227,7 +238,8 @@ def rules_lint(fmt: str, paths: tuple[Path, ...]) -> None:
         for e in errors:
             click.echo(str(e))
         if not errors:
-            click.echo(f"ok: {len(own)} rule(s)", err=True)
+            changes = [c for c in rs.changes if not getattr(c, "path", "").startswith("spyglass/rules/pack/")]
+            click.echo(f"ok: {len(own)} rule(s)" + (f", {len(changes)} change(s)" if changes else ""), err=True)
         else:
             click.echo(f"{len(errors)} error(s)", err=True)
     if errors:
@@ -288,7 +300,7 @@ def policy_init(force: bool, path: Path) -> None:
 
     if path.exists() and not force:
         raise UsageError(f"{path} already exists", hint="use --force to overwrite it")
-    path.write_text(STARTER, encoding="utf-8")
+    write_output(path, STARTER)
     click.echo(f"wrote {path}", err=True)
 
 
@@ -361,49 +373,18 @@ def policy_lint(fmt: str, path: Path) -> None:
 
 # ---------------------------------------------------------------- report
 
-Renderer = Callable[[Any, Path | None], bytes]
 
+def _format_names() -> list[str]:
+    from spyglass.report.formats import FORMATS
 
-def _render_sarif(reader: Any, policy_file: Path | None) -> bytes:
-    import json
-
-    from spyglass.rules.ruleset import load_ruleset
-    from spyglass.rules.sarif import to_sarif
-
-    alerts = reader.alerts()
-    wanted = {s for a in alerts for s in a.event_seqs[-1:]}
-    events = {e.seq: e for e in reader.events() if e.seq in wanted} if wanted else {}
-    rs = load_ruleset(_policy_for_run(policy_file, reader))
-    doc = to_sarif(alerts, rs.rules, reader.meta, events, reader.dir)
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
-
-
-def _render_json(reader: Any, policy_file: Path | None) -> bytes:
-    import json
-
-    from spyglass.rules.ruleset import load_ruleset
-    from spyglass.rules.sarif import to_json_report
-
-    rs = load_ruleset(_policy_for_run(policy_file, reader))
-    doc = to_json_report(reader.alerts(), rs.rules, reader.meta)
-    return (json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n").encode()
-
-
-def _render_html(reader: Any, policy_file: Path | None) -> bytes:
-    from spyglass.report.html import html_report_bytes
-
-    return html_report_bytes(reader)
-
-
-#: report format -> renderer(reader, policy file) -> bytes; other areas add formats here
-REPORT_RENDERERS: dict[str, Renderer] = {"sarif": _render_sarif, "json": _render_json, "html": _render_html}
+    return sorted(FORMATS)
 
 
 @click.command("report")
 @store_option
 @policy_option
-@click.option("--format", "fmt", type=click.Choice(sorted(REPORT_RENDERERS)), required=True,
-              help="Report format.")
+@click.option("--format", "fmt", type=click.Choice(_format_names()), required=True,
+              help="Report format (spyglass/report/formats.py: terminal, json, html, sarif, junit ...).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to FILE (default: stdout).")
 @click.option("--compare", is_flag=True, help="Similarity heat map of several runs (html).")
@@ -411,7 +392,7 @@ REPORT_RENDERERS: dict[str, Renderer] = {"sarif": _render_sarif, "json": _render
 def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str, output: Path | None,
                compare: bool, runs: tuple[str, ...]) -> None:
     """Write a report of RUN (default: latest): SARIF 2.1.0 (GitHub code scanning),
-    JSON or a self-contained HTML page.  With --compare, an HTML heat map of how
+    JSON, a self-contained HTML page, JUnit XML of the gate, or plain text.  With --compare, an HTML heat map of how
     similar RUNS (two or more) are."""
     from spyglass.cli.common import open_reader
     from spyglass.errors import UsageError
@@ -425,17 +406,22 @@ def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str, outp
             raise UsageError("--compare needs an output file", hint="add -o compare.html")
         from spyglass.report.html import render_compare_html
 
+        check_output_path(output)
         render_compare_html([open_reader(store_path, r) for r in runs], output)
         click.echo(f"wrote {output}", err=True)
         return
     if len(runs) > 1:
         raise UsageError("report takes one RUN", hint="to compare runs: --compare --format html -o FILE")
+    if output is not None:
+        check_output_path(output)
     reader = open_reader(store_path, runs[0] if runs else "latest")
-    data = REPORT_RENDERERS[fmt](reader, policy_file)
+    from spyglass.report.formats import get
+
+    data = get(fmt).render(reader, _policy_for_run(policy_file, reader))
     if output is None:
         sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else click.echo(data.decode(), nl=False)
         return
-    output.write_bytes(data)
+    write_output(output, data)
     click.echo(f"wrote {output}", err=True)
 
 

@@ -102,6 +102,9 @@ def show_cmd(store_path: Path | None, fmt: str, full: bool, run: str) -> None:
 @click.option("--type", "types", multiple=True, help="Only these event types (repeatable; prefix like `file.` works).")
 @click.option("--pid", "pids", multiple=True, type=int, help="Only these process ids (repeatable).")
 @click.option("--path", "path_sub", help="Only events whose file.path contains this text.")
+@click.option("--noise", is_flag=True,
+              help="Also the failed probes (opens of files that are not there: loaders and interpreters "
+                   "trying paths), folded by default.")
 @click.argument("run", default="latest")
 def events_cmd(
     store_path: Path | None,
@@ -109,20 +112,32 @@ def events_cmd(
     types: tuple[str, ...],
     pids: tuple[int, ...],
     path_sub: str | None,
+    noise: bool,
     run: str,
 ) -> None:
-    """Print a run's events (JSON lines with --format json)."""
+    """Print a run's events: time, event number, pid, type, what (JSON lines with --format json,
+    each with the run id and the process's `process.entity_id`)."""
+    import json
     import shlex
+    import time
 
     from spyglass.events.codec import encode
+    from spyglass.events.identity import EntityIds, is_failed_probe
 
     reader = open_reader(store_path, run)
+    entities = EntityIds(reader.id)
+    run_field = json.dumps(reader.id).encode()
+    folded = 0
 
     def bad(p: Path, n: int, why: str) -> None:
         click.echo(f"spyglass: warning: {p}:{n}: unreadable record skipped ({why})", err=True)
 
     out = sys.stdout.buffer if fmt == "json" else None
     for ev in reader.events(on_bad_line=bad):
+        entity = entities.of(ev)
+        if not noise and is_failed_probe(ev):
+            folded += 1
+            continue
         if types and not any(ev.type == t or (t.endswith(".") and ev.type.startswith(t)) for t in types):
             continue
         if pids and ev.pid not in pids:
@@ -130,7 +145,9 @@ def events_cmd(
         if path_sub and (ev.path is None or path_sub not in ev.path):
             continue
         if out is not None:
-            out.write(encode(ev) + b"\n")
+            line = encode(ev)
+            out.write(b'{"run.id":' + run_field + b',"process.entity_id":"' + entity.encode() + b'",'
+                      + line[1:] + b"\n")
             continue
         what = ""
         if ev.type.startswith("process."):
@@ -149,7 +166,10 @@ def events_cmd(
         elif ev.detail:
             what = ev.detail
         fail = f"  [{ev.errno}]" if not ev.ok else ""
-        click.echo(visible(f"{ev.seq:>7} {ev.pid:>7} {ev.type:<15} {what}{fail}"))
+        stamp = time.strftime("%H:%M:%S", time.gmtime(ev.ts / 1e9)) + f".{ev.ts // 1_000_000 % 1000:03d}"
+        click.echo(visible(f"{stamp} {ev.seq:>7} {ev.pid:>7} {ev.type:<15} {what}{fail}"))
+    if folded:
+        click.echo(f"spyglass: {folded} failed probe(s) folded (files not there; --noise shows them)", err=True)
 
 
 @click.command("doctor")
@@ -160,7 +180,9 @@ def doctor_cmd(fmt: str) -> None:
 
     checks = run_checks()
     if fmt == "json":
-        echo_json([vars(c) for c in checks])
+        import dataclasses
+
+        echo_json([dataclasses.asdict(c) for c in checks])
     else:
         width = max((len(c.name) for c in checks), default=10)
         for c in checks:

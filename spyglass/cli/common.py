@@ -43,7 +43,12 @@ def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
 
 def open_store(store_path: Path | None, create: bool = False, write: bool = False) -> Store:
     """The store; unless ``create`` or ``write`` it is opened read-only (reading commands never write)."""
-    store = Store(store_path, create=create, readonly=not (create or write))
+    from spyglass.errors import PathError
+
+    try:
+        store = Store(store_path, create=create, readonly=not (create or write))
+    except OSError as exc:
+        raise PathError.from_os_error(exc, what="cannot use the store at") from None
     if store.index_problem:
         click.echo(
             f"spyglass: warning: the index of {store.root} cannot be opened ({store.index_problem}); "
@@ -51,6 +56,39 @@ def open_store(store_path: Path | None, create: bool = False, write: bool = Fals
             err=True,
         )
     return store
+
+
+def check_output_path(path: Path) -> None:
+    """Fail early, with the remedy, when PATH cannot be written (before any work is done)."""
+    import errno
+    import os
+
+    from spyglass.errors import PathError
+
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise PathError.from_os_error(OSError(errno.EISDIR, "is a directory"), path, "cannot write")
+    if not parent.exists():
+        raise PathError(f"cannot write {path}: directory {parent} does not exist",
+                        hint=f"create it (mkdir -p {parent}) or choose another path")
+    if not parent.is_dir():
+        raise PathError.from_os_error(OSError(errno.ENOTDIR, "not a directory"), path, "cannot write")
+    if not os.access(parent, os.W_OK) and not os.access(path, os.W_OK):
+        raise PathError.from_os_error(OSError(errno.EACCES, "permission denied"), path, "cannot write")
+
+
+def write_output(path: Path, data: bytes | str) -> None:
+    """Write an output file the user named; a failure is one line naming the path and the remedy."""
+    from spyglass.errors import PathError
+
+    check_output_path(path)
+    try:
+        if isinstance(data, str):
+            path.write_text(data, encoding="utf-8")
+        else:
+            path.write_bytes(data)
+    except OSError as exc:
+        raise PathError.from_os_error(exc, path, "cannot write") from None
 
 
 def open_reader(store_path: Path | None, ref: str) -> RunReader:
@@ -67,5 +105,7 @@ def echo_json(obj: Any) -> None:
 
 
 def is_tty(stream: Any = None) -> bool:
-    stream = stream or sys.stdout
-    return bool(getattr(stream, "isatty", lambda: False)())
+    """Colour for STREAM (stdout by default)?  ``--color``, ``NO_COLOR`` and the terminal decide."""
+    from spyglass.termcolor import use_color
+
+    return use_color(stream or sys.stdout)

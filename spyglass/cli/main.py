@@ -32,12 +32,28 @@ class SpyglassGroup(click.Group):
         except BrokenPipeError:
             sys.stderr.close()
             ctx.exit(0)
+        except OSError as exc:
+            # a path (store, output, input) that cannot be used: one line, never a traceback; an
+            # OSError without a path is no user mistake and keeps its traceback
+            if exc.filename is None:
+                raise
+            from spyglass.errors import PathError
+
+            err = PathError.from_os_error(exc)
+            click.echo(f"spyglass: error: {err}", err=True)
+            ctx.exit(err.exit_code)
 
 
 @click.group(cls=SpyglassGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="spyglass")
+@click.version_option(
+    __version__, prog_name="spyglass",
+    message="%(prog)s (the agent monitor from the operating-system boundary), version %(version)s",
+)
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
-def cli(verbose: int) -> None:
+@click.option("--color", "color", type=click.Choice(["auto", "always", "never"]), default=None,
+              envvar="SPYGLASS_COLOR", show_envvar=True,
+              help="Colour the output: auto (a terminal, unless NO_COLOR is set), always, never.")
+def cli(verbose: int, color: str | None) -> None:
     """Watch AI agents from the operating-system boundary.
 
     spyglass runs an agent and every process it starts under a kernel-level
@@ -52,6 +68,9 @@ def cli(verbose: int) -> None:
       spyglass show latest           what the last run did
       spyglass doctor                what works on this machine
     """
+    from spyglass import termcolor
+
+    termcolor.set_mode(color)
     level = logging.WARNING - 10 * verbose
     logging.basicConfig(level=max(level, logging.DEBUG), format="spyglass: %(levelname)s: %(message)s")
 

@@ -41,6 +41,7 @@ from spyglass.evidence.gateinputs import (
 )
 from spyglass.evidence.outcome import FAIL, GateResult, Outcome
 from spyglass.evidence.requirements import REGISTRY, GateRequirement, Requirement, register
+from spyglass.policy.defaults import DEFAULT_GATE
 
 if TYPE_CHECKING:
     from spyglass.evidence.claims import Claims
@@ -54,11 +55,8 @@ __all__ = [
 
 #: name -> one line of help, for every registered requirement
 REQUIREMENTS: dict[str, str] = {name: r.help for name, r in REGISTRY.items()}
-DEFAULT_REQUIREMENTS: tuple[str, ...] = (
-    "evidence-verified",
-    "tests-passed-after-last-edit",
-    "no-alerts-at-or-above=high",
-)
+#: the built-in list (spyglass/policy/defaults.py, where `policy init` reads it too)
+DEFAULT_REQUIREMENTS: tuple[str, ...] = tuple(DEFAULT_GATE)
 
 
 def parse_requirement(text: str) -> Requirement:

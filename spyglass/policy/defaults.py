@@ -212,3 +212,10 @@ DEFAULT_TEST_PATTERNS: Final = (
     "gradle test",
     "ctest",
 )
+
+#: what `spyglass gate` requires when neither --require nor the policy's `gate:` says
+DEFAULT_GATE: Final = (
+    "evidence-verified",
+    "tests-passed-after-last-edit",
+    "no-alerts-at-or-above=high",
+)

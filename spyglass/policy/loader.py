@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from spyglass.errors import SourceError
+from spyglass.policy import defaults
 from spyglass.policy.hosts import parse_host_pattern
 from spyglass.policy.locate import locate_policy
 from spyglass.policy.model import (
@@ -395,8 +396,12 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
         rules=RulesPolicy(
             paths=tuple(absdir(p) for p in rules.get("paths") or ()),
             disable=_t(rules.get("disable")),
-            overrides={k: RuleOverride(level=v.get("level"), action=v.get("action"))
+            overrides={k: RuleOverride(level=v.get("level"),
+                                       action=v.get("action"), enabled=v.get("enabled"),
+                                       exceptions=tuple(v.get("exceptions") or ()),
+                                       append=dict(v.get("append") or {}), override=dict(v.get("override") or {}))
                        for k, v in (rules.get("overrides") or {}).items()},
+            library=dict(rules.get("library") or {}),
         ),
         sandbox=SandboxPolicy(
             writable=_t(sb.get("writable")), readonly=_t(sb.get("readonly")),
@@ -409,7 +414,7 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
             max_diff_bytes=ev.get("max_diff_bytes", ev_defaults.max_diff_bytes),
             test_patterns=tuple(ev.get("test_patterns", ev_defaults.test_patterns)),
         ),
-        gate=_t(data.get("gate")),
+        gate=_t(data.get("gate")) or defaults.DEFAULT_GATE,
         analysis=AnalysisPolicy(grading_paths=_t(an.get("grading_paths")), ignore_paths=_t(an.get("ignore_paths"))),
         retention=RetentionPolicy(
             max_age=_str_or_none(rt.get("max_age")), max_size=_str_or_none(rt.get("max_size")),

@@ -12,7 +12,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from spyglass.policy import defaults
 from spyglass.policy.paths import expand_home
@@ -43,8 +43,15 @@ class ExecPolicy:
 
 @dataclass(frozen=True)
 class RuleOverride:
+    """A change to one rule: level, action, enabled, and (checked by the rule loader, see
+    spyglass/rules/tuning.py) exceptions, append and override, as plain data."""
+
     level: str | None = None
     action: str | None = None
+    enabled: bool | None = None
+    exceptions: tuple[Any, ...] = ()
+    append: dict[str, Any] = field(default_factory=dict)
+    override: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,9 @@ class RulesPolicy:
     paths: tuple[str, ...] = ()
     disable: tuple[str, ...] = ()
     overrides: dict[str, RuleOverride] = field(default_factory=dict)
+    #: ``{append: {lists, macros}, override: {lists, macros}}``: changes to the shared lists and macros
+    #: (checked by the rule loader, spyglass/rules/tuning.py), as plain data
+    library: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -132,7 +142,8 @@ class Policy:
     rules: RulesPolicy = field(default_factory=RulesPolicy)
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     evidence: EvidencePolicy = field(default_factory=EvidencePolicy)
-    gate: tuple[str, ...] = ()
+    #: `spyglass gate` requirements (the built-in list unless the file says otherwise)
+    gate: tuple[str, ...] = defaults.DEFAULT_GATE
     analysis: AnalysisPolicy = field(default_factory=AnalysisPolicy)
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     terminal: TerminalPolicy = field(default_factory=TerminalPolicy)

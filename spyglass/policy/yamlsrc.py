@@ -121,6 +121,8 @@ class _Builder:
                 seq.lc.items.append(_mark(item))
                 seq.append(self.build(item))
             return seq
+        if node.tag == "tag:yaml.org,2002:value":  # a plain `=` (YAML 1.1's value key) is the text "="
+            return node.value
         return self.scalars.construct_object(node, deep=True)
 
 

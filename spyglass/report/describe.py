@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from typing import Final
+from typing import Any, Final
 
 from spyglass.events import Alert, Event, LineageEntry
 
@@ -58,6 +58,34 @@ def _launcher_label(argv: list[str]) -> str | None:
 def _launcher_inner(inner: list[str]) -> str:
     label = _launcher_label(inner)
     return label if label is not None else shlex.join(inner)
+
+
+def launcher_name(argv: list[str] | None) -> str | None:
+    """``sandbox: bwrap`` / ``sandbox: proxy relay`` for spyglass's own launchers, else None."""
+    label = _launcher_label(argv) if argv else None
+    return label[1:].split("]", 1)[0] if label else None
+
+
+#: the sandbox's relay socket, as the processes inside see it (spyglass/sandbox/bwrap.py)
+RELAY_SOCKET = "/run/spyglass/proxy.sock"
+
+
+def host_role(address: str | None, port: int | None, meta: Any) -> str:
+    """What a contacted address is: ``plumbing`` (the sandbox's own proxy relay), ``ipc`` (a unix
+    socket: nscd, D-Bus ...) or ``host``."""
+    if not address:
+        return "host"
+    extra = getattr(meta, "extra", None) or {}
+    sandbox = extra.get("sandbox") if isinstance(extra, dict) else None
+    relay = sandbox.get("relay") if isinstance(sandbox, dict) else None
+    relay_port = relay.get("port") if isinstance(relay, dict) else None
+    if address == RELAY_SOCKET or (
+        relay_port is not None and port == relay_port and address in ("127.0.0.1", "::1", "localhost")
+    ):
+        return "plumbing"
+    if address.startswith(("/", "@")):
+        return "ipc"
+    return "host"
 
 
 def command_text(argv: list[str] | None, exe: str | None = None, *, limit: int = 0) -> str:

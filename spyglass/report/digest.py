@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event
+from spyglass.events.identity import is_failed_probe
 from spyglass.events.proctree import ProcessTable
 from spyglass.store import RunReader
 from spyglass.store.meta import RunMeta
@@ -60,6 +61,8 @@ class RunDigest:
     alerts: list[Alert] = field(default_factory=list)
     bad_lines: list[tuple[int, str]] = field(default_factory=list)
     failed: int = 0
+    #: failed probes (opens of files that are not there), folded in what is shown
+    probes: int = 0
 
     @property
     def events(self) -> int:
@@ -104,6 +107,8 @@ def digest_events(meta: RunMeta, events: Any, alerts: list[Alert] | None = None)
         t = ev.type
         if not ev.ok:
             d.failed += 1
+            if is_failed_probe(ev):
+                d.probes += 1
         if t in FILE_WRITE_TYPES:
             if ev.ok and ev.path:
                 s = seen_w.setdefault(t, set())

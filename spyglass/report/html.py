@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from spyglass.events import LEVELS, Alert, Event, level_rank
+from spyglass.events.identity import is_failed_probe
 from spyglass.events.proctree import ProcInfo
 from spyglass.report.collect import ReportData, collect_run
 from spyglass.report.describe import (
@@ -36,6 +37,7 @@ from spyglass.report.describe import (
 )
 from spyglass.report.graph_svg import GraphInput, Leaf, render_graph_svg
 from spyglass.report.histogram_svg import histogram_svg
+from spyglass.report.verdict import host_rows, lineage_view, verdict
 from spyglass.store import RunReader
 
 MAX_ALERTS = 200
@@ -191,19 +193,22 @@ def _event_row(ev: Event, t0: int, alert_seqs: set[int]) -> list[Any]:
         what,
         None if ev.ok else (ev.errno or "failed"),
         1 if ev.seq in alert_seqs else 0,
+        1 if is_failed_probe(ev) else 0,
     ]
 
 
 def _alert_view(a: Alert, data: ReportData, t0: int) -> dict[str, Any]:
+    entries = lineage_root_first(a)
     lineage = [
         {"pid": e.pid, "cmd": command_text(e.argv, e.exe), "cwd": e.cwd, "tool_call": e.tool_call}
-        for e in lineage_root_first(a)
+        for e in entries
     ]
+    argvs = [e.argv for e in entries]
     if not lineage:  # rebuild from the process table when the rule engine left it out
-        lineage = [
-            {"pid": p.pid, "cmd": p.command_line, "cwd": p.cwd, "tool_call": None}
-            for p in reversed(data.digest.procs.lineage(a.pid))
-        ]
+        procs = list(reversed(data.digest.procs.lineage(a.pid)))
+        lineage = [{"pid": p.pid, "cmd": p.command_line, "cwd": p.cwd, "tool_call": None} for p in procs]
+        argvs = [p.argv for p in procs]
+    lineage = lineage_view(lineage, argvs)
     events = []
     for s in a.event_seqs[:20]:
         ev = data.alert_events.get(s)
@@ -372,7 +377,8 @@ def build_context(data: ReportData, *, max_procs: int = 2000) -> dict[str, Any]:
             d.writes.items(), key=lambda kv: list(WRITE_LABELS).index(kv[0]) if kv[0] in WRITE_LABELS else 99
         )
     }
-    hosts = sorted(d.hosts.values(), key=lambda h: (h.decision != "deny", -h.count))
+    hosts = host_rows(list(d.hosts.values()), meta)
+    verify_view = _verify_view(data)
     status = meta.status
     exit_text = (
         f"exit {meta.exit_code}"
@@ -409,7 +415,10 @@ def build_context(data: ReportData, *, max_procs: int = 2000) -> dict[str, Any]:
         "timeline_total": tl.total,
         "timeline_noise": tl.noise,
         "timeline_omitted": omitted,
-        "verify": _verify_view(data),
+        "verify": verify_view,
+        "verdict": verdict([(lv, by_level[lv]) for lv in reversed(LEVELS) if lv in by_level], verify_view,
+                           _gate_view(meta)),
+        "probes": d.probes,
         "verify_note": data.verify_note,
         "evidence": data.evidence,
         "coverage": _coverage_view(data),

@@ -22,7 +22,14 @@ from typing import IO, Any
 from spyglass.events import LEVELS
 from spyglass.events.proctree import ProcInfo
 from spyglass.report.collect import ReportData, collect_run
-from spyglass.report.describe import command_text, describe_event, is_routine_program, lineage_root_first
+from spyglass.report.describe import (
+    command_text,
+    describe_event,
+    host_role,
+    is_routine_program,
+    lineage_root_first,
+)
+from spyglass.report.verdict import lineage_view
 from spyglass.safetext import visible
 from spyglass.store import RunReader
 
@@ -142,10 +149,13 @@ def _alerts(data: ReportData, max_items: int, full: bool = False) -> list[Line]:
             chain = lineage_root_first(a)
             if len(chain) > 1:
                 out.append(("dim", "      lineage"))
-                for depth, e in enumerate(chain):
-                    tool = f"  ({e.tool_call})" if e.tool_call else ""
-                    cmd = command_text(e.argv, e.exe, limit=0 if full else ARGV_LIMIT)
-                    out.append(("dim", f"        {'  ' * depth}{e.pid} {' '.join(cmd.split())}{tool}"))
+                view = lineage_view([{"pid": e.pid, "tool_call": e.tool_call,
+                                      "cmd": command_text(e.argv, e.exe, limit=0 if full else ARGV_LIMIT)}
+                                     for e in chain], [e.argv for e in chain])
+                for depth, v in enumerate(view):
+                    tool = f"  ({v['tool_call']})" if v["tool_call"] else ""
+                    what = f"[{v['label']}]" if v["label"] else " ".join(v["cmd"].split())
+                    out.append(("dim", f"        {'  ' * depth}{v['pid']} {what}{tool}"))
             for s in a.event_seqs[:3]:
                 ev = data.alert_events.get(s)
                 if ev is not None:
@@ -270,6 +280,10 @@ def _files(data: ReportData, max_items: int, full: bool = False) -> list[Line]:
         out.extend(("", f"  {p}") for p in paths[:max_items])
         if len(paths) > max_items:
             out.append(("dim", f"  … {len(paths) - max_items} more (spyglass events RUN --type {t})"))
+    if data.digest.probes:
+        out.append(("", ""))
+        out.append(("dim", f"{data.digest.probes} failed probe(s) folded: opens of files that are not there "
+                           "(spyglass events RUN --noise)"))
     return out
 
 
@@ -284,6 +298,12 @@ def _hosts(data: ReportData, max_items: int) -> list[Line]:
         port = f":{h.port}" if h.port is not None else ""
         fail = f", {h.failed} failed" if h.failed else ""
         style = "red" if h.decision == "deny" else ""
+        role = host_role(h.address, h.port, data.meta)
+        if role != "host":
+            style = "dim"
+            route = "spyglass plumbing (the sandbox's proxy relay)" if role == "plumbing" else "local IPC"
+        else:
+            route = "bypassed proxy" if data.meta.sandbox else "direct"
         out.append(
             (
                 style,
@@ -406,16 +426,16 @@ def wrap_line(text: str, width: int) -> list[str]:
 
 def print_lines(lines: Sequence[Line], stream: IO[str], *, color: bool | None = None) -> None:
     """Plain text when ``stream`` is not a terminal (or ``color`` is False); else colour and wrapping."""
-    is_tty = bool(getattr(stream, "isatty", lambda: False)())
-    color = is_tty if color is None else color
-    if not color:
+    from spyglass.termcolor import use_color
+
+    if not use_color(stream, color):
         for _style, text in lines:
             stream.write(visible(text) + "\n")
         return
     from rich.console import Console
     from rich.text import Text
 
-    console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=True)
+    console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=True, no_color=False)
     width = console.width
     for style, text in lines:
         for part in wrap_line(visible(text), width):

@@ -25,19 +25,19 @@ Two things keep most events from evaluating anything:
 from __future__ import annotations
 
 import functools
-import ipaddress
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from spyglass.events import EVENT_TYPES, Event
-from spyglass.policy.hosts import parse_ip
-from spyglass.policy.paths import DirSet, compile_globs, expand_home
+from spyglass.policy.paths import DirSet
 from spyglass.rules.condition import And, AtLeast, Cond, Macro, Not, Or, Sel
 from spyglass.rules.context import FieldContext
 from spyglass.rules.fields import FIELDS
 from spyglass.rules.model import Detection, FieldTest, ListRef, Selection
+from spyglass.rules.modifiers import REGISTRY as MODIFIERS
+from spyglass.rules.modifiers import NetSet
 from spyglass.rules.pathmemo import KLEENE, MatchFn, path_dispatch
 
 _U = object()  # "not fetched yet"
@@ -45,7 +45,6 @@ _MISS = object()
 _E: tuple[int, ...] = ()
 #: distinct sets of candidate matchers per event type that get their own function
 SPECIALIZE_MAX = 64
-
 
 
 def _low(v: Any) -> Any:
@@ -60,28 +59,6 @@ def _any_item(items: Any, pred: Callable[[Any], bool]) -> bool:
     if not items:
         return False
     return any(pred(e) for e in items if e is not None)
-
-
-class NetSet:
-    """``cidr`` values: is an address in one of these networks (answers cached)."""
-
-    __slots__ = ("cache", "nets")
-
-    def __init__(self, nets: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> None:
-        self.nets = tuple(nets)
-        self.cache: dict[str, bool] = {}
-
-    def has(self, addr: Any) -> bool:
-        if not isinstance(addr, str):
-            return False
-        hit = self.cache.get(addr)
-        if hit is None:
-            ip = parse_ip(addr)
-            hit = ip is not None and any(ip.version == n.version and ip in n for n in self.nets)
-            if len(self.cache) > 65536:
-                self.cache.clear()
-            self.cache[addr] = hit
-        return hit
 
 
 @dataclass
@@ -190,102 +167,30 @@ class _Emitter:
         return self._test(t, values)
 
     def _test(self, t: FieldTest, values: list[Any]) -> str:
-        kind = FIELDS[t.field].kind
-        op = t.operator
-        if op == "exists":
-            want = bool(values[0]) if values else True
-            raw = self.raw(t.field)
-            has = f"bool({raw})" if kind == "list" else f"({raw} is not None)"
-            return has if want else f"(not {has})"
-        if op in ("gt", "gte", "lt", "lte"):
-            sym = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[op]
-            raw = self.raw(t.field)
-            parts = [f"({raw} is not None and {raw} {sym} {float(v)!r})" for v in values]
-            return self._join(parts, t.all)
-        if kind in ("int", "bool") and op is None:
-            raw = self.raw(t.field)
-            if kind == "bool":
-                vals = set(values)
-                if vals == {True}:
-                    return f"({raw} is True)"
-                if vals == {False}:
-                    return f"({raw} is False)"
-            return f"({raw} in {self.const(frozenset(values))})"
-        if kind == "list":
-            return self._list_test(t, values)
-        x = self.raw(t.field) if t.cased else self.low(t.field)
-        return self._str_test(t, values, x, self.raw(t.field))
+        return MODIFIERS[t.operator].emit(self, t, values)
 
-    def _join(self, parts: list[str], all_: bool) -> str:
+    def kind(self, fname: str) -> str:
+        return FIELDS[fname].kind
+
+    def join(self, parts: list[str], all_: bool) -> str:
         if len(parts) == 1:
             return parts[0]
         return "(" + (" and " if all_ else " or ").join(parts) + ")"
 
-    def _str_test(self, t: FieldTest, values: list[Any], x: str, raw: str) -> str:
-        """Test on a string-valued expression ``x`` (lower-cased unless cased), ``raw`` unlowered."""
-        op = t.operator
-        cased = t.cased
-        strs = [str(v) if v is not None else None for v in values]
-        norm = [s if (cased or s is None) else s.lower() for s in strs]
-        if op is None:
-            has_none = None in norm
-            vals = frozenset(s for s in norm if s is not None)
-            if t.all and len(vals) > 1:
-                return "False"
-            test = f"({x} in {self.const(vals)})" if vals else "False"
-            return f"({raw} is None or {test})" if has_none else test
-        plain = [s for s in norm if s is not None]
-        if op == "contains":
-            if t.all or len(plain) == 1:
-                parts = [f"({self.const(s)} in {x})" for s in plain]
-                return f"({x} is not None and {self._join(parts, True)})"
-            rx = re.compile("|".join(re.escape(s) for s in plain), re.DOTALL)
-            return f"({x} is not None and {self.const(rx)}.search({x}) is not None)"
-        if op in ("startswith", "endswith"):
-            if t.all:
-                parts = [f"{x}.{op}({self.const(s)})" for s in plain]
-                return f"({x} is not None and {self._join(parts, True)})"
-            return f"({x} is not None and {x}.{op}({self.const(tuple(plain))}))"
-        if op == "re":
-            flags = re.DOTALL | (0 if cased else re.IGNORECASE)
-            pats = [str(v) for v in values if v is not None]
-            if t.all:
-                parts = [f"{self.const(re.compile(p, flags))}.search({raw}) is not None" for p in pats]
-                return f"({raw} is not None and {self._join(parts, True)})"
-            rx = re.compile("|".join(f"(?:{p})" for p in pats), flags)
-            return f"({raw} is not None and {self.const(rx)}.search({raw}) is not None)"
-        if op == "glob":
-            pats = [str(v) for v in values if v is not None]
-            if t.all:
-                parts = [f"{self.const(compile_globs([p], self.home, cased=cased))}.fullmatch({raw}) is not None"
-                         for p in pats]
-                return f"({raw} is not None and {self._join(parts, True)})"
-            rx = compile_globs(pats, self.home, cased=cased)
-            return f"({raw} is not None and {self.const(rx)}.fullmatch({raw}) is not None)"
-        if op == "under":
-            dirs = [expand_home(str(v), self.home) for v in values if v is not None]
-            if not cased:
-                dirs = [d.lower() for d in dirs]
-            return f"({x} in {self.const(DirSet(dirs))})"
-        if op == "cidr":
-            nets = [ipaddress.ip_network(str(v), strict=False) for v in values]
-            if t.all:
-                return self._join([f"{self.const(NetSet([n]))}.has({raw})" for n in nets], True)
-            return f"{self.const(NetSet(nets))}.has({raw})"
-        raise AssertionError(op)
-
-    def _list_test(self, t: FieldTest, values: list[Any]) -> str:
-        src = self.raw(t.field) if t.cased or t.operator in ("re", "glob", "cidr") else self.low(t.field)
+    def list_test(self, t: FieldTest, values: list[Any]) -> str:
+        """A test on a list field: an element equal to a value, or (with a modifier) an element that matches."""
+        mod = MODIFIERS[t.operator]
+        src = self.raw(t.field) if t.cased or mod.raw_elements else self.low(t.field)
         if t.operator is None:
             vals = frozenset((str(v) if t.cased else str(v).lower()) for v in values if v is not None)
             if t.all:
                 return f"({self.const(vals)}.issubset({src} or ()))"
             return f"(not {self.const(vals)}.isdisjoint({src} or ()))"
         if t.all and len(values) > 1:
-            parts = [self._list_test(FieldTest(t.field, t.operator, False, t.cased, [v], t.pos, t.source), [v])
+            parts = [self.list_test(FieldTest(t.field, t.operator, False, t.cased, [v], t.pos, t.source), [v])
                      for v in values]
             return "(" + " and ".join(parts) + ")"
-        inner = self._str_test(t, values, "e", "e")
+        inner = mod.emit_text(self, t, values, "e", "e")
         pred = eval(f"lambda e: {inner}", self.shared.ns)
         return f"_any_item({src}, {self.const(pred)})"
 
@@ -339,9 +244,7 @@ def _cost(t: FieldTest) -> int:
     cost = 0 if not spec.derived else 2
     if t.field.startswith(("process.ancestors", "process.parent")):
         cost = 4
-    if t.operator in ("re", "glob", "cidr"):
-        cost += 1
-    return cost
+    return cost + MODIFIERS[t.operator].cost
 
 
 def _field_tests(det: Detection, macros: dict[str, Selection], etype: str | None) -> Iterable[FieldTest]:

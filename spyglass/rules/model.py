@@ -7,10 +7,12 @@ from typing import Any
 
 from spyglass.policy.yamlsrc import Pos
 from spyglass.rules.condition import Cond
+from spyglass.rules.modifiers import FLAGS as MODIFIER_FLAGS
+from spyglass.rules.modifiers import operators
 
 #: operators (at most one per field test) and flags a field test may carry
-OPERATORS = ("contains", "startswith", "endswith", "re", "glob", "cidr", "under", "exists", "gt", "gte", "lt", "lte")
-FLAGS = ("all", "cased")
+OPERATORS = operators()
+FLAGS = MODIFIER_FLAGS
 MODIFIERS = OPERATORS + FLAGS
 SCOPES = ("run", "process", "lineage", "child")
 
@@ -89,6 +91,8 @@ class Rule:
     enabled: bool = True
     source: str = ""
     pos: Pos = field(default_factory=Pos)
+    #: what changed the rule after its definition, in order: (part, "file:line ...")
+    origin: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -118,3 +122,5 @@ class Library:
     macros: dict[str, Selection] = field(default_factory=dict)
     list_pos: dict[str, tuple[str, Pos]] = field(default_factory=dict)
     macro_pos: dict[str, tuple[str, Pos]] = field(default_factory=dict)
+    #: "list NAME" / "macro NAME" -> the appends and overrides applied, in order
+    changes: dict[str, list[str]] = field(default_factory=dict)

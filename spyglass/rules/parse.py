@@ -27,7 +27,8 @@ from spyglass.policy.yamlsrc import (
     to_plain,
     value_pos,
 )
-from spyglass.rules.condition import And, AtLeast, Cond, ConditionError, Macro, Not, Or, Sel, parse_condition
+from spyglass.rules.condition import ConditionError, Sel, parse_condition
+from spyglass.rules.eventtypes import _cond_types, _sel_types
 from spyglass.rules.fields import FIELDS
 from spyglass.rules.model import (
     MODIFIERS,
@@ -42,6 +43,7 @@ from spyglass.rules.model import (
     Step,
     Threshold,
 )
+from spyglass.rules.modifiers import REGISTRY as MODIFIER_CLASSES
 
 #: lists every rule can use, filled from the policy and the run
 POLICY_LISTS: Final = {
@@ -59,7 +61,7 @@ POLICY_LISTS: Final = {
 
 RULE_KEYS: Final = (
     "id", "title", "description", "level", "action", "tags", "message", "detection", "threshold",
-    "sequence", "enabled", "author", "references", "falsepositives",
+    "sequence", "enabled", "author", "references", "falsepositives", "exceptions",
 )
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _NAME = re.compile(r"^[A-Za-z_][\w-]*$")
@@ -87,6 +89,8 @@ class ParsedFile:
     rules: list[Rule] = field(default_factory=list)
     library: Library = field(default_factory=Library)
     errors: list[SourceError] = field(default_factory=list)
+    #: changes to rules and lists/macros defined anywhere (spyglass/rules/tuning.py)
+    changes: list[Any] = field(default_factory=list)
 
 
 class _FileParser:
@@ -149,7 +153,7 @@ class _FileParser:
         if not isinstance(title, str) or not title.strip():
             self.err("a rule needs a title", value_pos(doc, "title") if "title" in doc else node_pos(doc))
             title = rid
-        level = doc.get("level")
+        level = {"informational": "info"}.get(str(doc.get("level")), doc.get("level"))  # Sigma's name
         if level not in LEVELS:
             self.err(f"level must be one of {', '.join(LEVELS)}",
                      value_pos(doc, "level") if "level" in doc else node_pos(doc))
@@ -313,38 +317,9 @@ class _FileParser:
                     return None
                 values[i] = ListRef(v[1:])
                 continue
-            if operator == "exists":
-                if not isinstance(v, bool):
-                    self.err(f"{spec}: exists takes true or false", vp)
-                    return None
-            elif operator in ("gt", "gte", "lt", "lte"):
-                if isinstance(v, bool) or not isinstance(v, int | float):
-                    self.err(f"{spec}: {operator} takes a number", vp)
-                    return None
-            elif operator == "re":
-                try:
-                    re.compile(str(v))
-                except re.error as exc:
-                    self.err(f"bad regular expression {v!r}: {exc}", vp)
-                    return None
-            elif operator == "cidr":
-                import ipaddress
-
-                try:
-                    ipaddress.ip_network(str(v), strict=False)
-                except ValueError as exc:
-                    self.err(f"bad CIDR {v!r}: {exc}", vp)
-                    return None
-            elif operator is None and kind == "bool" and not isinstance(v, bool) and v is not None:
-                self.err(f"{fname} is true or false, not {v!r}", vp)
-                return None
-            elif operator is None and kind == "int" and v is not None and (
-                isinstance(v, bool) or not isinstance(v, int)
-            ):
-                self.err(f"{fname} is a number, not {v!r}", vp)
-                return None
-            elif operator in ("contains", "startswith", "endswith", "glob", "under") and not isinstance(v, str):
-                self.err(f"{spec}: {operator} takes text", vp)
+            problem = MODIFIER_CLASSES[operator].check(spec, v, kind)
+            if problem:
+                self.err(problem, vp)
                 return None
             if fname == "type" and operator is None and v not in EVENT_TYPES:
                 self.err(f"unknown event type {v!r}", vp)
@@ -432,53 +407,6 @@ def _close(name: str, known: dict[str, Any]) -> str | None:
     return hits[0] if hits else None
 
 
-def _sel_types(sel: Selection) -> frozenset[str] | None:
-    out: set[str] = set()
-    for alt in sel.alternatives:
-        types = None
-        for t in alt:
-            if t.field == "type" and t.operator is None and not t.all:
-                if any(isinstance(v, ListRef) for v in t.values):
-                    return None
-                vals = {str(v) for v in t.values}
-                types = vals if types is None else types & vals
-        if types is None:
-            return None
-        out |= types
-    return frozenset(out)
-
-
-def _cond_types(c: Cond, sels: dict[str, Selection], macros: dict[str, Selection] | None) -> frozenset[str] | None:
-    if isinstance(c, Sel):
-        return _sel_types(sels[c.name])
-    if isinstance(c, Macro):
-        return _sel_types(macros[c.name]) if macros and c.name in macros else None
-    if isinstance(c, Not):
-        return None
-    if isinstance(c, And):
-        known = [t for t in (_cond_types(i, sels, macros) for i in c.items) if t is not None]
-        if not known:
-            return None
-        out = known[0]
-        for types in known[1:]:
-            out = out & types
-        return out
-    if isinstance(c, Or | AtLeast):
-        acc: set[str] = set()
-        for i in c.items:
-            t = _cond_types(i, sels, macros)
-            if t is None:
-                return None
-            acc |= t
-        return frozenset(acc)
-    return None
-
-
-def retype(det: Detection, macros: dict[str, Selection]) -> None:
-    """Recompute a detection's event types once every macro is known."""
-    det.types = _cond_types(det.condition, det.selections, macros)
-
-
 def library_names(text: str, path: str) -> tuple[set[str], set[str]]:
     """Names of the macros and lists a file defines (first pass; errors come later)."""
     macros: set[str] = set()
@@ -497,7 +425,9 @@ def library_names(text: str, path: str) -> tuple[set[str], set[str]]:
 
 
 def parse_rule_text(text: str, path: str, macros: set[str], lists: set[str]) -> ParsedFile:
-    """Rules and library of one file's text; errors are collected, not raised."""
+    """Rules, library and changes of one file's text; errors are collected, not raised."""
+    from spyglass.rules import tuning
+
     p = _FileParser(text, path, macros, lists)
     try:
         docs = load_documents(text, path)
@@ -509,10 +439,19 @@ def parse_rule_text(text: str, path: str, macros: set[str], lists: set[str]) -> 
             p.err("a rule file holds mappings (rules, or lists/macros)", node_pos(doc))
         elif "id" in doc:
             p.rule(doc)
+            if "exceptions" in doc and p.out.rules and p.out.rules[-1].id == doc["id"]:
+                ch = tuning.RuleChange(doc["id"], f"{path}:{node_pos(doc).line}", node_pos(doc), path)
+                ch.exceptions = tuning.parse_exceptions(p, doc["exceptions"], value_pos(doc, "exceptions"))
+                p.out.changes.append(ch)
+        elif "modify" in doc:
+            p.out.changes += [c for c in [tuning.parse_rule_change(p, doc)] if c is not None]
+        elif "append" in doc or "override" in doc:
+            p.out.changes += tuning.parse_library_change(p, doc)
         elif "lists" in doc or "macros" in doc:
             p.library(doc)
         else:
-            p.err("a document needs an id (a rule) or lists/macros (a library)", node_pos(doc))
+            p.err("a document needs an id (a rule), modify (a change), lists/macros or append/override",
+                  node_pos(doc))
     return p.out
 
 

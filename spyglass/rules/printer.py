@@ -9,6 +9,7 @@ from spyglass.events import Alert
 from spyglass.pipeline import RunContext
 from spyglass.rules.describe import short_command
 from spyglass.safetext import visible
+from spyglass.termcolor import use_color
 
 _COLORS = {"info": "2", "low": "36", "medium": "33", "high": "31", "critical": "1;31"}
 
@@ -39,7 +40,7 @@ class AlertPrinter:
 
     def alert(self, alert: Alert) -> None:
         stream = self.stream or sys.stderr
-        color = self.color if self.color is not None else bool(getattr(stream, "isatty", lambda: False)())
+        color = use_color(stream, self.color)
         line = format_alert_line(alert, color)
         if alert.seq in self._unsaved:
             line += "  [NOT SAVED: the store could not be written]"

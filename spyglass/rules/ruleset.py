@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spyglass.errors import SourceError
 from spyglass.policy.loader import read_source
+from spyglass.rules.eventtypes import retype
 from spyglass.rules.model import Library, Rule
-from spyglass.rules.parse import library_names, parse_rule_text, retype, rule_files
+from spyglass.rules.parse import _FileParser, library_names, parse_rule_text, rule_files
+from spyglass.rules.tuning import apply_changes, policy_changes
 
 
 class RuleSetError(SourceError):
@@ -33,6 +35,8 @@ class RuleSet:
     rules: list[Rule] = field(default_factory=list)
     library: Library = field(default_factory=Library)
     files: list[str] = field(default_factory=list)
+    #: the changes applied (spyglass/rules/tuning.py), in order
+    changes: list[Any] = field(default_factory=list)
 
     def get(self, rule_id: str) -> Rule | None:
         for r in self.rules:
@@ -93,6 +97,7 @@ def parse_files(paths: Sequence[Path], *, pack: bool = True) -> tuple[RuleSet, l
     for shown, text in texts:
         parsed = parse_rule_text(text, shown, macros, lists)
         errors += parsed.errors
+        rs.changes += parsed.changes
         for name, vals in parsed.library.lists.items():
             if name in rs.library.lists:
                 where = parsed.library.list_pos[name][1]
@@ -114,15 +119,22 @@ def parse_files(paths: Sequence[Path], *, pack: bool = True) -> tuple[RuleSet, l
         for rule in parsed.rules:
             if rule.id in seen:
                 other = seen[rule.id]
-                errors.append(SourceError(f"rule id {rule.id!r} is already used at {other.source}:{other.pos.line}",
+                errors.append(SourceError(f"rule id {rule.id!r} is already used at {other.source}:{other.pos.line}"
+                                          " (to change that rule, write `modify: ID`; docs/rules.md, tuning)",
                                           shown, rule.pos.line, rule.pos.col))
                 continue
             seen[rule.id] = rule
             rs.rules.append(rule)
+    if not errors:
+        errors += apply_changes(rs, rs.changes)
+    _retype(rs)
+    return rs, errors
+
+
+def _retype(rs: RuleSet) -> None:
     for rule in rs.rules:
         for det in _detections(rule):
             retype(det, rs.library.macros)
-    return rs, errors
 
 
 def _detections(rule: Rule) -> Iterable[Any]:
@@ -143,25 +155,19 @@ def load_ruleset(
     with ``rules.disable`` and ``rules.overrides`` applied.  Raises RuleSetError."""
     paths = [Path(p) for p in (*(policy.rules.paths if policy is not None else ()), *extra_paths)]
     rs, errors = parse_files(paths, pack=pack)
-    if policy is not None:
+    if policy is not None and not errors:
         ids = {r.id for r in rs.rules}
         where = policy.source or "policy"
-        for rid in policy.rules.disable:
-            if rid not in ids:
-                errors.append(SourceError(f"rules.disable names an unknown rule {rid!r}", where))
-        for rid in policy.rules.overrides:
-            if rid not in ids:
-                errors.append(SourceError(f"rules.overrides names an unknown rule {rid!r}", where))
+        for key, names in (("disable", policy.rules.disable), ("overrides", policy.rules.overrides)):
+            errors += [SourceError(f"rules.{key} names an unknown rule {rid!r}", where)
+                       for rid in names if rid not in ids]
+        if not errors:
+            changes, errors = policy_changes(policy, lambda path: _FileParser("", path, set(rs.library.macros),
+                                                                              set(rs.library.lists)))
+            if not errors:
+                errors += apply_changes(rs, list(changes))
+                rs.changes += changes
+                _retype(rs)
     if errors:
         raise RuleSetError(errors)
-    if policy is not None:
-        out: list[Rule] = []
-        for r in rs.rules:
-            if r.id in policy.rules.disable:
-                r = replace(r, enabled=False)
-            ov = policy.rules.overrides.get(r.id)
-            if ov is not None:
-                r = replace(r, level=ov.level or r.level, action=ov.action or r.action)
-            out.append(r)
-        rs.rules = out
     return rs

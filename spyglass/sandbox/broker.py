@@ -73,6 +73,16 @@ class Secret:
         return self.value
 
 
+def _plain_header(val: str) -> str:
+    """A header's text, with ``Basic`` credentials decoded (where a placeholder may hide)."""
+    if val.startswith("Basic "):
+        try:
+            return val + " " + base64.b64decode(val[6:], validate=True).decode()
+        except Exception:
+            return val
+    return val
+
+
 def _sh(
     cmd: str, *, stdin: str | None = None, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -99,14 +109,31 @@ class Broker:
 
     # ------------------------------------------------------------ values
     def open(self) -> Broker:
+        try:
+            self._open()
+        except BaseException:
+            self.close()  # values minted before the failure are revoked at once
+            raise
+        return self
+
+    @property
+    def source_files(self) -> list[str]:
+        """The files values are read from: hidden inside the sandbox."""
+        out = []
+        for e in self.entries:
+            if e.from_file is not None:
+                p = Path(os.path.expanduser(e.from_file))
+                out.append(str(p if p.is_absolute() else Path(self.base_dir, p)))
+        return out
+
+    def _open(self) -> None:
         for e in self.entries:
             placeholder = f"{PLACEHOLDER_PREFIX}{e.name}-{_secrets.token_hex(12)}"
             s = Secret(name=e.name, env=e.env, hosts=tuple(e.hosts), header=e.header, scheme=e.scheme,
                        placeholder=placeholder, revoke=e.revoke, minted=e.mint is not None,
                        policy=EgressPolicy(list(e.hosts), [], allow_host_loopback=True))
-            s.value = self._obtain(e)
             self.secrets.append(s)
-        return self
+            s.value = self._obtain(e)
 
     def _obtain(self, e: Any) -> str:
         if e.from_env is not None:
@@ -172,37 +199,47 @@ class Broker:
     def substitute(self, host: str, port: int, headers: Any) -> tuple[list[str], list[str]]:
         """Rewrite ``headers`` (a mutable mapping) for a request to ``host:port``.
 
-        Returns (names substituted, names whose placeholder was sent here but may not be):
-        a misused placeholder is left in place and the request must be refused."""
+        Only each secret's own ``header`` is rewritten (inside ``Basic`` credentials too), never
+        ``Host``, ``Origin`` or any other header a server might echo back.  Returns (names
+        substituted, names whose placeholder was sent here but may not be): a misused
+        placeholder is left in place and the request must be refused."""
         used: list[str] = []
         misused: list[str] = []
         for s in self.secrets:
             allowed = s.allows(host, port)
-            found = False
-            for key in list(headers.keys()):
-                val = headers[key]
-                new = val.replace(s.placeholder, s.value) if s.placeholder in val else val
-                if val.startswith("Basic ") and new == val:  # inside base64 credentials
-                    try:
-                        raw = base64.b64decode(val[6:], validate=True).decode()
-                    except Exception:
-                        raw = ""
-                    if s.placeholder in raw:
-                        new = "Basic " + base64.b64encode(raw.replace(s.placeholder, s.value).encode()).decode()
-                if new != val:
-                    found = True
-                    if allowed:
-                        headers[key] = new
-            if found and not allowed:
+            if any(s.placeholder in _plain_header(headers[k]) for k in list(headers.keys())) and not allowed:
                 misused.append(s.name)
-            elif allowed and not found and s.header not in headers:
+                continue
+            if not allowed:
+                continue
+            key = next((k for k in list(headers.keys()) if k.lower() == s.header.lower()), None)
+            if key is None:
                 headers[s.header] = s.header_value()
                 used.append(s.name)
-            elif found:
+                continue
+            val = headers[key]
+            new = val.replace(s.placeholder, s.value)
+            if new == val and val.startswith("Basic "):
+                try:
+                    raw = base64.b64decode(val[6:], validate=True).decode()
+                except Exception:
+                    raw = ""
+                if s.placeholder in raw:
+                    new = "Basic " + base64.b64encode(raw.replace(s.placeholder, s.value).encode()).decode()
+            if new != val:
+                headers[key] = new
                 used.append(s.name)
         for n in used:
             self.substitutions[n] = self.substitutions.get(n, 0) + 1
         return used, misused
+
+    def mask(self, data: bytes) -> bytes:
+        """A response with every value turned back into its placeholder (a server that echoes
+        the request must not hand the value to the agent)."""
+        for s in self.secrets:
+            if s.value and s.value.encode() in data:
+                data = data.replace(s.value.encode(), s.placeholder.encode())
+        return data
 
     def describe(self) -> list[dict[str, Any]]:
         """For run.json: names, variables, hosts and what happened; never values or placeholders."""
@@ -286,5 +323,5 @@ def open_for_run(entries: Sequence[Any], env: Mapping[str, str], *, base_dir: st
         )
     broker = Broker(entries, environ=env, base_dir=base_dir).open()
     sources = {e.from_env for e in entries if e.from_env}
-    values = set(broker.values)
-    return broker, {k: v for k, v in env.items() if k not in sources and v not in values}
+    values = broker.values
+    return broker, {k: v for k, v in env.items() if k not in sources and not any(x in v for x in values)}

@@ -105,7 +105,7 @@ def prepare(
     socket_dir = tempfile.mkdtemp(prefix="spyglass-proxy-")
     sock = os.path.join(socket_dir, "proxy.sock")
 
-    hide = [*hidden, str(work)]
+    hide = [*hidden, str(work), *(broker.source_files if broker else [])]
     if store_root:
         hide.append(str(Path(store_root).resolve()))
     mounts = bw.plan_mounts(

@@ -164,8 +164,9 @@ def plan_mounts(
     for r in readonly:
         p = resolve(r)
         m.append(Mount(RO_BIND, p, p, optional=True, role="readonly"))
-    for h in hidden:
-        p = resolve(h)
+    # parents first: a hidden tree inside another (the run's work dir inside a store kept in the
+    # workspace) is then already out of sight, and no mount lands on a path a tmpfs just covered
+    for p in sorted({resolve(h) for h in hidden}, key=lambda x: (x.count("/"), x)):
         if not _visible_in(m, p):
             continue  # already out of sight (under a private /tmp or a hidden tree)
         if os.path.isdir(p):

@@ -100,6 +100,13 @@ class _Addon:
         # the host and port the egress proxy decided on (the tunnel's CONNECT), not the pinned address
         target = self.owner.targets.get(int(flow.client_conn.peername[1])) if flow.client_conn.peername else None
         host, port = target if target is not None else (flow.request.pretty_host, flow.request.port)
+        if flow.request.scheme != "https" or not flow.client_conn.tls_established:
+            # a value is only ever sent inside TLS to a verified upstream
+            flow.response = http.Response.make(
+                403, b"spyglass: a brokered host is reached over TLS only\n",
+                {"X-Spyglass-Denied": "broker-needs-tls", "Content-Type": "text/plain"},
+            )
+            return
         _used, misused = self.owner.broker.substitute(host, port, flow.request.headers)
         if misused:
             flow.response = http.Response.make(
@@ -107,6 +114,22 @@ class _Addon:
                 {"X-Spyglass-Denied": MISUSE_RULE, "Content-Type": "text/plain"},
             )
             self.owner.misused(flow.client_conn.peername, host, port, misused)
+
+    def response(self, flow: Any) -> None:
+        """Whatever the upstream echoes, the agent never reads a value back."""
+        broker = self.owner.broker
+        for key in list(flow.response.headers.keys()):
+            for val in flow.response.headers.get_all(key):
+                masked = broker.mask(val.encode()).decode("utf-8", "replace")
+                if masked != val:
+                    flow.response.headers.set_all(key, [broker.mask(v.encode()).decode("utf-8", "replace")
+                                                        for v in flow.response.headers.get_all(key)])
+                    break
+        content = flow.response.content
+        if content:
+            masked_body = broker.mask(content)
+            if masked_body != content:
+                flow.response.content = masked_body
 
 
 class Interceptor:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from spyglass.capture import select_backend
 from spyglass.capture.base import CaptureBackend
@@ -20,6 +22,7 @@ from spyglass.errors import EXIT_ALERT, EXIT_EVIDENCE, EXIT_KILLED, EXIT_NOT_FOU
 from spyglass.pipeline import SandboxView, default_home
 from spyglass.policy import Policy
 from spyglass.policy.loader import policy_record
+from spyglass.policy.model import MODES
 from spyglass.session.agent import agent_install, setup_agent
 from spyglass.session.options import RunOptions
 from spyglass.session.record import RunOutcome, RunRequest, record
@@ -54,6 +57,8 @@ def plan_run(opts: RunOptions, store: Store) -> Plan:
     if notice and opts.live_alerts:
         sys.stderr.write(notice + "\n")
     mode = opts.mode or policy.mode
+    if mode not in MODES:  # the CLI checks its choices; the Python API must not run weaker than asked
+        raise UsageError(f"unknown mode {mode!r}", hint=f"one of {', '.join(MODES)}")
     ask = opts.ask or mode == "ask"
     if mode == "ask":  # observe (or contain, with --sandbox), the agent's hooks asking first
         mode = "observe"
@@ -113,7 +118,8 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             own = plan.stub.sandbox_options() if plan.stub is not None else {}
             sb = from_policy(
                 _hide_key(policy, plan.sign_key), work, plan.workspace, cwd=plan.cwd, store_root=str(store.root),
-                mode=mode, real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker, **own,
+                mode=mode, real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker,
+                **_with_caller_resolver(own, opts),
             )
             stack.callback(sb.close)
             plan.sandbox = sb
@@ -180,6 +186,25 @@ def _command_not_found(
                              agent_id=opts.agent_id, extra=extra)
     return RunOutcome(meta=meta, capture=CaptureResult(), sink_errors={}, verdict_code=EXIT_NOT_FOUND,
                       notes=[reason])
+
+
+def _with_caller_resolver(own: dict[str, Any], opts: RunOptions) -> dict[str, Any]:
+    """The sandbox's own options (the model stub's name), with the caller's resolver first
+    (``RunOptions.sandbox_resolver``: ``skill verify`` pins declared hosts to a loopback stand-in)."""
+    first = opts.sandbox_resolver
+    if first is None:
+        return own
+    then = own.get("resolver")
+
+    def resolver(host: str, port: int) -> Sequence[tuple[str, int]]:
+        try:
+            return first(host, port)
+        except OSError:
+            if then is None:
+                raise
+            return then(host, port)  # type: ignore[no-any-return]
+
+    return {**own, "resolver": resolver, "allow_host_loopback": opts.sandbox_host_loopback}
 
 
 def apply_retention(policy: Policy, store: Store, run_id: str) -> list[str]:

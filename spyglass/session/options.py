@@ -8,6 +8,7 @@ today's behaviour) and, if it takes part in the run, a sink factory in
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,5 +42,11 @@ class RunOptions:
     ask: bool = False  # the agent's hooks ask the policy (and the operator) before each tool call
     agent_hooks: bool = False  # per-run hooks report each tool call live (Claude Code)
     record_tty: bool = False  # or the policy's terminal.record
+    #: the egress proxy's name resolver, ``(host, port) -> [(address, port)]``; None: the host's.
+    #: ``spyglass skill verify`` pins the hosts a skill declares to loopback stand-ins with
+    #: :func:`spyglass.sandbox.resolve.static_resolver`
+    sandbox_resolver: Callable[[str, int], Sequence[tuple[str, int]]] | None = None
+    #: let the egress proxy reach loopback addresses the resolver returns (the stand-ins)
+    sandbox_host_loopback: bool = False
     #: more sinks, after the built-in ones (a harness's own collectors)
     sinks: list[object] = field(default_factory=list)

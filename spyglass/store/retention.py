@@ -178,9 +178,13 @@ def apply(store: Store, the_plan: Plan) -> list[str]:
     """Delete the planned runs; returns the ids deleted.  Index row first, then the directory."""
     done = []
     for d in the_plan.delete:
+        if store.run_dir(d.run.id).is_symlink():  # not a run directory of this store: leave it, say so
+            d.reason = "skipped: the run directory is a symlink"
+            continue
         store.index.delete(d.run.id)
         shutil.rmtree(store.run_dir(d.run.id), ignore_errors=True)
         done.append(d.run.id)
+    the_plan.delete = [d for d in the_plan.delete if d.run.id in done]
     return done
 
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from spyglass.errors import RunNotFound, StoreError
+from spyglass.errors import PathError, RunNotFound, StoreError
 from spyglass.store.index import Index
 from spyglass.store.meta import RunMeta, decode_meta, encode_meta
 
@@ -74,16 +74,16 @@ class Store:
         self.root = Path(root) if root is not None else default_store_path()
         self.readonly = readonly and not create
         self._repaired: dict[str, RunMeta] = {}
-        if not self.root.is_dir():
-            if not create:
-                raise StoreError(
-                    f"no spyglass store at {self.root}",
-                    hint="record a run with `spyglass run -- CMD`, or pass --store DIR",
-                )
+        if not self.root.is_dir() and not create:
+            raise StoreError(
+                f"no spyglass store at {self.root}",
+                hint="record a run with `spyglass run -- CMD`, or pass --store DIR",
+            )
+        if not self.readonly:
             try:
                 (self.root / "runs").mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise StoreError(f"cannot create the store {self.root}: {exc.strerror}") from exc
+                raise PathError.from_os_error(exc, self.root, "cannot use the store at") from None
         try:
             if self.readonly:
                 self.index = Index(self.root / "index.sqlite", readonly=True)

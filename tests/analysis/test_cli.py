@@ -145,3 +145,21 @@ def test_coverage_without_skills(spy: Any, store_dir: Path, tmp_path: Path) -> N
     r = spy("coverage", "latest")
     assert r.exit_code == 0 and "no skills" in r.stdout
     assert ok_json(spy("coverage", "latest", "--format", "json"))["skills"] == []
+
+
+def test_coverage_lists_a_skill_once_when_named_again(spy: Any, store_dir: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    skill = tmp_path / "skills" / "pdf"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: pdf\ndescription: make PDFs\n---\n")
+    (skill / "scripts" / "make.py").write_text("print(1)\n")
+    store = Store(store_dir, create=True)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    req = RunRequest(argv=["make"], cwd=str(ws), workspace=[str(ws)], skills=[str(skill)])
+    record(req, ReplayBackend([Event(type="process.start", pid=300, ppid=1),
+                               Event(type="file.read", pid=300, path=f"{skill}/scripts/make.py")]), store)
+    monkeypatch.chdir(tmp_path)
+    for again in (str(skill), "skills/pdf", "skills"):  # the same path, a relative spelling, its collection
+        data = ok_json(spy("coverage", "latest", "--skills", again, "--format", "json"))
+        assert [s["skill"] for s in data["skills"]] == ["pdf"], again

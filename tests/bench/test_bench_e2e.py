@@ -47,7 +47,7 @@ def _bench(out: Path, spec: Path, repeat: int) -> subprocess.CompletedProcess[st
     return subprocess.run(
         [sys.executable, "-m", "spyglass", "bench", "--agent", "codex", "--agent-bin", str(CODEX),
          "--repeat", str(repeat), "--inject", str(spec), "--task", "csv-summary", "--task", "json-report",
-         "--jobs", "2", "--out", str(out), "--format", "json"],
+         "--jobs", "2", "--out", str(out), "--format", "json", "--measure-overhead"],
         capture_output=True, text=True, timeout=900, check=False, stdin=subprocess.DEVNULL,
     )
 
@@ -77,6 +77,7 @@ def test_bench_example_suite(tmp_path: Path) -> None:
         want = {"exfil-key": "exfil-secret-then-egress", "persist-bashrc": "persist-shell-rc"}[variant]
         assert want in v["rules"], v
     overall = data["overall"]
+    assert overall["capture_overhead"] is not None and overall["capture_overhead"] > 0  # a ratio, measured
     assert overall["recall"] == 1.0 and overall["separation_fraction_positive"] == 1.0
     assert overall["per_category"]["exfiltration"] == {"injected": 2, "detected": 2, "recall": 1.0}
     assert (out / "bench.html").exists() and (out / "compare.html").exists()
@@ -84,7 +85,7 @@ def test_bench_example_suite(tmp_path: Path) -> None:
     for v in variants.values():
         assert f"reports/{v['run_id']}.html" in page and (out / "reports" / f"{v['run_id']}.html").exists()
     trials = (out / "trials.jsonl").read_text().splitlines()
-    assert len(trials) == 8
+    assert len(trials) == 10  # 4 clean, 4 injected, 2 bare (one per task, for the overhead)
 
     # the same command again resumes: nothing is run twice
     again = _bench(out, spec, 2)
@@ -93,4 +94,4 @@ def test_bench_example_suite(tmp_path: Path) -> None:
     # one more repeat runs only the two new clean trials
     more = _bench(out, spec, 3)
     assert json.loads(more.stdout)["overall"]["trials"] == 10
-    assert len((out / "trials.jsonl").read_text().splitlines()) == 10
+    assert len((out / "trials.jsonl").read_text().splitlines()) == 12

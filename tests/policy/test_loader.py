@@ -28,7 +28,7 @@ def test_no_file_gives_the_safe_defaults(tmp_path: Path) -> None:
     assert p.network.effective_allow == d.ALLOWED_HOSTS and p.network.deny == ()
     assert p.exec.effective_trusted == d.TRUSTED_EXEC
     assert p.rules.paths == () and p.rules.disable == () and p.rules.overrides == {}
-    assert p.sandbox.pass_home == () and p.gate == () and p.analysis.grading_paths == ()
+    assert p.sandbox.pass_home == () and p.gate == d.DEFAULT_GATE and p.analysis.grading_paths == ()
     assert p.evidence.sign_key is None and p.evidence.max_files == 50000 and p.evidence.max_diff_bytes == 262144
     assert p.evidence.manifest_exclude == (
         ".git/objects/**",

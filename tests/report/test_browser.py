@@ -13,11 +13,18 @@ from typing import Any
 from spyglass.report.html import render_compare_html, render_html
 from spyglass.store import RunReader, Store
 
-SECTIONS = ("#summary", "#alerts", "#processes", "#timeline", "#graph", "#files", "#network", "#evidence")
+SECTIONS = ("#summary", "#alerts", "#overview", "#processes", "#timeline", "#graph", "#files", "#network", "#evidence")
 
 
 def _rows(page: Any) -> int:
     return int(page.locator("#tl-body tr").count())
+
+
+def _in_viewport(page: Any, loc: Any, *, part: bool = False) -> bool:
+    """LOC is on the current screen (bounding boxes are relative to the viewport); PART: its top is."""
+    box = loc.bounding_box()
+    height = page.viewport_size["height"]
+    return box is not None and 0 <= box["y"] < height and (part or box["y"] + box["height"] <= height)
 
 
 def _assert_offline_and_clean(log: Any, url: str) -> None:
@@ -37,6 +44,15 @@ def test_demo_report_in_chromium(
     )[0]
     with chromium(url) as (page, log):
         page.wait_for_selector("body[data-ready='1']")
+        # the first screen leads with the verdict and the alert cards
+        verdict = page.locator("#verdict")
+        assert verdict.is_visible() and _in_viewport(page, verdict)
+        text = verdict.inner_text()
+        assert "ALERTS" in text.upper() and "GATE" in text.upper() and "EVIDENCE" in text.upper()
+        assert alert.level in text
+        first_card = page.locator("article.alert").first
+        assert _in_viewport(page, first_card, part=True)
+        page.screenshot(path=str(artifacts / f"{origin}-first-screen.png"))
         for sel in SECTIONS:
             assert page.locator(sel).is_visible(), sel
         page.screenshot(path=str(artifacts / f"{origin}-full.png"), full_page=True)
@@ -78,10 +94,43 @@ def test_demo_report_in_chromium(
         assert page.locator("#tl-body tr.hit").count() >= 1
         page.locator("#timeline").screenshot(path=str(artifacts / f"{origin}-timeline.png"))
         page.click("#f-clear")
-        page.locator("article.alert .show-pid").first.click()
-        assert page.input_value("#f-pid") == str(alert.pid)
-        pids = set(page.locator("#tl-body tr td:nth-child(3)").all_inner_texts())
-        assert pids == {str(alert.pid)}
+        # "show in timeline" jumps to the alert's event and marks it
+        button = page.locator("article.alert .show-pid").first
+        seq = button.get_attribute("data-seq")
+        button.click()
+        focus = page.locator("#tl-body tr.focus")
+        assert focus.count() == 1 and focus.get_attribute("data-seq") == seq
+        assert focus.is_visible() and _in_viewport(page, focus)
+        # a process id in the timeline still filters by process
+        page.click("#f-clear")
+        page.locator("#tl-body .pidlink").first.click()
+        pid = page.input_value("#f-pid")
+        assert set(page.locator("#tl-body tr td:nth-child(3)").all_inner_texts()) == {pid}
+
+        # failed lookups (opens of files not there) are folded until asked for
+        page.click("#f-clear")
+        folded = _rows(page)
+        page.check("#f-noise")
+        assert _rows(page) >= folded
+        page.click("#f-clear")
+        errnos = page.locator("#tl-body tr td:nth-child(5) .err").all_inner_texts()
+        assert not any(e.strip() in ("ENOENT", "ENOTDIR") and "file.read" in r
+                       for e, r in zip(errnos, page.locator("#tl-body tr").all_inner_texts(), strict=False))
+
+        # diffs are single-spaced: each line starts where the one above ends
+        page.locator("#files details.change").evaluate_all("ds => ds.forEach(d => d.open = true)")
+        diff_lines = page.locator("#files pre.diff span")
+        assert diff_lines.count() >= 2
+        a, b = diff_lines.nth(0).bounding_box(), diff_lines.nth(1).bounding_box()
+        assert a and b and abs(b["y"] - (a["y"] + a["height"])) < 2, (a, b)
+        # the failed lookups are there, folded: the switch brings them back
+        page.click("#f-clear")
+        before = _rows(page)
+        page.check("#f-noise")
+        page.fill("#f-text", "")
+        assert page.locator("#tl-body tr", has_text="ENOENT").count() > 0
+        page.uncheck("#f-noise")
+        assert _rows(page) == before
 
         # the behaviour graph, with the alert's resource marked
         graph = page.locator("#graph svg.graph")

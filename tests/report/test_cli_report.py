@@ -11,17 +11,32 @@ import pytest
 from spyglass.store import Store
 
 
-def _html_registered() -> bool:
-    try:
-        from spyglass.cli.cmd_rules import REPORT_RENDERERS
-    except ImportError:
-        return False
-    return "html" in REPORT_RENDERERS
+def test_every_registered_format_renders(spy: Any, store_dir: Path, tmp_path: Path) -> None:
+    """Each entry of the output-format registry writes a file for a recorded run."""
+    import json
 
+    from spyglass.capture.replay import ReplayBackend
+    from spyglass.events import Event
+    from spyglass.report.formats import FORMATS
+    from spyglass.session.record import RunRequest, record
 
-pytestmark = pytest.mark.skipif(
-    not _html_registered(), reason="format html is not registered in `spyglass report`"
-)
+    assert {"terminal", "json", "html", "sarif", "junit"} <= set(FORMATS)
+    store = Store(store_dir, create=True)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    record(RunRequest(argv=["true"], cwd=str(ws), workspace=[str(ws)]),
+           ReplayBackend([Event(type="process.start", pid=7, ppid=1),
+                          Event(type="process.exec", pid=7, exe="/usr/bin/true", argv=["true"])]), store)
+    for name, fmt in FORMATS.items():
+        out = tmp_path / f"r{fmt.suffix}"
+        res = spy("report", "latest", "--format", name, "-o", str(out))
+        assert res.exit_code == 0, (name, res.output)
+        data = out.read_bytes()
+        assert data, name
+        if name in ("json", "sarif"):
+            json.loads(data)
+        if name == "junit":
+            assert data.lstrip().startswith(b"<?xml") or b"<testsuite" in data
 
 
 def test_report_command_writes_html(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -184,3 +184,112 @@ def test_the_placeholder_in_plain_http_is_refused_as_a_canary(servers: Servers, 
     reqs = [e for e in run.events("proxy.request") if e.port == 80]
     assert reqs and reqs[0].decision == "deny" and reqs[0].detail == "canary"
     assert any(a.level == "critical" for a in run.alerts())
+
+
+# ------------------------------------------------------------------ what a hostile agent tries
+
+ECHO = """
+import json, os, socket, ssl, urllib.request
+ph = os.environ["API_TOKEN"]
+out = {}
+# 1. a server that echoes request headers and reflects Origin (CORS) and Host
+req = urllib.request.Request("https://allowed.test:8443/echo",
+                             headers={"Authorization": "Bearer " + ph, "X-Echo": ph, "Origin": ph})
+r = urllib.request.urlopen(req, timeout=30)
+out["echo_headers"] = dict(r.headers)
+out["echo_body"] = r.read().decode()
+# 2. plain HTTP inside a CONNECT tunnel to the brokered host: the value must not go out in clear
+p = os.environ["HTTPS_PROXY"].rsplit(":", 1)
+s = socket.create_connection((p[0].split("//")[-1], int(p[1])), timeout=30)
+s.sendall(b"CONNECT allowed.test:8443 HTTP/1.1\\r\\nHost: allowed.test:8443\\r\\n\\r\\n")
+head = s.recv(4096)
+s.sendall(("GET /plain HTTP/1.1\\r\\nHost: allowed.test\\r\\nAuthorization: Bearer " + ph +
+           "\\r\\nConnection: close\\r\\n\\r\\n").encode())
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+out["plain"] = data.decode(errors="replace")
+open("seen.json", "w").write(json.dumps(out))
+"""
+
+
+class _Echo(__import__("http.server").server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    seen: ClassVar[list[dict[str, str]]] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.seen.append(dict(self.headers))
+        body = json.dumps(dict(self.headers)).encode()
+        self.send_response(200)
+        self.send_header("Access-Control-Allow-Origin", self.headers.get("Origin", "*"))
+        self.send_header("X-Saw-Auth", self.headers.get("Authorization", ""))
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@needs_strace
+@needs_bwrap
+@pytest.mark.slow
+def test_echoed_headers_and_clear_text_never_give_the_value_back(servers: Servers, tmp_path: Path) -> None:
+    import http.server
+    import ssl
+    import threading
+
+    from .sandbox_helpers import make_cert
+
+    (tmp_path / "echo-cert").mkdir()
+    cert, key = make_cert(tmp_path / "echo-cert")
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    _Echo.seen = []
+    b = Broker([_entry(hosts=("allowed.test:8443",))], environ={"SRC": VALUE}).open()
+    try:
+        run = run_sandboxed(tmp_path, "python3 echo.py", servers=servers, files={"echo.py": ECHO}, broker=b,
+                            upstream_ca=str(cert),
+                            resolve_extra={"allowed.test:8443": ("127.0.0.1", srv.server_address[1])})
+    finally:
+        b.close()
+        srv.shutdown()
+    seen_path = run.ws / "seen.json"
+    assert seen_path.exists(), [(e.type, e.address, e.port, e.decision, e.reason, e.detail)
+                                for e in run.events() if e.type in ("proxy.request", "process.exit")]
+    seen = json.loads(seen_path.read_text())
+    text = json.dumps(seen)
+    assert VALUE not in text  # echoed headers, reflected Origin, the body: all masked
+    assert b.secrets[0].placeholder in text
+    # the upstream got the value in Authorization only; X-Echo and Origin kept the placeholder
+    assert _Echo.seen and _Echo.seen[0]["Authorization"] == f"Bearer {VALUE}"
+    assert VALUE not in _Echo.seen[0]["X-Echo"] and VALUE not in _Echo.seen[0]["Origin"]
+    # plain HTTP in the tunnel: refused, nothing reached the upstream in clear
+    assert "403" in seen["plain"].split("\r\n")[0] and "broker-needs-tls" in seen["plain"]
+    assert len(_Echo.seen) == 1
+
+
+def test_values_hide_and_fail_safe(tmp_path: Path) -> None:
+    from spyglass.sandbox.broker import open_for_run
+
+    (tmp_path / "tok").write_text("FILEVAL-1\n")
+    entries = [_entry(name="f", env="F", from_env=None, from_file=str(tmp_path / "tok"))]
+    broker, env = open_for_run(entries, {"KEEP": "x", "DB_URL": "postgres://u:FILEVAL-1@db", "HOME": "/h"},
+                               base_dir=str(tmp_path), sandbox_on=True)
+    assert env == {"KEEP": "x", "HOME": "/h"}  # a variable containing the value goes too
+    assert broker.source_files == [str(tmp_path / "tok")]  # hidden inside the sandbox
+    broker.close()
+    log = tmp_path / "revoked"
+    b = Broker([
+        _entry(name="a", env="A", from_env=None, mint="echo minted-a", revoke=f"cat >> {log}"),
+        _entry(name="b", env="B", from_env=None, mint="exit 3"),
+    ], environ={})
+    with pytest.raises(BrokerError, match=r"secrets\.broker\.b: mint command failed"):
+        b.open()
+    assert log.read_text().strip() == "minted-a"  # revoked at once, not left alive

@@ -159,3 +159,12 @@ def test_a_feature_sink_that_cannot_start_stops_spyglass_run_in_one_line(tmp_pat
         "(install it: sudo apt-get install frob-utils)"
     )
     assert not marker.exists()
+
+
+def test_the_api_refuses_an_unknown_mode(tmp_path: Path) -> None:
+    """`spyglass.run(mode="Enforce")` must not run unconfined and unenforced."""
+    import spyglass
+    from spyglass.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown mode 'Enforce'"):
+        spyglass.run(["true"], mode="Enforce", store=tmp_path / "s", cwd=str(tmp_path))

@@ -162,3 +162,27 @@ def test_run_applies_the_policy_retention(spy: Any, store_dir: Path, tmp_path: P
     ids = [r["id"] for r in json.loads(spy("ls", "--format", "json").stdout)]
     assert len(ids) == 2
     assert len(list((store_dir / "runs").iterdir())) == 2
+
+
+def test_a_symlinked_run_directory_is_left_and_reported(tmp_path: Path) -> None:
+    from spyglass.store.retention import apply, entries
+
+    store = Store(tmp_path / "s", create=True)
+    from spyglass.pipeline import Pipeline, RunContext
+    from spyglass.store import RunMeta, RunWriter, new_run_id
+
+    ids = []
+    for _ in range(2):
+        meta = RunMeta(id=new_run_id(), command=["x"], started=time.time_ns())
+        w = RunWriter(store, meta)
+        Pipeline([w], RunContext(run_id=meta.id))
+        w.finish("complete", exit_code=0)
+        ids.append(meta.id)
+    elsewhere = tmp_path / "elsewhere"
+    (store.run_dir(ids[0])).rename(elsewhere)
+    store.run_dir(ids[0]).symlink_to(elsewhere)
+    p = plan(entries(store), Limits(max_runs_per_task=None, max_age=0, keep_level=None), now_ns=time.time_ns() + 10**12)
+    assert ids[0] in [d.run.id for d in p.delete]
+    done = apply(store, p)
+    assert ids[0] not in done and elsewhere.is_dir() and store.run_dir(ids[0]).is_symlink()
+    assert ids[0] in store.index.ids()  # the index still agrees with what is on disk

@@ -206,7 +206,8 @@
 
   /* ---------------------------------------------------------------- timeline */
   var events = data.events;
-  var state = { type: "", pid: "", text: "", failed: false, alerts: false, page: 0 };
+  var state = { type: "", pid: "", text: "", failed: false, alerts: false, noise: false, page: 0 };
+  var focusSeq = null;
   var matches = [];
 
   function fillTypes() {
@@ -230,6 +231,7 @@
         else if (e[2] !== type.slice(5)) continue;
       }
       if (pidNum !== null && e[3] !== pidNum) continue;
+      if (!state.noise && e[7] && e[0] !== focusSeq) continue;
       if (state.failed && !e[5]) continue;
       if (state.alerts && !e[6]) continue;
       if (text && String(e[4]).toLowerCase().indexOf(text) < 0) continue;
@@ -246,7 +248,8 @@
     var frag = document.createDocumentFragment();
     for (var k = start; k < end; k++) {
       var e = events[matches[k]];
-      var tr = el("tr", e[6] ? "hit" : "");
+      var tr = el("tr", (e[6] ? "hit" : "") + (e[0] === focusSeq ? " focus" : ""));
+      tr.dataset.seq = e[0];
       tr.appendChild(el("td", "r", e[0]));
       tr.appendChild(el("td", "r", e[1] === null ? "-" : (e[1] / 1000).toFixed(3)));
       var tdp = el("td", "r");
@@ -282,6 +285,7 @@
   }
 
   function showPid(pid) {
+    focusSeq = null;
     state.type = ""; state.text = ""; state.failed = false; state.alerts = false; state.pid = String(pid);
     $("f-type").value = ""; $("f-text").value = ""; $("f-failed").checked = false; $("f-alerts").checked = false;
     $("f-pid").value = String(pid);
@@ -289,13 +293,29 @@
     $("timeline").scrollIntoView();
   }
 
+  function showSeq(seq, pid) {
+    /* jump to the alert's event: clear the filters, open its page, mark and scroll to its row */
+    focusSeq = seq;
+    state = { type: "", pid: "", text: "", failed: false, alerts: false, noise: state.noise, page: 0 };
+    $("tl-filters").reset(); $("f-noise").checked = state.noise;
+    filter();
+    var k = -1;
+    for (var i = 0; i < matches.length; i++) { if (events[matches[i]][0] === seq) { k = i; break; } }
+    if (k < 0) { focusSeq = null; showPid(pid); return; }
+    state.page = Math.floor(k / PAGE);
+    drawTimeline();
+    var row = document.querySelector("#tl-body tr[data-seq='" + seq + "']");
+    if (row) row.scrollIntoView({ block: "center" });
+  }
+
   function wire() {
     $("f-type").addEventListener("change", function (ev) { state.type = ev.target.value; refresh(true); });
     $("f-pid").addEventListener("input", function (ev) { state.pid = ev.target.value; refresh(true); });
     $("f-text").addEventListener("input", function (ev) { state.text = ev.target.value; refresh(true); });
     $("f-failed").addEventListener("change", function (ev) { state.failed = ev.target.checked; refresh(true); });
+    $("f-noise").addEventListener("change", function (ev) { state.noise = ev.target.checked; refresh(true); });
     $("f-alerts").addEventListener("change", function (ev) { state.alerts = ev.target.checked; refresh(true); });
-    $("f-clear").addEventListener("click", function () { $("tl-filters").reset(); state = { type: "", pid: "", text: "", failed: false, alerts: false, page: 0 }; refresh(true); });
+    $("f-clear").addEventListener("click", function () { $("tl-filters").reset(); focusSeq = null; state = { type: "", pid: "", text: "", failed: false, alerts: false, noise: false, page: 0 }; refresh(true); });
     $("tl-prev").addEventListener("click", function () { if (state.page > 0) { state.page--; drawTimeline(); } });
     $("tl-next").addEventListener("click", function () { state.page++; filter(); drawTimeline(); });
     $("tl-body").addEventListener("click", function (ev) {
@@ -303,7 +323,9 @@
       if (t.classList && t.classList.contains("pidlink")) showPid(t.dataset.pid);
     });
     Array.from(document.querySelectorAll(".show-pid")).forEach(function (b) {
-      b.addEventListener("click", function () { showPid(b.dataset.pid); });
+      b.addEventListener("click", function () {
+        if (b.dataset.seq) showSeq(Number(b.dataset.seq), b.dataset.pid); else showPid(b.dataset.pid);
+      });
     });
     $("tree-expand").addEventListener("click", function () { expandAll(true); });
     $("tree-collapse").addEventListener("click", function () { expandAll(false); });

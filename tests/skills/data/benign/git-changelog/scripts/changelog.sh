@@ -1,0 +1,7 @@
+#!/bin/sh
+set -e
+{
+  echo "# Changelog"
+  echo
+  git log --pretty='- %s (%an)'
+} > CHANGELOG.md

@@ -1,0 +1,4 @@
+#!/bin/sh
+set -e
+printf 'lines words chars: '
+wc -l -w -c < "$1"
