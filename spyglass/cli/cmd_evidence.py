@@ -156,12 +156,11 @@ Exit code: 0 every requirement and claim holds, 1 one does not, 2 usage error.
 def _policy(policy_path: Path | None, cwd: str, meta: Any) -> Any:
     """The explicit --policy, else the policy recorded with the run."""
     from spyglass.policy import load_policy
-    from spyglass.policy.loader import policy_from_record
-    from spyglass.policy.locate import recorded_policy
+    from spyglass.policy.loader import policy_for_run
 
     if policy_path is not None:
         return load_policy(str(policy_path), cwd)
-    return policy_from_record(recorded_policy(meta.extra), meta.cwd or cwd)
+    return policy_for_run(meta.extra, meta.policy_digest, meta.cwd or cwd)
 
 
 @click.command("gate", help=_GATE_HELP)

@@ -23,12 +23,12 @@ def _load_policy(policy_file: Path | None, cwd: str | Path) -> Any:
 def _policy_for_run(policy_file: Path | None, reader: Any) -> Any:
     """The explicit --policy, else the policy recorded with the run (its stored text)."""
     from spyglass.policy import load_policy
-    from spyglass.policy.loader import policy_from_record
-    from spyglass.policy.locate import recorded_policy
+    from spyglass.policy.loader import policy_for_run
 
     if policy_file is not None:
         return load_policy(policy_file, Path.cwd())
-    return policy_from_record(recorded_policy(reader.meta.extra), reader.meta.cwd or Path.cwd())
+    meta = reader.meta
+    return policy_for_run(meta.extra, meta.policy_digest, meta.cwd or Path.cwd())
 
 
 def _alert_lines(alerts: list[Any]) -> None:

@@ -77,13 +77,22 @@ def load_policy(path: str | Path | None = None, cwd: str | Path | None = None) -
     shown = str(path) if path is not None else str(source.path)
     text = read_source(source.path, shown)
     pol = parse_policy(text, shown, base_dir=str(source.path.resolve().parent))
-    return dataclasses.replace(pol, source=str(source.path.resolve()), origin=source.origin)
+    return dataclasses.replace(pol, origin=source.origin)
+
+
+def policy_file_path(policy: Policy) -> str | None:
+    """The absolute path of the file a policy came from (``source`` keeps the name as given)."""
+    if not policy.source:
+        return None
+    if os.path.isabs(policy.source):
+        return policy.source
+    return os.path.join(policy.base_dir, os.path.basename(policy.source))
 
 
 def policy_record(policy: Policy) -> dict[str, Any]:
     """What a run stores about its policy: where it came from, its digest and its full text."""
     return {
-        "source": policy.source,
+        "source": policy_file_path(policy),
         "origin": policy.origin,
         "digest": policy.digest,
         "base_dir": policy.base_dir,
@@ -98,6 +107,28 @@ def policy_from_record(rec: dict[str, Any] | None, cwd: str | Path | None = None
     shown = f"{rec.get('source') or 'policy'} (as recorded with the run)"
     pol = parse_policy(str(rec["text"]), shown, base_dir=str(rec.get("base_dir") or cwd or os.getcwd()))
     return dataclasses.replace(pol, source=rec.get("source"), origin="recorded with the run")
+
+
+def policy_for_run(extra: dict[str, Any], policy_digest: str | None, cwd: str | Path) -> Policy:
+    """The policy a stored run used: its recorded text; for a run that recorded none, a file
+    (its ``policy_source``, else ``spyglass.yaml`` in its directory) only if its digest is the
+    run's ``policy_digest`` (the same text, whoever could write it since); else the defaults."""
+    rec = extra.get("policy")
+    if isinstance(rec, dict):
+        return policy_from_record(rec, cwd)
+    candidates = [str(extra.get("policy_source") or ""), str(Path(cwd) / POLICY_FILE)]
+    for cand in candidates:
+        p = Path(cand) if os.path.isabs(cand) else Path(cwd) / cand if cand else None
+        if p is None or not p.is_file() or not policy_digest:
+            continue
+        try:
+            text = read_source(p, str(p))
+        except SourceError:
+            continue
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() == policy_digest:
+            pol = parse_policy(text, str(p), base_dir=str(p.resolve().parent))
+            return dataclasses.replace(pol, source=str(p.resolve()), origin="the run's file, same digest")
+    return Policy.default(cwd)
 
 
 def read_source(path: Path, shown: str, limit: int = MAX_SOURCE_BYTES) -> str:

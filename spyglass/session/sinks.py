@@ -79,7 +79,9 @@ def _witness(plan: Plan) -> Iterable[object]:
     from spyglass.witness import Protected, WitnessGuard
 
     policy = plan.policy
-    prot = Protected.for_run(plan.store.root, policy_file=policy.source, rule_paths=policy.rules.paths,
+    from spyglass.policy.loader import policy_file_path
+
+    prot = Protected.for_run(plan.store.root, policy_file=policy_file_path(policy), rule_paths=policy.rules.paths,
                              sign_key=plan.sign_key)
     default_key = DEFAULT_KEY.expanduser()
     if default_key.exists():
