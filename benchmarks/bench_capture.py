@@ -5,6 +5,8 @@ capture, rules, store, workspace evidence) vs the eBPF capture alone (in this pr
 program loaded beforehand: attach, run, decode every event), on the workloads of the
 capture notes,
 plus the eBPF program's kernel-side cost and the strace parser's throughput.
+The ``+fd/strace`` column is raw strace with the optional descriptor bookkeeping
+calls (dup*/fcntl/close) traced too, against raw strace: what tracking them costs.
 
 Prints a table of median wall times and ratios measured in the same run, the
 modes alternating in a rotating order (these machines are noisy: compare ratios,
@@ -221,6 +223,9 @@ def main() -> None:
             modes: dict[str, Callable[[], float]] = {
                 "bare": lambda argv=argv, cwd=cwd: timed(argv, cwd),
                 "strace": lambda argv=argv, cwd=cwd: timed(strace_command(str(trace_out), argv), cwd),
+                "strace +fd": lambda argv=argv, cwd=cwd: timed(
+                    strace_command(str(trace_out), argv, fd_tracking=True), cwd
+                ),
                 "sg-strace": lambda argv=argv, cwd=cwd: timed(
                     [*spyglass, "run", "-q", "--backend", "strace", "--", *argv], cwd, env
                 ),
@@ -262,6 +267,7 @@ def main() -> None:
     head += " strace/bare | sg strace/bare |" + (
         " sg ebpf/bare | sg ebpf - bare s | ebpf capture/bare |" if ebpf else ""
     )
+    head += " +fd/strace |"
     print(head)
     print("|---" + "|---:" * (head.count("|") - 2) + "|")
     for name, med in rows:
@@ -272,6 +278,7 @@ def main() -> None:
         line += f" {med['strace'] / b:.2f} | {med['sg-strace'] / b:.2f} |"
         if ebpf:
             line += f" {med['sg-ebpf'] / b:.2f} | {med['sg-ebpf'] - b:+.3f} | {med['ebpf-capture'] / b:.2f} |"
+        line += f" {med['strace +fd'] / med['strace']:.2f} |"
         print(line)
     if not ebpf and ebpf_problem is not None:
         print(f"\n(no eBPF column: {ebpf_problem[0]})")

@@ -67,6 +67,8 @@ class CaptureResult:
     lost: int = 0  # records known to be dropped
     still_running: list[StillRunning] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    monitor_lost: bool = False  # the tracer stopped while processes of the run were alive
+    failed_to_start: str | None = None  # why the command never ran (a sandbox that did not start)
 
     @property
     def shell_exit_code(self) -> int:

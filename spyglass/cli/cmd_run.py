@@ -71,10 +71,18 @@ Examples:
 @click.option(
     "--wait-descendants",
     type=click.FloatRange(min=0),
-    default=0.0,
+    default=3.0,
     show_default=True,
     metavar="SECONDS",
-    help="Keep recording processes that outlive the agent for this long.",
+    help="Keep recording processes that outlive the agent for this long, then apply --descendants.",
+)
+@click.option(
+    "--descendants",
+    type=click.Choice(["kill", "follow", "detach"]),
+    default=None,
+    help="Processes still alive after the grace period: kill them (default in contain/enforce), "
+    "follow them until they exit (run returns when the whole tree is gone), or detach from them "
+    "with a high alert (default in observe; under seccomp tracing their traced calls then fail with ENOSYS).",
 )
 @click.option(
     "--mode",
@@ -170,6 +178,7 @@ def run_cmd(
     workspaces: tuple[str, ...],
     skills: tuple[str, ...],
     wait_descendants: float,
+    descendants: str | None,
     mode: str | None,
     sandbox: bool,
     fail_on: str | None,
@@ -203,6 +212,7 @@ def run_cmd(
         workspace=list(workspaces),
         skills=list(skills),
         wait_descendants=wait_descendants,
+        descendants=descendants,
         backend=backend,
         seccomp=not no_seccomp,
         mode=mode,

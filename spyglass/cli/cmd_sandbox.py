@@ -18,7 +18,9 @@ def sandbox_group() -> None:
 @format_option("json")
 def check_cmd(fmt: str) -> None:
     """Check that a sandbox can be built here (bwrap, user and network namespaces,
-    AppArmor, seccomp) by starting a real one; say how to fix what is missing.
+    AppArmor, seccomp) by starting a real one, then run a program installed under
+    $HOME in the default layout (a store inside the workspace hidden); say how to
+    fix what is missing.
 
     Exit code 0 when sandboxed runs will work, 5 when they cannot."""
     from spyglass.cli.common import echo_json
@@ -26,6 +28,10 @@ def check_cmd(fmt: str) -> None:
     from spyglass.sandbox.doctor import sandbox_checks
 
     checks = sandbox_checks()
+    if all(c.ok or not c.required for c in checks):  # the machine can: now the layout runs use
+        from spyglass.sandbox.selfcheck import layout_check
+
+        checks.append(layout_check())
     works = all(c.ok or not c.required for c in checks)
     if fmt == "json":
         echo_json({"sandbox": works, "checks": checks})

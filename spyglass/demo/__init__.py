@@ -92,6 +92,8 @@ def prepare(dest: Path) -> Demo:
         "  readonly:\n"
         "    - agent.py\n"
         "    - skills\n"
+        "  env:\n"
+        "    pass: [DEMO_*]\n"
     )
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     threading.Thread(target=server.serve_forever, name="demo-server", daemon=True).start()

@@ -126,6 +126,10 @@ def run_gate(
         result.outcomes.extend(check_claims(claims, g.facts, g.changes, g.workspace))
     if g._facts is not None:
         result.facts = facts_summary(g._facts, g.workspace)
+    if reader.meta.status in ("monitor-lost", "failed"):  # unobserved activity, or no run at all
+        lost = reader.meta.status == "monitor-lost"
+        why = "the tracer was lost while the run went on" if lost else "the agent never ran"
+        result.outcomes.append(Outcome(name="run-observed", kind="requirement", status="fail", summary=why))
     if reader.meta.status == "evidence-incomplete":
         # whatever was asked, a record that could not be kept whole does not pass
         result.outcomes.append(Outcome(
@@ -133,7 +137,7 @@ def run_gate(
             summary="the run's evidence is incomplete: "
                     + ("; ".join(reader.meta.extra.get("evidence_failures") or []) or "see `spyglass show`"),
         ))
-    elif reader.meta.status != "complete":
+    if reader.meta.status != "complete":
         result.notes.append(f"the run's status is {reader.meta.status}")
     result.notes.extend(g.notes)
     return result

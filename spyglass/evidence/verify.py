@@ -258,6 +258,15 @@ def verify_run(
         result.streams[stream] = check.result
         result.problems.extend(check.problems)
         result.notes.extend(check.notes)
+    if meta.status == "monitor-lost":
+        result.problems.append(
+            Problem(
+                "run",
+                "monitor-lost",
+                "monitor lost: the tracer stopped while the run went on; what its processes did next is unrecorded",
+                tampered=False,
+            )
+        )
     lost = (meta.capture or {}).get("lost") or 0
     if isinstance(lost, int) and lost > 0:
         kinds = [n for n in (meta.capture or {}).get("notes") or [] if "lost" in str(n)]

@@ -416,6 +416,7 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
     return Policy(
         mode=data.get("mode", "observe"),
         fail_on=data.get("fail_on"),
+        descendants=data.get("descendants"),
         workspace=tuple(absdir(w) for w in data.get("workspace") or ()),
         secrets=_t(secrets.get("paths")) if isinstance(secrets, dict) else _t(secrets),
         broker=_broker(secrets.get("broker") if isinstance(secrets, dict) else None),
@@ -437,6 +438,7 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
         sandbox=SandboxPolicy(
             writable=_t(sb.get("writable")), readonly=_t(sb.get("readonly")),
             hidden=_t(sb.get("hidden")), pass_home=_t(sb.get("pass_home")),
+            env_pass=_t((sb.get("env") or {}).get("pass")),
         ),
         evidence=EvidencePolicy(
             sign_key=ev.get("sign_key"),

@@ -70,6 +70,8 @@ class SandboxPolicy:
     readonly: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
     pass_home: tuple[str, ...] = ()
+    #: environment variables (names or globs) passed in besides the built-in allowlist
+    env_pass: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,8 @@ class RetentionPolicy:
 class Policy:
     mode: Mode = "observe"
     fail_on: str | None = None
+    #: processes alive after the agent's exit and the grace period: kill, follow or detach (None: by mode)
+    descendants: str | None = None
     #: writable roots as absolute paths; empty: the run's working directory
     workspace: tuple[str, ...] = ()
     #: extra secret globs (the built-in ones always apply)

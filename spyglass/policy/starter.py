@@ -34,6 +34,11 @@ mode: observe
 # level fired (info, low, medium, high, critical).  Default: not set (never).
 # fail_on: high
 
+# Processes still alive when the agent has exited and --wait-descendants is over:
+# kill | follow | detach.  Default: not set (kill in contain/enforce, detach with a
+# high alert in observe).
+# descendants: kill
+
 # Writable roots.  Default: the directory the run starts in.
 # Relative paths are relative to this file.
 # workspace:
@@ -75,6 +80,9 @@ sandbox:
   readonly: []
   hidden: []
   pass_home: []
+  # environment variables passed in besides the built-in allowlist (docs/sandbox.md)
+  env:
+    pass: []
 
 evidence:
   # sign_key: path/to/ed25519.key     # default: runs are not signed

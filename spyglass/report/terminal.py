@@ -99,6 +99,10 @@ def _header(data: ReportData) -> list[Line]:
         out.append(("bold red", f"  stopped by rule {m.stopped_by}"))
     if m.status == "incomplete":
         out.append(("yellow", "  the monitor stopped before the run ended: the record holds every event up to then"))
+    elif m.status == "monitor-lost":
+        out.append(("bold red", "  the tracer stopped while the run went on: later actions are unrecorded"))
+    elif m.status == "failed" and not m.extra.get("failure"):
+        out.append(("bold red", "  the agent never ran (see the capture notes for why)"))
     out.extend(_witness_lines(m.extra))
     counts = ", ".join(f"{k} {v}" for k, v in sorted(d.counts.items()))
     out.append(("", f"  events    {d.events}" + (f" ({counts})" if counts else "")))

@@ -92,6 +92,7 @@ class FieldContext:
         hosts: HostMatcher,
         monitor_pids: frozenset[int] = frozenset(),
         live_monitors: Sequence[int] = (),
+        monitor_pgids: Sequence[int] = (),
     ) -> None:
         self.procs = procs
         self.state = state
@@ -109,6 +110,8 @@ class FieldContext:
         self.monitor_pids = monitor_pids
         #: the run context's list: the tracer's pid joins it once capture runs
         self.live_monitors = live_monitors
+        #: process groups of spyglass and its tracer (the run's list: the tracer's joins it)
+        self.monitor_pgids = monitor_pgids
         self.ev: Event = Event(type="none")
         self._secret_cache: dict[str, bool] = {}
         #: pid -> (ancestors' executables, names, command lines); valid until the tree changes
@@ -345,6 +348,8 @@ class FieldContext:
         t = self.ev.target_pid
         if t is None:
             return False
+        if t < -1:  # a process group: does it hold spyglass or its tracer?
+            return any(_int(g) == -t for g in self.monitor_pgids)
         return t in self.monitor_pids or t in self.live_monitors
 
     def target_exe(self) -> str | None:
@@ -356,3 +361,10 @@ class FieldContext:
         t = self.ev.target_pid
         p = self.procs.procs.get(t) if t is not None else None
         return p.command_line if p is not None else None
+
+
+def _int(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[call-overload, no-any-return]
+    except (TypeError, ValueError):
+        return None

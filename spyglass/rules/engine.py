@@ -127,6 +127,7 @@ class RuleEngine(Sink):
             hosts=HostMatcher(pol.network.effective_allow, pol.network.deny),
             monitor_pids=frozenset(monitors),
             live_monitors=ctx.monitor_pids,
+            monitor_pgids=extra.get("monitor_pgids") or [],
         )
         self.fx = FieldContext(**fx_args)
         #: for would_block, which other threads call: its own context, never the pipeline's

@@ -21,7 +21,7 @@ from typing import Any
 from spyglass.errors import SandboxError
 from spyglass.pipeline import default_home
 from spyglass.sandbox import bwrap as bw
-from spyglass.sandbox import doctor, seccomp
+from spyglass.sandbox import doctor, layout, seccomp
 from spyglass.sandbox.decoy import build_decoy_home, canary_patterns
 from spyglass.sandbox.egress import EgressPolicy
 from spyglass.sandbox.guards import ContainmentGuard
@@ -60,6 +60,7 @@ def prepare(
     check: bool = True,
     broker: Any = None,
     upstream_ca: str | None = None,
+    env_pass: Sequence[str] = (),
 ) -> PreparedSandbox:
     """Build everything a sandboxed run needs; raise SandboxError (with the remedy)
     when a sandbox cannot be built here.
@@ -105,7 +106,7 @@ def prepare(
     socket_dir = tempfile.mkdtemp(prefix="spyglass-proxy-")
     sock = os.path.join(socket_dir, "proxy.sock")
 
-    hide = [*hidden, str(work), *(broker.source_files if broker else [])]
+    hide = [*hidden, str(work), *layout.system_secrets(), *(broker.source_files if broker else [])]
     if store_root:
         hide.append(str(Path(store_root).resolve()))
     mounts = bw.plan_mounts(
@@ -123,6 +124,7 @@ def prepare(
         visible=[sys.base_prefix],
         hide_sockets=[s for s in bw.host_unix_sockets() if s != sock],
         base=os.path.realpath(cwd or workspace[0]),
+        protected=layout.protected_paths(workspace),
     )
     try:
         policy = EgressPolicy(allow, deny, allow_host_loopback=allow_host_loopback, own_services=own_services)
@@ -174,6 +176,7 @@ def prepare(
         "pass_home": list(pass_home),
         "pass_home_copied": copied,
         "broker": [s.name for s in broker.secrets] if broker else [],
+        "env_pass": list(env_pass),
     }
     prepared = PreparedSandbox(
         work_dir=work,
@@ -226,6 +229,7 @@ def from_policy(
         readonly=paths(sb.readonly),
         hidden=paths(sb.hidden),
         pass_home=list(sb.pass_home),
+        env_pass=[*getattr(sb, "env_pass", ()), *options.pop("env_pass", ())],
         allow=list(policy.network.effective_allow),
         deny=list(policy.network.deny),
         real_home=home,

@@ -116,11 +116,13 @@ def plan_mounts(
     visible: Iterable[str] = (),
     hide_sockets: Iterable[str] = (),
     base: str | None = None,
+    protected: Iterable[str] = (),
 ) -> list[Mount]:
     """The sandbox's mount plan.  ``visible`` lists host directories that must stay
     readable even under a hidden tree (the Python that runs the relay); relative
     paths in ``writable``/``readonly``/``hidden`` are relative to ``base``
-    (default: the first workspace root), ``~/`` to the real home."""
+    (default: the first workspace root), ``~/`` to the real home.  ``protected`` paths
+    inside the workspace stay read-only (``.git/config``, ``.git/hooks`` ...)."""
     home = os.path.normpath(real_home)
     root_dir = base or (workspace[0] if workspace else os.getcwd())
 
@@ -150,7 +152,7 @@ def plan_mounts(
         m.append(Mount(RO_BIND, p, _real(p), optional=True, role="pass-home"))
     for v in visible:
         rv = _real(v)
-        if any(_under(rv, h) for h in (home, *hidden_dirs)):
+        if any(_under(rv, h) for h in (home, *hidden_dirs, "/tmp", "/var/tmp")):
             m.append(Mount(RO_BIND, rv, rv, optional=True, role="runtime"))
     if relay_script is not None:
         m.append(Mount(RO_BIND, RELAY_PATH, relay_script, role="relay"))
@@ -164,6 +166,10 @@ def plan_mounts(
     for r in readonly:
         p = resolve(r)
         m.append(Mount(RO_BIND, p, p, optional=True, role="readonly"))
+    for r in protected:
+        p = _real(r)
+        if _visible_in(m, p):
+            m.append(Mount(RO_BIND, p, p, optional=True, role="protected"))
     # parents first: a hidden tree inside another (the run's work dir inside a store kept in the
     # workspace) is then already out of sight, and no mount lands on a path a tmpfs just covered
     for p in sorted({resolve(h) for h in hidden}, key=lambda x: (x.count("/"), x)):

@@ -21,6 +21,7 @@ from typing import Any
 from spyglass.capture.base import CaptureBackend
 from spyglass.pipeline import SandboxView
 from spyglass.sandbox import bwrap as bw
+from spyglass.sandbox import layout
 from spyglass.sandbox.decoy import DecoyHome
 from spyglass.sandbox.denials import DenialDeriver
 from spyglass.sandbox.pathmap import PathMap
@@ -182,6 +183,8 @@ class PreparedSandbox:
         self.denials = DenialDeriver(self.pathmap)
         self.machinery = MachineryFilter(bwrap_path, relay_python, bw.RELAY_PATH)
         self.killed_at: int | None = None
+        self.env_pass: tuple[str, ...] = tuple(settings.get("env_pass") or ())
+        self.env_held_back: list[str] = []
         self._closed = False
         self.broker: Any = None  # spyglass.sandbox.broker.Broker, with secrets.broker
         self.interceptor: Any = None
@@ -213,9 +216,10 @@ class PreparedSandbox:
         return self.env_for(None)
 
     def env_for(self, base: Mapping[str, str] | None) -> dict[str, str]:
-        """The agent's environment: ``base`` (default: ours) with HOME, TMPDIR, PATH
-        fixed for the sandbox, agent sockets dropped and the proxy variables set."""
-        env = dict(os.environ if base is None else base)
+        """The agent's environment: ``base`` (default: ours) filtered to the allowlist and
+        ``sandbox.env.pass`` (:mod:`.layout`), HOME, TMPDIR, PATH fixed for the sandbox, agent
+        sockets dropped and the proxy variables set."""
+        env, self.env_held_back = layout.filter_env(os.environ if base is None else base, self.env_pass)
         for name in _DROP_ENV:
             env.pop(name, None)
         env["HOME"] = self.real_home

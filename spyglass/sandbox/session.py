@@ -242,6 +242,12 @@ class SandboxedSession:
         note = self.sandbox.summary()
         if note:
             res.notes.append(note)
+        if self.sandbox.machinery.relay_pid is None and res.failed_to_start is None:
+            # bwrap never reached the agent: whatever the exit status, the agent did not run
+            res.failed_to_start = (
+                f"the sandbox did not start the agent (bwrap exited with status {res.shell_exit_code}; "
+                "its message is above)"
+            )
         return res
 
 
@@ -257,11 +263,16 @@ class SandboxedBackend:
         return self.inner.status()
 
     def start(self, spec: LaunchSpec) -> CaptureSession:
+        from spyglass.sandbox import launch
+
         sb = self.sandbox
+        launch.expose_program(sb, spec.argv, os.environ if spec.env is None else spec.env, spec.cwd)
+        env = sb.env_for(spec.env)
+        launch.check_start(sb, spec.argv, env, spec.cwd)  # SandboxError (exit 5) before the agent runs
         launched = replace(
             spec,
             wrapper=[*sb.wrapper_for(spec.cwd), *spec.wrapper],
-            env=sb.env_for(spec.env),
+            env=env,
             wait_descendants=max(spec.wait_descendants, MIN_GRACE),
         )
         return SandboxedSession(self.inner.start(launched), sb)

@@ -18,7 +18,7 @@ from typing import Any
 
 from spyglass.capture import select_backend
 from spyglass.capture.base import CaptureBackend
-from spyglass.errors import EXIT_ALERT, EXIT_EVIDENCE, EXIT_KILLED, EXIT_NOT_FOUND, UsageError
+from spyglass.errors import EXIT_ALERT, EXIT_CANNOT_RUN, EXIT_EVIDENCE, EXIT_KILLED, EXIT_NOT_FOUND, UsageError
 from spyglass.pipeline import SandboxView, default_home
 from spyglass.policy import Policy
 from spyglass.policy.loader import policy_record
@@ -99,7 +99,11 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
         work = tempfile.mkdtemp(prefix="run-", dir=store.root / "sandbox")
         plan.sandbox_work = work  # the witness guard lets the agent write its decoy home and /tmp
     with contextlib.ExitStack() as stack:
+        before = dict(plan.env)
         setup_agent(plan, stack, work)
+        # what spyglass itself set for the agent (the model stub's address, the agent's per-run
+        # config) passes the sandbox's environment filter: no host secret is in it
+        own_env = [k for k, v in plan.env.items() if before.get(k) != v]
         installed = agent_install(list(opts.argv), plan.env, plan.cwd)
         if installed:
             extra["agent_install"] = installed
@@ -118,7 +122,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             own = plan.stub.sandbox_options() if plan.stub is not None else {}
             sb = from_policy(
                 _hide_key(policy, plan.sign_key), work, plan.workspace, cwd=plan.cwd, store_root=str(store.root),
-                mode=mode, real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker,
+                mode=mode, real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker, env_pass=own_env,
                 **_with_caller_resolver(own, opts),
             )
             stack.callback(sb.close)
@@ -139,7 +143,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             mode=mode,
             sandbox=sandbox_on,
             policy_digest=policy.digest,
-            backend_options={"seccomp": opts.seccomp},
+            backend_options={"seccomp": opts.seccomp, "descendants": descendants_choice(opts, policy, mode)},
             extra=dict(extra),
             home=plan.home,
             policy=policy,
@@ -150,7 +154,9 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
 
     outcome.notes.extend(apply_retention(policy, store, outcome.meta.id))
     code = outcome.exit_code
-    if outcome.meta.stopped_by:
+    if outcome.capture.failed_to_start:
+        code = EXIT_CANNOT_RUN  # the sandbox never reached the agent: recorded as failed
+    elif outcome.meta.stopped_by:
         code = EXIT_KILLED
     elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):  # in memory: saved or not
         code = EXIT_ALERT
@@ -221,6 +227,15 @@ def apply_retention(policy: Policy, store: Store, run_id: str) -> list[str]:
     if not gone:
         return []
     return [f"retention: deleted {len(gone)} old run(s) ({retention.fmt_size(plan.total_before - plan.total_after)})"]
+
+
+def descendants_choice(opts: RunOptions, policy: Policy, mode: str) -> str:
+    """What happens to processes that outlive the agent: the option, the policy, else kill when
+    sandboxed (contain/enforce) and detach (with a high alert) when only observing."""
+    chosen = opts.descendants or policy.descendants
+    if chosen in ("kill", "follow", "detach"):
+        return str(chosen)
+    return "kill" if mode in ("contain", "enforce") else "detach"
 
 
 def check_level(level: str | None) -> str | None:

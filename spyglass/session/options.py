@@ -26,6 +26,7 @@ class RunOptions:
     workspace: list[str] = field(default_factory=list)  # empty: the policy's, else cwd
     skills: list[str] = field(default_factory=list)
     wait_descendants: float = 0.0
+    descendants: str | None = None  # kill | follow | detach; None: the policy's, else by mode
     backend: str = "auto"  # auto: ebpf where it can run, else strace (the choice and why go in run.json)
     seccomp: bool = True
     mode: str | None = None  # None: the policy's

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from spyglass import __version__
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
+from spyglass.errors import EXIT_CANNOT_RUN
 from spyglass.events.proctree import ProcessTable
 from spyglass.pipeline import BackendInfo, Pipeline, RunContext, SandboxView, SinkStartError, default_home
 from spyglass.store import RunMeta, RunWriter, Store, new_run_id
@@ -208,6 +209,7 @@ def record(
         backend=BackendInfo(name=backend.name, options=dict(request.backend_options)),
     )
     meta.extra["monitor_pids"] = ctx.monitor_pids
+    meta.extra["monitor_pgids"] = [os.getpgrp()]  # the tracer's group joins once it is known
     pipeline = Pipeline([writer, *sinks], ctx)
     stopped_by: list[str] = []
     status = "complete"
@@ -245,6 +247,7 @@ def record(
         ctx.stop_agent = stop_agent
         if on_started is not None:
             on_started(meta)
+        groups = meta.extra["monitor_pgids"]
         tracer_known = False
         with sig:
             for ev in session.events():
@@ -252,20 +255,27 @@ def record(
                     tracer = session.tracer_pid
                     if tracer is not None:
                         ctx.monitor_pids.append(tracer)
+                        _add_group(groups, tracer)
                         tracer_known = True
                 pipeline.feed(ev)
         if not tracer_known and session.tracer_pid is not None:
             ctx.monitor_pids.append(session.tracer_pid)
         capture = session.result()
-        if sig.interrupted:
+        if capture.failed_to_start:
+            status = "failed"  # the agent never ran: never "complete"
+            capture.notes.append(capture.failed_to_start)
+        elif capture.monitor_lost:
+            status = "monitor-lost"  # never "complete": the record stops while the run went on
+        elif sig.interrupted:
             status = "interrupted"
     except SinkStartError as exc:
         pipeline.done()
         writer.finish("incomplete", capture={"notes": [str(exc)], "sink_errors": {exc.sink: 1}})
         raise
-    except BaseException:
+    except BaseException as exc:
         pipeline.done()
-        writer.finish("interrupted")
+        # the agent could not be started (no sandbox, no backend): a failed run, never complete
+        writer.finish("failed" if getattr(exc, "exit_code", None) == EXIT_CANNOT_RUN else "interrupted")
         raise
     pipeline.done()
     if pipeline.errors:
@@ -286,3 +296,12 @@ def record(
         still_running=[{"pid": s.pid, "argv": s.argv} for s in capture.still_running],
     )
     return RunOutcome(meta=meta, capture=capture, sink_errors=pipeline.errors)
+
+
+def _add_group(groups: list[int], pid: int) -> None:
+    try:
+        pgid = os.getpgid(pid)
+    except OSError:
+        return
+    if pgid not in groups:
+        groups.append(pgid)

@@ -93,8 +93,8 @@ def test_values_are_typed_and_paths_resolved(tmp_path: Path) -> None:
 
 def test_unknown_keys_are_named_with_their_place(tmp_path: Path) -> None:
     assert errors_of("mode: observe\nnetwrk:\n  allow: []\nnetwork:\n  alow: [x]\n", tmp_path) == [
-        "spyglass.yaml:2:1: unknown key 'netwrk' (known: analysis, evidence, exec, fail_on, gate, honeytokens, "
-        "mode, network, retention, rules, sandbox, secrets, terminal, workspace)",
+        "spyglass.yaml:2:1: unknown key 'netwrk' (known: analysis, descendants, evidence, exec, fail_on, gate, "
+        "honeytokens, mode, network, retention, rules, sandbox, secrets, terminal, workspace)",
         "spyglass.yaml:5:3: unknown key 'alow' in network (known: allow, builtin_allow, deny)",
     ]
 

@@ -1,7 +1,7 @@
 """The strace capture backend: runs a command under strace and streams its events.
 
 The command runs as ``strace -DD -f -q -yy -ttt -s 4096 --decode-pids=pidns
--I2 [--seccomp-bpf] -e trace=<TRACE_SET> -o <fifo> -- *wrapper *argv`` with
+-I2 [--seccomp-bpf] -e trace=<TRACE_SET> -o <fifo> -- *wrapper *argv`` (see :mod:`.command`) with
 the spec's cwd and environment; its stdin, stdout and stderr are the
 caller's, untouched.  ``-DD`` makes strace the command's grandchild in a
 process group of its own: the command stays our direct child (its exit
@@ -14,11 +14,20 @@ reader thread parses lines as they arrive and queues the events, which
 
 End of run: when the root process's exit line arrives, a grace period of
 ``spec.wait_descendants`` seconds starts.  If strace is still running when it
-is over (descendants alive, such as a double-forked daemon), strace gets
-SIGINT (``-I2`` lets it act on that signal: it detaches cleanly and exits),
-every traced process still alive is reported as a ``process.detach`` event
-and listed in ``result().still_running``.  The stream ends when strace has
-exited and the FIFO is drained; that is the end-of-run signal.
+is over (descendants alive, such as a double-forked daemon),
+``options["descendants"]`` decides: ``kill`` kills the tree (strace reports
+the deaths and exits); ``follow`` keeps recording until the tree is gone;
+``detach`` (the default) sends strace SIGINT (``-I2`` lets it act on that
+signal: it detaches cleanly and exits), and every traced process still alive
+is reported as a ``process.detach`` event and listed in
+``result().still_running``.  The stream ends when strace has exited and the
+FIFO is drained; that is the end-of-run signal.
+
+Blinding: strace exiting while processes of the run are alive, without our
+asking, sets ``result().monitor_lost``, emits a ``monitor-lost:`` event and
+kills what is left (``options={"on_monitor_lost": "keep"}`` does not); a
+tracer found stopped is resumed (``monitor-stopped:``); a ``CLONE_UNTRACED``
+child is killed as soon as its clone is parsed.
 
 ``--seccomp-bpf`` (on by default; ``options={"seccomp": False}`` turns it off)
 stops only the traced system calls, which makes tracing several times
@@ -42,28 +51,18 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
 from spyglass.capture.strace import host
+from spyglass.capture.strace.command import strace_command
 from spyglass.capture.strace.parser import StraceParser
 from spyglass.errors import CaptureError, MissingToolError
 from spyglass.events.schema import Event
 
-#: The system calls traced: only those events are made of (ptrace cost is per stopped call).
-TRACE_SET: tuple[str, ...] = (
-    "fork", "vfork", "clone", "clone3", "execve", "execveat",
-    "open", "openat", "openat2", "creat",
-    "unlink", "unlinkat", "rmdir", "rename", "renameat", "renameat2", "link", "linkat",
-    "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "?fchmodat2",
-    "chown", "fchown", "lchown", "fchownat", "mkdir", "mkdirat", "truncate", "ftruncate",
-    "chdir", "fchdir",
-    "connect", "bind", "listen", "sendto", "sendmsg", "sendmmsg", "recvfrom", "recvmsg",
-    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid", "capset",
-    "ptrace", "memfd_create", "io_uring_setup", "mount", "umount2", "unshare", "setns", "bpf",
-    "init_module", "finit_module", "kill", "tkill", "tgkill",
-)  # fmt: skip
-
+#: What happens to processes still alive when the grace period after the root's exit is over
+DESCENDANTS = ("kill", "follow", "detach")
+_DETACH_SECCOMP = "left running with strace's seccomp filter: its traced system calls now fail with ENOSYS"
 _KILL_GRACE = 5.0  # seconds to let a killed tree report its deaths before detaching anyway
 _DRAIN_LIMIT = 0.25  # seconds spent draining queued output before detaching
 _FIX_INSTALL = "sudo apt-get install strace"
@@ -77,15 +76,6 @@ _SECCOMP_NOTE = (
 )
 
 
-def strace_command(output: str, argv: Sequence[str], *, seccomp: bool = True, strace: str = "strace") -> list[str]:
-    """The strace command line that writes to ``output`` and runs ``argv``."""
-    cmd = [strace, "-DD", "-f", "-q", "-yy", "-ttt", "-s", "4096", "--decode-pids=pidns", "-I2"]
-    if seccomp:
-        cmd.append("--seccomp-bpf")
-    cmd += ["-e", "trace=" + ",".join(TRACE_SET), "-o", output, "--", *argv]
-    return cmd
-
-
 def _run(cmd: list[str], timeout: float = 10.0) -> tuple[int, str]:
     try:
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
@@ -93,17 +83,6 @@ def _run(cmd: list[str], timeout: float = 10.0) -> tuple[int, str]:
         return -1, str(exc)
     text = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()
     return proc.returncode, text
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
-    return state not in (b"Z", b"X", b"")
 
 
 class StraceBackend:
@@ -165,6 +144,8 @@ class StraceSession:
             gid=os.getegid(),
             realpath_dir=host.realpath_dir,
             hosts_file=host.hosts_file,
+            fd_link=host.fd_link,
+            pgid_of=host.pgid_of,
         )
         self._result = CaptureResult()
         # guards the parser and the FIFO ends across threads; re-entrant because stop() and
@@ -176,6 +157,9 @@ class StraceSession:
         self._tracer: int | None = None  # strace's own pid (it runs as the command's grandchild)
         self._comm = os.path.basename(strace)[:15]  # its /proc/<pid>/comm
         self._adopting = False
+        self._ended_tree = False  # we killed the tree at the end of the grace period
+        descendants = spec.options.get("descendants", "detach")
+        self.descendants = descendants if descendants in DESCENDANTS else "detach"
         self._dir = tempfile.mkdtemp(prefix="spyglass-strace-")
         fifo = os.path.join(self._dir, "trace")
         try:
@@ -185,8 +169,14 @@ class StraceSession:
             # command is gone: an early strace failure cannot leave the reader blocked forever
             self._wfd: int | None = os.open(fifo, os.O_WRONLY)
             os.set_blocking(self._rfd, True)
-            _grow_pipe(self._rfd)
-            cmd = strace_command(fifo, [*spec.wrapper, *spec.argv], seccomp=seccomp, strace=strace)
+            host.grow_pipe(self._rfd)
+            cmd = strace_command(
+                fifo,
+                [*spec.wrapper, *spec.argv],
+                seccomp=seccomp,
+                strace=strace,
+                fd_tracking=spec.options.get("fd_tracking") is True,
+            )
             # with -DD the Popen child *is* the traced command (strace is its grandchild,
             # orphaned at start-up: adopt it so that it can be reaped)
             host.adopt_orphans(True)
@@ -253,10 +243,13 @@ class StraceSession:
         with self._lock:
             for line in lines:
                 out.extend(self.parser.feed(line.decode("utf-8", "surrogateescape")))
-        if self._killing:  # kill_tree() is in progress: children born now die too
-            for ev in out:
-                if ev.type == "process.start":
-                    _kill(ev.pid)
+        for ev in out:
+            if self._killing and ev.type == "process.start":  # kill_tree() in progress: newborns die too
+                host.kill(ev.pid)
+            elif ev.target_pid is not None and ev.target_pid in self.parser.state.untraced:
+                # a CLONE_UNTRACED child cannot be observed: it is not allowed to run
+                host.kill(ev.target_pid)
+                ev.detail = f"{ev.detail}; killed"
         self._queue.put(out)
 
     def _watch(self) -> None:
@@ -295,7 +288,7 @@ class StraceSession:
             try:
                 batch = self._queue.get(timeout=timeout)
             except queue.Empty:
-                batch = []
+                batch = self._resume_stopped_tracer()
             if batch is None:
                 break
             if self._tracer is None and parser.lines:  # before the batch: its consumer may ask
@@ -306,13 +299,16 @@ class StraceSession:
                 # after kill_tree() the tree is dying: give strace time to report every death
                 killing = True
                 deadline = time.monotonic() + _KILL_GRACE
-            elif deadline is None and parser.root_exited:
+            elif deadline is None and parser.root_exited and self.descendants != "follow":
                 deadline = time.monotonic() + max(0.0, grace)
             if deadline is not None and not self._detached:
                 now = time.monotonic()
                 # at the deadline, first drain what has already arrived (bounded for chatty trees)
                 if now >= deadline and (self._queue.empty() or now >= deadline + _DRAIN_LIMIT):
-                    self._detach()
+                    if self.descendants == "kill" and not killing:
+                        self._end_tree()  # the grace period is over: the tree ends with the run
+                    else:
+                        self._detach()
         yield from self._finish()
 
     def _finish(self) -> Iterator[Event]:
@@ -334,18 +330,70 @@ class StraceSession:
                 res.exit_code = rc
         if parser.root_pid is None:
             res.notes.append(f"strace produced no trace (exit status {rc})")
+        if not self._detached and parser.root_pid is not None:
+            yield from self._check_lost()
         if self._detached:
             now = time.time_ns()
             for proc in parser.live():
-                if not _running(proc.pid):
+                if not host.running(proc.pid):
                     continue
                 res.still_running.append(StillRunning(proc.pid, proc.argv))
-                yield Event(type="process.detach", ts=now, pid=proc.pid, argv=proc.argv)
+                detail = _DETACH_SECCOMP if self.seccomp else "left running, no longer recorded"
+                yield Event(type="process.detach", ts=now, pid=proc.pid, argv=proc.argv, detail=detail)
             if res.still_running:
                 res.notes.append(f"detached from {len(res.still_running)} process(es) still running")
                 if self.seccomp:
                     res.notes.append(_SECCOMP_NOTE.format(n=len(res.still_running)))
         self._cleanup()
+
+    def _resume_stopped_tracer(self) -> list[Event]:
+        """A quiet stream may mean a stopped tracer (SIGSTOP/SIGTSTP from the run): every tracee then
+        blocks at its next traced call.  Resume it and say so."""
+        tracer = self._tracer
+        if tracer is None or host.state(tracer) not in (b"T", b"t"):
+            return []
+        try:
+            os.kill(tracer, signal.SIGCONT)
+        except OSError:
+            return []
+        pid = self.parser.root_pid if self.parser.root_pid is not None else self._proc.pid
+        detail = f"monitor-stopped: the tracer (pid {tracer}) was found stopped and was resumed"
+        self._result.notes.append(detail)
+        return [Event(type="sys.sensitive", ts=time.time_ns(), pid=pid, detail=detail)]
+
+    def _check_lost(self) -> Iterator[Event]:
+        """strace is gone though we never asked it to stop: were processes of the run still alive?
+
+        Then the run was blinded (its tracer killed or told to detach): the result says
+        ``monitor_lost``, an event says so, and what is left of the tree is killed unless
+        ``options={"on_monitor_lost": "keep"}``.
+        """
+        parser, res = self.parser, self._result
+        alive = [p for p in parser.live() if host.running(p.pid)]
+        if not alive and parser.root_exited:
+            return
+        res.monitor_lost = True
+        names = ", ".join(f"{p.pid} ({' '.join(p.argv or [])[:60]})" for p in alive[:5]) or "the agent"
+        detail = f"monitor-lost: the tracer stopped while {len(alive) or 1} process(es) of the run were alive: {names}"
+        keep = self.spec.options.get("on_monitor_lost") == "keep"
+        if not keep:
+            for p in alive:
+                host.kill(p.pid)
+            if self._proc.poll() is None:
+                host.kill(self._proc.pid)
+            detail += "; killed"
+        res.notes.append(detail)
+        pid = parser.root_pid if parser.root_pid is not None else self._proc.pid
+        yield Event(type="sys.sensitive", ts=time.time_ns(), pid=pid, detail=detail)
+
+    def _end_tree(self) -> None:
+        """``descendants: kill``: the processes still alive after the grace period are killed."""
+        with self._lock:
+            alive = [p for p in self.parser.live() if host.running(p.pid)]
+        if alive:
+            names = ", ".join(f"{p.pid} ({' '.join(p.argv or [])[:60]})" for p in alive[:5])
+            self._result.notes.append(f"killed {len(alive)} process(es) still running after the run: {names}")
+        self.kill_tree()
 
     def _drain(self) -> None:
         """After the stream was abandoned: discard the rest, then clean up (and reap strace)."""
@@ -363,12 +411,12 @@ class StraceSession:
         with self._lock:
             candidates = [self._proc.pid, *(p.pid for p in self.parser.live())]
         for pid in candidates:
-            tracer = _tracer_of(pid)
-            if tracer is not None and _comm_is(tracer, self._comm):
+            tracer = host.tracer_of(pid)
+            if tracer is not None and host.comm_is(tracer, self._comm):
                 return tracer
         # every traced process is gone already (a short command): strace, orphaned at
         # start-up, is our adopted child until it is reaped
-        mine = [pid for pid in _children_of_self() if _comm_is(pid, self._comm)]
+        mine = [pid for pid in host.children_of_self() if host.comm_is(pid, self._comm)]
         return mine[0] if len(mine) == 1 else None
 
     def _detach(self) -> None:
@@ -376,7 +424,7 @@ class StraceSession:
             return
         self._detached = True
         tracer = self._tracer
-        if tracer is None or not _comm_is(tracer, self._comm):  # gone, or the pid was reused
+        if tracer is None or not host.comm_is(tracer, self._comm):  # gone, or the pid was reused
             tracer = self._find_tracer()
         if tracer is not None:
             try:
@@ -426,60 +474,9 @@ class StraceSession:
             except OSError:
                 pass
         for pid in pids:
-            _kill(pid)
+            host.kill(pid)
 
     def result(self) -> CaptureResult:
         return self._result
 
 
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def _grow_pipe(fd: int, size: int = 1 << 20) -> None:
-    """A larger FIFO buffer lets strace write bursts without waiting for the parser."""
-    import fcntl
-
-    try:
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
-    except OSError:  # above /proc/sys/fs/pipe-max-size for an unprivileged user
-        pass
-
-
-def _tracer_of(pid: int) -> int | None:
-    """The pid ptrace-attached to ``pid`` (``TracerPid``), if any."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("TracerPid:"):
-                    return int(line.split()[1]) or None
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _children_of_self() -> list[int]:
-    """Our direct children (every thread's), from /proc."""
-    out: list[int] = []
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return out
-    for tid in tasks:
-        try:
-            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as f:
-                out.extend(int(p) for p in f.read().split())
-        except (OSError, ValueError):
-            continue
-    return out
-
-
-def _comm_is(pid: int, comm: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
-            return f.read().strip() == comm
-    except OSError:
-        return False

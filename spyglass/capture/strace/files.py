@@ -49,10 +49,13 @@ def _open_event(
     st: TraceState, c: Call, dirfd: str | None, path_tok: str, flags: str, mode: str | None
 ) -> Event | None:
     kind = open_kind(flags)
-    if kind is None:
-        return None
     raw = unquote(path_tok)
     base = st.base_dir(c, dirfd)
+    if kind is None:  # O_PATH: no data access, but the descriptor names a file (*at(), /proc/self/fd)
+        if c.ok and c.ret is not None:
+            known = ann_path(c.ret_ann) if c.ret_ann else None
+            c.proc.fds[c.ret] = known or resolve(raw, base, c.pid, c.tid, st, st.realpath_dir)
+        return None
     path = ann_path(c.ret_ann) if c.ret_ann and c.ok else None
     if path is not None:
         if c.ret is not None:

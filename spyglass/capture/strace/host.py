@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import stat
 import threading
 import time
@@ -175,3 +176,81 @@ def reap_zombies(comm: str) -> int:
         except ChildProcessError:
             pass
     return reaped
+
+
+def fd_link(pid: int, fd: int) -> str | None:
+    """What descriptor ``fd`` of live process ``pid`` names (a path, or ``pipe:[N]``-style text)."""
+    try:
+        return os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return None
+
+
+def pgid_of(pid: int) -> int | None:
+    """The process group of live process ``pid``, or None when it is gone."""
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def state(pid: int) -> bytes:
+    """The state letter of ``pid`` (``R``, ``S``, ``T``, ``Z`` ...), empty when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return b""
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    return state(pid) not in (b"Z", b"X", b"")
+
+def kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+def grow_pipe(fd: int, size: int = 1 << 20) -> None:
+    """A larger FIFO buffer lets strace write bursts without waiting for the parser."""
+    import fcntl
+
+    try:
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except OSError:  # above /proc/sys/fs/pipe-max-size for an unprivileged user
+        pass
+
+def tracer_of(pid: int) -> int | None:
+    """The pid ptrace-attached to ``pid`` (``TracerPid``), if any."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("TracerPid:"):
+                    return int(line.split()[1]) or None
+    except (OSError, ValueError):
+        pass
+    return None
+
+def children_of_self() -> list[int]:
+    """Our direct children (every thread's), from /proc."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as f:
+                out.extend(int(p) for p in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+def comm_is(pid: int, comm: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip() == comm
+    except OSError:
+        return False

@@ -29,10 +29,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from spyglass.capture.strace import files, net, privs
+from spyglass.capture.strace import access, files, net, privs
 from spyglass.capture.strace.decode import to_text, unquote
 from spyglass.capture.strace.paths import RealpathDir, resolve
-from spyglass.capture.strace.state import Call, HostsFile, Proc, TraceState
+from spyglass.capture.strace.state import Call, FdLink, HostsFile, PgidOf, Proc, TraceState
 from spyglass.events.schema import Event
 
 Handler = Callable[[TraceState, Call], "Event | None"]
@@ -100,8 +100,10 @@ class StraceParser:
         gid: int = 0,
         realpath_dir: RealpathDir | None = None,
         hosts_file: HostsFile | None = None,
+        fd_link: FdLink | None = None,
+        pgid_of: PgidOf | None = None,
     ) -> None:
-        self.state = TraceState(cwd, uid, gid, realpath_dir, hosts_file)
+        self.state = TraceState(cwd, uid, gid, realpath_dir, hosts_file, fd_link, pgid_of)
         self.lines = 0
         self.unparsed = 0
         self.root_pid: int | None = None
@@ -109,7 +111,7 @@ class StraceParser:
         self.root_exit_code: int | None = None
         self.root_signal: str | None = None
         self._pending: dict[int, _Pending] = {}
-        self._handlers: dict[str, Handler] = {**files.HANDLERS, **net.HANDLERS, **privs.HANDLERS}
+        self._handlers: dict[str, Handler] = {**files.HANDLERS, **net.HANDLERS, **privs.HANDLERS, **access.HANDLERS}
         self._kinds: dict[str, str | None] = {}  # open flags -> event type (fast path)
         self._sec, self._sec_ns = "", 0  # the last timestamp's seconds, parsed
 
@@ -177,13 +179,15 @@ class StraceParser:
         kind = self._kinds.get(flags, "")
         if kind == "":
             kind = self._kinds[flags] = files.open_kind(flags)
-        if kind is None:
-            return []
         proc = st.procs[leader]
         if dirfd == "AT_FDCWD":
             proc.cwd = base
         else:
             proc.fds[int(dirfd)] = base
+        if kind is None:  # O_PATH: no data access, but the fd names a file (*at() and /proc/self/fd)
+            if fd is not None and path.isascii():
+                proc.fds[int(fd)] = path
+            return []
         if err is None:
             if not path.isascii():
                 return None
@@ -339,6 +343,14 @@ class StraceParser:
         if child in self.state.leader_of:
             return
         self._adopt(c.proc, child, "CLONE_THREAD" in c.args, c.ts, c.name, out)
+        if "CLONE_UNTRACED" in c.args:
+            # the tracer cannot follow this child: say so (the backend kills it)
+            self.state.untraced.add(child)
+            out.append(
+                self.state.event(
+                    c, "sys.sensitive", detail=f"CLONE_UNTRACED child {child} escapes the tracer", target_pid=child
+                )
+            )
 
     def _exec(self, c: Call, out: list[Event], pid_changed: bool) -> None:
         st = self.state

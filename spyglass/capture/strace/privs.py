@@ -151,17 +151,31 @@ def h_module(st: TraceState, c: Call) -> Event | None:
 
 
 def h_kill(st: TraceState, c: Call) -> Event | None:
-    """A signal to a process outside the traced tree (or to every process, pid -1)."""
+    """A signal to a process outside the traced tree (or to every process, pid -1), or to a
+    process group (``target_pid`` is then minus the group id)."""
     if c.name == "tgkill":
         target, sig = parse_pid(c.arg(1)), c.arg(2)
         group = parse_pid(c.arg(0))
         if group is not None and group in st.seen:
             return None
+        if group is not None and group > 0:
+            target = group  # the process the thread belongs to
     else:
         target, sig = parse_pid(c.arg(0)), c.arg(1)
+    name = sig if not sig.isdigit() else f"signal {sig}"
+    if c.name == "kill" and target is not None and (target == 0 or target < -1):
+        # kill(0, ...) / killpg: a whole process group, which may hold spyglass or its tracer
+        pgid: int | None = -target
+        if target == 0:
+            try:
+                pgid = st.pgid_of(c.pid) if st.pgid_of is not None else None
+            except Exception:  # a host callback must never break parsing
+                pgid = None
+        where = f"process group {pgid}" if pgid is not None else "its own process group"
+        return _sensitive(st, c, f"{name} to {where}", -pgid if pgid is not None else None)
     if target is None or target == 0 or target < -1 or target in st.seen:
         return None
-    return _sensitive(st, c, sig if not sig.isdigit() else f"signal {sig}", target)
+    return _sensitive(st, c, name, target)
 
 
 HANDLERS: dict[str, Handler] = {

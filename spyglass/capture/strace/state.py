@@ -12,6 +12,11 @@ from spyglass.events.schema import Event
 
 #: ``hosts_file(pid, path) -> {address: name}`` for a hosts file the process opened
 HostsFile = Callable[[int, str], dict[str, str]]
+#: ``fd_link(pid, fd) -> link`` of a live process's descriptor (``/proc/<pid>/fd/<fd>``: a path, or
+#: ``pipe:[N]``-style text), or None when it cannot be read
+FdLink = Callable[[int, int], "str | None"]
+#: ``pgid_of(pid) -> process group`` of a live process, or None
+PgidOf = Callable[[int], "int | None"]
 
 
 @dataclass(slots=True)
@@ -114,8 +119,14 @@ class TraceState(ProcLookup):
         gid: int,
         realpath_dir: RealpathDir | None,
         hosts_file: HostsFile | None,
+        fd_link: FdLink | None = None,
+        pgid_of: PgidOf | None = None,
     ) -> None:
         self.initial_cwd = cwd
+        self.fd_link = fd_link
+        self.pgid_of = pgid_of
+        self.handles: dict[str, str] = {}  # "type:f_handle" from name_to_handle_at -> path
+        self.untraced: set[int] = set()  # children made with CLONE_UNTRACED (never traced)
         self.uid = uid
         self.gid = gid
         self.realpath_dir = realpath_dir
@@ -133,6 +144,16 @@ class TraceState(ProcLookup):
         return proc.cwd if proc is not None else None
 
     def fd_path(self, pid: int, fd: int) -> str | None:
+        """What descriptor ``fd`` names: the live process's own link when it can be read (a table
+        entry may be stale: descriptors are closed and reused without the tracer seeing it), else the
+        path last seen for it."""
+        if self.fd_link is not None:
+            try:
+                live = self.fd_link(pid, fd)
+            except Exception:  # a host callback must never break parsing
+                live = None
+            if live is not None:
+                return live if live.startswith("/") else None
         proc = self.procs.get(self.leader_of.get(pid, pid))
         return proc.fds.get(fd) if proc is not None else None
 

@@ -242,7 +242,7 @@ def test_fast_path_gives_the_same_events(parse, name: str, monkeypatch: pytest.M
 def _first_complete_lines(fixture_lines) -> dict[str, str]:
     """syscall name -> a complete line from the fixtures (stitched if need be), made successful."""
     found: dict[str, str] = {"vfork": "7 1700000000.000001 vfork() = 8"}  # recorded only as unfinished
-    for name in ("files", "procs", "priv", "net", "resolver", "names", "pidns"):
+    for name in ("files", "procs", "priv", "net", "resolver", "names", "pidns", "access"):
         pending: dict[str, str] = {}
         for line in fixture_lines(name):
             pid = line.split(" ", 1)[0]
@@ -264,12 +264,14 @@ def _first_complete_lines(fixture_lines) -> dict[str, str]:
 
 def test_every_traced_call_reports_success_and_failure(parse, fixture_lines) -> None:
     """Each traced call recorded in the fixtures, once as recorded and once turned into EPERM."""
-    from spyglass.capture.strace.backend import TRACE_SET
+    from spyglass.capture.strace.command import FD_SET, TRACE_SET
 
     lines = _first_complete_lines(fixture_lines)
-    names = [n for n in TRACE_SET if not n.startswith("?") and n != "fork"]  # fork: glibc uses clone
+    traced = (*TRACE_SET, *FD_SET)
+    names = [n for n in traced if not n.startswith("?") and n != "fork"]  # fork: glibc uses clone
     assert set(names) <= set(lines), set(names) - set(lines)
-    silent_on_failure = {"clone", "clone3", "vfork", "chdir", "fchdir", "recvfrom", "recvmsg"}
+    silent_on_failure = {"clone", "clone3", "vfork", "chdir", "fchdir", "recvfrom", "recvmsg", *FD_SET}
+    silent_on_failure.add("ioctl")  # the first one seen is a terminal query, not TIOCSTI
     for name in names:
         line = lines[name]
         ret = parser_mod._RET.search(line)

@@ -77,6 +77,9 @@ def test_kill_only_reported_outside_the_tree(parse, pick, one) -> None:
     events, _ = parse("priv")
     foreign = _foreign_pid(events, one)
     kills = pick(events, type="sys.sensitive", syscall=lambda s: s in KILLS)
+    group = [ev for ev in kills if "process group" in (ev.detail or "")]
+    assert [ev.detail for ev in group] == ["signal 0 to its own process group"]  # kill(0, 0)
+    kills = [ev for ev in kills if ev not in group]
     assert sorted(ev.syscall for ev in kills) == ["kill", "tgkill", "tkill"]
     assert {ev.target_pid for ev in kills} == {foreign}
     assert {ev.detail for ev in kills} == {"signal 0"}
@@ -92,7 +95,9 @@ def test_signals_named(parse, one) -> None:
     events, _ = parse(lines=lines)
     assert one(events, target_pid=4242).detail == "SIGTERM"
     assert one(events, target_pid=-1).errno == "EPERM"
-    assert len(events) == 3  # process.start of the root and the two above
+    assert one(events, target_pid=-77).detail == "SIGKILL to process group 77"
+    assert one(events, detail="SIGHUP to its own process group").target_pid is None
+    assert len(events) == 5  # process.start of the root and the four above
 
 
 def test_dns_answers_name_later_connections(parse, pick, one) -> None:

@@ -270,6 +270,40 @@ ip = socket.gethostbyname("fromhosts.spyglass.test")
 socket.socket(socket.AF_INET, socket.SOCK_DGRAM).connect((ip, 80))
 """
 
+# other processes and files reached sideways; argv[1] is a foreign process (a sleep)
+ACCESS = r"""
+import ctypes, fcntl, os, signal, sys, termios
+libc = ctypes.CDLL(None, use_errno=True)
+foreign = int(sys.argv[1])
+open("/tmp/sgfx/secret", "w").write("s")
+class FH(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_uint), ("t", ctypes.c_int), ("h", ctypes.c_ubyte * 128)]
+fh = FH(); fh.n = 128; mnt = ctypes.c_int()
+libc.name_to_handle_at(-100, b"/tmp/sgfx/secret", ctypes.byref(fh), ctypes.byref(mnt), 0)
+root = os.open("/tmp", os.O_RDONLY)
+os.close(libc.open_by_handle_at(root, ctypes.byref(fh), os.O_RDONLY))
+p = os.open("/tmp/sgfx", os.O_PATH)
+a = os.dup(p); b = os.dup2(p, 50); c = fcntl.fcntl(p, fcntl.F_DUPFD, 60)
+libc.dup3(p, 70, os.O_CLOEXEC); libc.dup(p)
+os.close(p)
+r, w = os.pipe(); os.dup2(r, 50)                                     # 50 now names a pipe
+open(f"/proc/self/fd/{c}/secret").read()
+os.close(os.open("secret", os.O_RDONLY, dir_fd=a))
+pidfd = os.pidfd_open(foreign)
+signal.pidfd_send_signal(pidfd, 0)
+libc.syscall(438, pidfd, 0, 0)                                      # pidfd_getfd
+buf = ctypes.create_string_buffer(8)
+class IOV(ctypes.Structure): _fields_ = [("b", ctypes.c_void_p), ("l", ctypes.c_size_t)]
+iov = IOV(ctypes.addressof(buf), 8)
+libc.process_vm_readv(foreign, ctypes.byref(iov), 1, ctypes.byref(iov), 1, 0)
+libc.process_vm_writev(foreign, ctypes.byref(iov), 1, ctypes.byref(iov), 1, 0)
+master, slave = os.openpty()
+try: fcntl.ioctl(slave, termios.TIOCSTI, b"x")
+except OSError: pass
+os.killpg(os.getpgrp(), 0)
+os.kill(0, 0)
+"""
+
 
 def record(name: str, code: str, args: list[str], *, wrap: list[str] | None = None) -> None:
     prog = WORK / f"{name}.py"
@@ -288,6 +322,7 @@ def main() -> None:
     foreign = subprocess.Popen(["sleep", "30"])
     try:
         record("priv", PRIV, [str(foreign.pid)])
+        record("access", ACCESS, [str(foreign.pid)])
     finally:
         foreign.kill()
         foreign.wait()
