@@ -16,6 +16,9 @@ code  meaning
 5     spyglass could not run the agent (backend or sandbox unavailable)
 6     ``--fail-on``: an alert at or above the given level fired
 7     enforcement: a ``kill`` rule stopped the agent
+8     evidence incomplete: the store could not save everything (disk full,
+      run directory deleted); the run is marked ``evidence-incomplete``
+127   ``run``: the command was not found (recorded as a failed run)
 ====  =====================================================================
 """
 
@@ -29,6 +32,8 @@ EXIT_INCOMPLETE = 4
 EXIT_CANNOT_RUN = 5
 EXIT_ALERT = 6
 EXIT_KILLED = 7
+EXIT_EVIDENCE = 8
+EXIT_NOT_FOUND = 127
 
 
 class SpyglassError(Exception):
@@ -73,6 +78,12 @@ class SandboxError(SpyglassError):
 
 class StoreError(SpyglassError):
     exit_code = EXIT_USAGE
+
+
+class StoreWriteError(StoreError):
+    """The store cannot be written (disk full, read-only, gone): one line with the cause and the path."""
+
+    exit_code = EXIT_EVIDENCE
 
 
 class RunNotFound(StoreError):

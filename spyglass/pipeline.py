@@ -82,6 +82,8 @@ class RunContext:
     backend: BackendInfo = field(default_factory=BackendInfo)
     #: pid -> "tool call N: CMD", kept current by the agent-awareness sink
     tool_calls: dict[int, str] = field(default_factory=dict)
+    #: seq of every alert the store writer could not save (the live printer marks them NOT SAVED)
+    unsaved_alerts: set[int] = field(default_factory=set)
     pipeline: Pipeline | None = None
     #: set by the session: stop the agent now (enforcement), with the reason
     stop_agent: Callable[[str], None] | None = None

@@ -50,3 +50,13 @@ def _no_sink_raised(request: pytest.FixtureRequest) -> Iterator[None]:
     ERROR_LOG.clear()
     if failures and request.node.get_closest_marker("sink_errors") is None:
         pytest.fail("a pipeline sink raised: " + "; ".join(f"{name} on {what}" for name, what in failures[:5]))
+
+
+@pytest.fixture(autouse=True)
+def _private_state_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the user's policy or writes to the user's default store: the XDG
+    config and state directories are fresh empty ones (subprocesses inherit them)."""
+    base = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
+    monkeypatch.delenv("SPYGLASS_POLICY", raising=False)

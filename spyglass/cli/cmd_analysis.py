@@ -19,7 +19,8 @@ _NOISE_CHOICES = ("drop", "fold", "keep")
 def policy_option(f: Any) -> Any:
     return click.option(
         "--policy", "policy_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-        help="Policy file (default: ./spyglass.yaml if present); analysis.ignore_paths and "
+        help="Policy file (default: $SPYGLASS_POLICY, ~/.config/spyglass/policy.yaml, "
+             "/etc/spyglass/policy.yaml); analysis.ignore_paths and "
              "analysis.grading_paths apply.",
     )(f)
 

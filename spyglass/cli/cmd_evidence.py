@@ -45,14 +45,17 @@ _VERIFY_HELP = """Check a run's record against its hash chain and checkpoint.
 \b
 Detects an edited, inserted, deleted or reordered record, records cut off
 the end or added after the final checkpoint, a missing or forged
-checkpoint, edited run metadata, and (with --pubkey) a checkpoint not
-signed by the trusted key.  Names the first bad record.
+checkpoint, edited run metadata, a record rewritten and re-chained after
+the run (the final checkpoint no longer matches the anchor kept in the
+index, or the one given with --anchor), and (with --pubkey) a checkpoint
+not signed by the trusted key.  Names the first bad record.
 
 \b
 Exit code:
   0  verified
   3  tampered
-  4  incomplete: the run has no final checkpoint (it never finished)
+  4  incomplete: the run has no final checkpoint (it never finished), or
+     its evidence is incomplete (a store write failed)
   2  usage error (no such run, unreadable key)
 """
 
@@ -81,6 +84,9 @@ def _verify_text(v: VerifyResult) -> str:
         state = "valid" if sig.get("valid") else "INVALID"
         trust = ", matches --pubkey" if sig.get("pinned") else ""
         lines.append(f"  signature: {state}, key {sig.get('key')}{trust}")
+    if v.anchor and v.anchor.get("expected"):
+        state = "matches" if v.anchor.get("matches") else "DOES NOT MATCH"
+        lines.append(f"  anchor: {state} {v.anchor['source']}")
     others = [p for p in v.problems if p is not first]
     for p in others[:10]:
         lines.append(f"  also: {p}")
@@ -88,19 +94,33 @@ def _verify_text(v: VerifyResult) -> str:
         lines.append(f"  … and {len(others) - 10} more")
     for n in v.notes:
         lines.append(f"  note: {n}")
-    return "\n".join(lines)
+    from spyglass.safetext import visible
+
+    return "\n".join(visible(line) for line in lines)
 
 
 @click.command("verify", help=_VERIFY_HELP)
 @store_option
 @format_option("json")
 @_PUBKEY
+@click.option(
+    "--anchor",
+    default=None,
+    metavar="sha256:HEX",
+    help="The anchor `spyglass run` printed at the end of the run (default: the one in the store's index).",
+)
 @click.argument("run", default="latest")
-def verify_cmd(store_path: Path | None, fmt: str, pubkey: Path | None, run: str) -> None:
+def verify_cmd(store_path: Path | None, fmt: str, pubkey: Path | None, anchor: str | None, run: str) -> None:
     from spyglass.evidence.verify import verify_run
 
     reader = open_reader(store_path, run)
-    result = verify_run(reader.dir, pubkey_raw=_pubkey_raw(pubkey), meta=reader.meta)
+    anchors: list[tuple[str, str]] = []
+    if anchor:
+        anchors.append(("--anchor", anchor if anchor.startswith("sha256:") else f"sha256:{anchor}"))
+    indexed = reader.store.index.anchor(reader.id)
+    if indexed:
+        anchors.append((f"the index {reader.store.root / 'index.sqlite'}", indexed))
+    result = verify_run(reader.dir, pubkey_raw=_pubkey_raw(pubkey), meta=reader.meta, anchors=anchors)
     if fmt == "json":
         echo_json(result.to_dict())
     else:
@@ -133,10 +153,14 @@ Exit code: 0 every requirement and claim holds, 1 one does not, 2 usage error.
 """
 
 
-def _policy(policy_path: Path | None, cwd: str) -> Any:
+def _policy(policy_path: Path | None, cwd: str, meta: Any) -> Any:
+    """The explicit --policy, else the policy recorded with the run."""
     from spyglass.policy import load_policy
+    from spyglass.policy.loader import policy_for_run
 
-    return load_policy(str(policy_path) if policy_path else None, cwd)
+    if policy_path is not None:
+        return load_policy(str(policy_path), cwd)
+    return policy_for_run(meta.extra, meta.policy_digest, meta.cwd or cwd)
 
 
 @click.command("gate", help=_GATE_HELP)
@@ -155,7 +179,7 @@ def _policy(policy_path: Path | None, cwd: str) -> Any:
     "policy_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Policy file (default: ./spyglass.yaml if present) for `gate:` and `evidence.test_patterns`.",
+    help="Policy file for `gate:` and `evidence.test_patterns` (default: the policy recorded with the run).",
 )
 @click.option(
     "--test-pattern",
@@ -203,7 +227,7 @@ def gate_cmd(
     if output is not None:
         check_output_path(output)
     reader = open_reader(store_path, run)
-    policy = _policy(policy_path, os.getcwd())
+    policy = _policy(policy_path, os.getcwd(), reader.meta)
     texts = list(requires) or list(getattr(policy, "gate", ()) or ()) or list(DEFAULT_REQUIREMENTS)
     reqs = parse_requirements(texts)
     claims = load_claims(claims_path) if claims_path is not None else None
@@ -316,12 +340,19 @@ def keys_group() -> None:
 @keys_group.command("generate")
 @format_option("json")
 @click.option("--force", is_flag=True, help="Overwrite existing key files.")
+@click.option(
+    "--agent-user",
+    default=None,
+    metavar="USER",
+    help="The user agents run as (default: you, as `spyglass run` starts the agent as its own user): "
+    "warn when that user can read the private key.",
+)
 @click.argument(
     "path",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=str(Path("~/.config/spyglass/signing.key")),
+    default="~/.config/spyglass/signing.key",
 )
-def keys_generate_cmd(fmt: str, force: bool, path: Path) -> None:
+def keys_generate_cmd(fmt: str, force: bool, agent_user: str | None, path: Path) -> None:
     """Make a key pair: PATH (private, mode 0600) and PATH.pub (public).
 
     Sign runs with `spyglass run --sign-key PATH` (or `evidence.sign_key` in
@@ -330,15 +361,28 @@ def keys_generate_cmd(fmt: str, force: bool, path: Path) -> None:
     secret, a path the sandbox hides): whoever holds it can re-sign an
     edited record.
     """
-    from spyglass.evidence.keys import generate_keypair
+    import os
+
+    from spyglass.evidence.keys import generate_keypair, readable_by
 
     files = generate_keypair(path.expanduser(), force=force)
+    who: str | int = agent_user if agent_user is not None else os.getuid()
+    exposed = readable_by(files.private, who)
+    if exposed:
+        name = agent_user or "you (the user agents run as by default)"
+        click.echo(
+            f"spyglass: warning: {files.private} is readable by {name}: an agent running as that user can "
+            "read it and re-sign an edited record (reading it raises a high alert); keep the key under "
+            "another user, in a CI secret, or run agents in --sandbox",
+            err=True,
+        )
     if fmt == "json":
         echo_json(
             {
                 "private_key": str(files.private),
                 "public_key": str(files.public),
                 "fingerprint": files.fingerprint,
+                "readable_by_agent": exposed,
             }
         )
         return

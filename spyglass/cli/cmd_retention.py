@@ -69,7 +69,7 @@ def prune_cmd(store_path: Path | None, fmt: str, max_age: str | None, max_size: 
     if limits.empty:
         raise UsageError("no retention limit given",
                          hint="pass --max-age, --max-size or --max-runs-per-task, or set `retention:` in the policy")
-    store = open_store(store_path)
+    store = open_store(store_path, write=not dry_run)
     the_plan = retention.plan(retention.entries(store), limits)
     if not dry_run:
         retention.apply(store, the_plan)

@@ -15,15 +15,24 @@ _HELP = """Run CMD under capture and record everything it and its descendants do
 \b
 The agent's stdin, stdout and stderr pass through untouched; spyglass's own
 messages (live alerts, the summary) go to stderr.  The policy is --policy
-FILE, else ./spyglass.yaml, else safe defaults (`spyglass policy init`
-writes a starter file).
+FILE, else $SPYGLASS_POLICY, else ~/.config/spyglass/policy.yaml, else
+/etc/spyglass/policy.yaml, else safe defaults; a ./spyglass.yaml in the
+agent's workspace is used only when named (`--policy spyglass.yaml`).
+The policy's text is recorded with the run.
 
 \b
 Exit code: the agent's own exit code (128+N if it died of signal N), unless
   6  --fail-on LEVEL (or fail_on) and an alert at or above LEVEL fired
   7  enforce mode and a kill rule stopped the agent
   5  spyglass could not run the agent (backend or sandbox unavailable)
+  8  the evidence is incomplete: the store could not be written (one line
+     names the cause and the path; the run is marked evidence-incomplete)
+  127  CMD not found (recorded as a failed run)
   2  usage error (no command, bad policy or rule file)
+
+SIGINT or SIGTERM to spyglass is passed on to the agent's processes, which
+get 5 seconds to exit before they are killed (a second signal kills them at
+once); the run is recorded as interrupted.
 
 \b
 Examples:
@@ -40,7 +49,8 @@ Examples:
     "--policy",
     "policy_file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Policy file (default: ./spyglass.yaml if present, else built-in defaults).",
+    help="Policy file (default: $SPYGLASS_POLICY, ~/.config/spyglass/policy.yaml, /etc/spyglass/policy.yaml, "
+    "else built-in defaults; never ./spyglass.yaml unless named).",
 )
 @click.option("--task", help="Task label (used by `compare --by task`).")
 @click.option(
@@ -266,19 +276,48 @@ def run_cmd(
     meta = result.meta
     if result_file is not None:
         write_result_file(result_file, result)
+    if meta.status == "failed":  # the agent never started: one line, the run recorded as failed
+        for note in result.notes:
+            click.echo(f"spyglass: {note}", err=True)
+        sys.exit(result.verdict_code if result.verdict_code is not None else result.exit_code)
     if not quiet and alerts_format == "text":  # with JSON alerts, stderr stays JSON lines
-        print_run_summary(RunReader(store, meta.id), sys.stderr)
+        try:
+            print_run_summary(RunReader(store, meta.id), sys.stderr)
+        except Exception as exc:  # a store that could not be written may not be readable either
+            click.echo(f"spyglass: cannot show the run's summary: {exc}", err=True)
         click.echo(f"spyglass: recorded run {meta.id} in {store.root}", err=True)
         for note in result.notes:
             click.echo(f"spyglass: {note}", err=True)
-    if meta.stopped_by:
-        click.echo(f"spyglass: rule {meta.stopped_by} stopped the agent (exit 7)", err=True)
-    elif result.verdict_code != result.exit_code:
-        click.echo(f"spyglass: an alert at or above {result.fail_on} fired (exit 6)", err=True)
+    code = result.verdict_code if result.verdict_code is not None else result.exit_code
+    _say_outcome(meta, code, result.exit_code, result.fail_on, quiet)
     if result.partial:
         failed = ", ".join(f"{k} ({v}x)" for k, v in sorted(result.sink_errors.items()))
         click.echo(f"spyglass: evidence is partial: {failed} failed during the run (see `spyglass show`)", err=True)
-    sys.exit(result.verdict_code if result.verdict_code is not None else result.exit_code)
+    sys.exit(code)
+
+
+def _say_outcome(meta: Any, code: int, agent_code: int, fail_on: str | None, quiet: bool) -> None:
+    """The last lines of a run: its anchor, and why the exit code is not the agent's."""
+    from spyglass.errors import EXIT_ALERT, EXIT_EVIDENCE, EXIT_KILLED
+
+    anchor = meta.extra.get("anchor")
+    if anchor and not quiet:
+        click.echo(f"spyglass: anchor {anchor} (keep it: `spyglass verify {meta.id} --anchor ...`)", err=True)
+    if meta.status == "evidence-incomplete":
+        for line in meta.extra.get("evidence_failures") or []:
+            click.echo(f"spyglass: not saved: {line}", err=True)
+        unsaved = meta.extra.get("unsaved_alerts") or []
+        if unsaved:
+            click.echo(f"spyglass: {len(unsaved)} alert(s) fired but could not be saved", err=True)
+        run_dir = meta.extra.get("run_dir")
+        if isinstance(run_dir, dict):
+            click.echo(f"spyglass: {run_dir.get('problem')}; restored {run_dir.get('restored')}", err=True)
+    if code == EXIT_KILLED:
+        click.echo(f"spyglass: rule {meta.stopped_by} stopped the agent (exit 7)", err=True)
+    elif code == EXIT_ALERT:
+        click.echo(f"spyglass: an alert at or above {fail_on} fired (exit 6)", err=True)
+    elif code == EXIT_EVIDENCE and code != agent_code:
+        click.echo("spyglass: the evidence is incomplete (exit 8)", err=True)
 
 
 def write_result_file(path: Path, result: Any) -> None:
@@ -292,6 +331,7 @@ def write_result_file(path: Path, result: Any) -> None:
         "id": meta.id, "status": meta.status, "exit_code": result.exit_code,
         "verdict_code": result.verdict_code, "max_level": meta.extra.get("max_level"),
         "alerts": meta.counts.get("alerts", 0), "events": meta.counts.get("events", 0),
+        "anchor": meta.extra.get("anchor"),
     }
     try:
         path.write_text(json.dumps(data) + "\n")

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from spyglass.cli.common import echo_json, format_option, open_reader, open_store, store_option
+from spyglass.safetext import visible
 
 
 @click.command("ls")
@@ -19,10 +20,13 @@ def ls_cmd(store_path: Path | None, fmt: str, task: str | None, agent: str | Non
     """List recorded runs, newest last, with the agent identity of each."""
     from spyglass.errors import StoreError
     from spyglass.report.describe import format_ts
+    from spyglass.store.store import default_store_path
 
     try:
         store = open_store(store_path)
     except StoreError:
+        if (store_path or default_store_path()).is_dir():
+            raise  # a store that cannot be read is not an empty one
         if fmt == "json":
             echo_json([])
         else:
@@ -64,10 +68,10 @@ def ls_cmd(store_path: Path | None, fmt: str, task: str | None, agent: str | Non
     for r in rows:
         ex = r["exit_code"] if r["exit_code"] is not None else (r["signal"] or "-")
         alerts = f"{r['alerts']} alerts" + (f" (max {r['max_level']})" if r["max_level"] else "")
-        click.echo(
+        click.echo(visible(
             f"{r['id']}  {r['status']:<11} exit {ex!s:<4} {format_ts(r['started'])}  "
             f"{r['events']:>7} events  {alerts:<20}  {r['agent_id'] or '-'}  {r['task'] or '-'}  {r['command']}"
-        )
+        ))
 
 
 @click.command("show")
@@ -91,7 +95,11 @@ def show_cmd(store_path: Path | None, fmt: str, full: bool, run: str) -> None:
 
     reader = open_reader(store_path, run)
     if fmt == "json":
-        echo_json(digest_run(reader).to_json())
+        doc = digest_run(reader).to_json()
+        # the anchor kept outside the run directory, and the policy the run used
+        doc["anchor"] = reader.store.index.anchor(reader.id)
+        doc["policy"] = reader.meta.extra.get("policy")
+        echo_json(doc)
         return
     data = print_run_summary(reader, sys.stdout, full=full)
     for n, why in data.digest.bad_lines:
@@ -169,7 +177,7 @@ def events_cmd(
             what = ev.detail
         fail = f"  [{ev.errno}]" if not ev.ok else ""
         stamp = time.strftime("%H:%M:%S", time.gmtime(ev.ts / 1e9)) + f".{ev.ts // 1_000_000 % 1000:03d}"
-        click.echo(f"{stamp} {ev.seq:>7} {ev.pid:>7} {ev.type:<15} {what}{fail}")
+        click.echo(visible(f"{stamp} {ev.seq:>7} {ev.pid:>7} {ev.type:<15} {what}{fail}"))
     if folded:
         click.echo(f"spyglass: {folded} failed probe(s) folded (files not there; --noise shows them)", err=True)
 

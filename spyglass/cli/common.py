@@ -22,7 +22,8 @@ def store_option(f: F) -> F:
         type=click.Path(file_okay=False, path_type=Path),
         envvar="SPYGLASS_STORE",
         default=None,
-        help="Run store directory (default: .spyglass in the current directory; env SPYGLASS_STORE).",
+        help="Run store directory (default: $XDG_STATE_HOME/spyglass, i.e. ~/.local/state/spyglass; "
+        "env SPYGLASS_STORE).",
     )(f)
 
 
@@ -40,13 +41,21 @@ def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
     return deco
 
 
-def open_store(store_path: Path | None, create: bool = False) -> Store:
+def open_store(store_path: Path | None, create: bool = False, write: bool = False) -> Store:
+    """The store; unless ``create`` or ``write`` it is opened read-only (reading commands never write)."""
     from spyglass.errors import PathError
 
     try:
-        return Store(store_path, create=create)
+        store = Store(store_path, create=create, readonly=not (create or write))
     except OSError as exc:
         raise PathError.from_os_error(exc, what="cannot use the store at") from None
+    if store.index_problem:
+        click.echo(
+            f"spyglass: warning: the index of {store.root} cannot be opened ({store.index_problem}); "
+            "runs are read from their directories",
+            err=True,
+        )
+    return store
 
 
 def check_output_path(path: Path) -> None:

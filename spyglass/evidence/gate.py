@@ -39,7 +39,7 @@ from spyglass.evidence.gateinputs import (
     resolve_claim_path,
     tests_outcome,
 )
-from spyglass.evidence.outcome import GateResult, Outcome
+from spyglass.evidence.outcome import FAIL, GateResult, Outcome
 from spyglass.evidence.requirements import REGISTRY, GateRequirement, Requirement, register
 from spyglass.policy.defaults import DEFAULT_GATE
 
@@ -130,6 +130,13 @@ def run_gate(
         lost = reader.meta.status == "monitor-lost"
         why = "the tracer was lost while the run went on" if lost else "the agent never ran"
         result.outcomes.append(Outcome(name="run-observed", kind="requirement", status="fail", summary=why))
+    if reader.meta.status == "evidence-incomplete":
+        # whatever was asked, a record that could not be kept whole does not pass
+        result.outcomes.append(Outcome(
+            name="evidence-complete", kind="requirement", status=FAIL,
+            summary="the run's evidence is incomplete: "
+                    + ("; ".join(reader.meta.extra.get("evidence_failures") or []) or "see `spyglass show`"),
+        ))
     if reader.meta.status != "complete":
         result.notes.append(f"the run's status is {reader.meta.status}")
     result.notes.extend(g.notes)

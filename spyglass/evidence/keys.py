@@ -57,6 +57,30 @@ class KeyPairFiles:
     fingerprint: str
 
 
+#: where ``spyglass keys generate`` puts the private key unless told otherwise
+DEFAULT_KEY = Path("~/.config/spyglass/signing.key")
+
+
+def readable_by(path: Path, user: str | int) -> bool:
+    """Whether ``user`` (a name or uid) can read ``path`` by its mode bits (root reads everything)."""
+    import grp
+    import pwd
+
+    try:
+        pw = pwd.getpwnam(user) if isinstance(user, str) else pwd.getpwuid(user)
+        st = path.stat()
+    except (KeyError, OSError):
+        return False
+    if pw.pw_uid == 0:
+        return True
+    if st.st_uid == pw.pw_uid:
+        return bool(st.st_mode & 0o400)
+    groups = {pw.pw_gid} | {g.gr_gid for g in grp.getgrall() if pw.pw_name in g.gr_mem}
+    if st.st_gid in groups:
+        return bool(st.st_mode & 0o040)
+    return bool(st.st_mode & 0o004)
+
+
 def generate_keypair(
     private_path: Path, public_path: Path | None = None, *, force: bool = False
 ) -> KeyPairFiles:

@@ -76,7 +76,16 @@ class NoAlertsAtOrAbove(GateRequirement):
         level = req.arg or "high"
         rank = level_rank(level)
         hits = [a for a in g.alerts if level_rank(a.level) >= rank]
+        # alerts that fired but could not be saved (a full disk) count as much as saved ones
+        unsaved = [u for u in g.reader.meta.extra.get("unsaved_alerts") or []
+                   if isinstance(u, dict) and level_rank(str(u.get("level"))) >= rank]
         ev = Evidence()
+        for u in unsaved:
+            ev.details.append(f"alert not saved: {u.get('rule_id')} ({u.get('level')}) {u.get('message')}")
+        if unsaved:
+            return Outcome(name=req.text, kind="requirement", status=FAIL, evidence=ev,
+                           summary=f"{len(unsaved) + len(hits)} alert(s) at or above {level} "
+                                   f"({len(unsaved)} fired but could not be saved)")
         for a in hits[:MAX_LISTED]:
             ev.alerts.append(a.seq)
             ev.seqs.extend(s for s in a.event_seqs if s not in ev.seqs)

@@ -8,6 +8,13 @@ if there is one, is valid (for ``--pubkey`` when given).
 
 The verdict is ``verified``, ``tampered`` or ``incomplete`` (no final
 checkpoint, nothing wrong otherwise), with exit codes 0, 3 and 4.
+
+The final checkpoint is also compared with its *anchor*, kept outside the run
+directory (the store's index, the line ``spyglass run`` printed, ``verify
+--anchor``): a record rewritten and consistently re-chained after the run
+needs a new checkpoint, and is caught.  A run whose evidence is incomplete
+(``evidence-incomplete``: a write failed, an alert was not saved, the run
+directory was deleted during the run) is not ``verified``.
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ class VerifyResult:
     checkpoint: dict[str, Any] | None = None
     signature: dict[str, Any] | None = None  # {"valid", "pinned", "key", "problem"}
     notes: list[str] = field(default_factory=list)
+    #: {"actual", "expected", "source", "matches"}: the final checkpoint against its anchor
+    anchor: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -72,6 +81,7 @@ class VerifyResult:
             },
             "checkpoint": self.checkpoint,
             "signature": self.signature,
+            "anchor": self.anchor,
             "notes": self.notes,
         }
 
@@ -201,8 +211,38 @@ def _check_signature(cp: dict[str, Any], pubkey_raw: bytes | None, result: Verif
         )
 
 
-def verify_run(run_dir: Path, *, pubkey_raw: bytes | None = None, meta: RunMeta | None = None) -> VerifyResult:
-    """Verify the run stored in ``run_dir`` (``runs/<id>``)."""
+def _check_anchor(cp: dict[str, Any], anchors: list[tuple[str, str]], result: VerifyResult) -> None:
+    """The final checkpoint must be the one anchored outside the run directory at the end of the run."""
+    from spyglass.store.chain import checkpoint_anchor
+
+    actual = checkpoint_anchor(cp)
+    result.anchor = {"actual": actual, "expected": None, "source": None, "matches": None}
+    if not anchors:
+        result.notes.append("no anchor recorded for this run: a consistent re-chaining could go unnoticed")
+        return
+    for source, expected in anchors:
+        ok = expected == actual
+        result.anchor.update(expected=expected, source=source, matches=ok)
+        if not ok:
+            result.problems.append(
+                Problem(
+                    "checkpoint",
+                    "re-chained",
+                    f"the final checkpoint is not the one anchored at the end of the run ({source}: "
+                    f"{expected}, now {actual}): the record was rewritten after the run",
+                )
+            )
+            return
+
+
+def verify_run(
+    run_dir: Path,
+    *,
+    pubkey_raw: bytes | None = None,
+    meta: RunMeta | None = None,
+    anchors: list[tuple[str, str]] | None = None,
+) -> VerifyResult:
+    """Verify the run stored in ``run_dir`` (``runs/<id>``); ``anchors``: (where it was kept, anchor)."""
     if meta is None:
         meta = decode_meta((run_dir / "run.json").read_bytes())
     result = VerifyResult(meta.id)
@@ -252,6 +292,8 @@ def verify_run(run_dir: Path, *, pubkey_raw: bytes | None = None, meta: RunMeta 
                     f"checkpoint.json is missing, though run.json says the run ended ({meta.status})",
                 )
             )
+    elif usable is not None and usable.get("final"):
+        _check_anchor(usable, list(anchors or []), result)
     elif usable is not None and not usable.get("final"):
         result.problems.append(
             Problem(
@@ -260,6 +302,18 @@ def verify_run(run_dir: Path, *, pubkey_raw: bytes | None = None, meta: RunMeta 
                 "only a periodic checkpoint: the run has no final checkpoint",
                 tampered=False,
             )
+        )
+    if meta.status == "evidence-incomplete":
+        why = "; ".join(meta.extra.get("evidence_failures") or [])
+        rd = meta.extra.get("run_dir")
+        if isinstance(rd, dict):
+            why = "; ".join(x for x in (why, str(rd.get("problem"))) if x)
+        unsaved = meta.extra.get("unsaved_alerts") or []
+        if unsaved:
+            why = "; ".join(x for x in (why, f"{len(unsaved)} alert(s) not saved") if x)
+        result.problems.append(
+            Problem("run", "evidence-incomplete", f"the evidence is incomplete: {why or 'see run.json'}",
+                    tampered=False)
         )
     if any(p.tampered for p in result.problems):
         result.status = TAMPERED

@@ -9,6 +9,7 @@ directories that must exist) follow.  Nothing half-loads: any error raises
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ from typing import Any
 from spyglass.errors import SourceError
 from spyglass.policy import defaults
 from spyglass.policy.hosts import parse_host_pattern
+from spyglass.policy.locate import locate_policy
 from spyglass.policy.model import (
     AnalysisPolicy,
     BrokeredSecret,
@@ -34,7 +36,7 @@ from spyglass.policy.model import (
     TerminalPolicy,
 )
 from spyglass.policy.paths import check_glob, expand_home
-from spyglass.policy.yamlsrc import Pos, load_documents, pos_at, to_plain
+from spyglass.policy.yamlsrc import MAX_SOURCE_BYTES, Pos, decode_source, load_documents, pos_at, to_plain
 
 POLICY_FILE = "spyglass.yaml"
 
@@ -60,35 +62,84 @@ def policy_schema() -> dict[str, Any]:
 
 
 def find_policy_file(path: str | Path | None, cwd: str | Path) -> Path | None:
-    """The policy to use: ``path`` if given (it must exist), else ``cwd/spyglass.yaml`` if present."""
-    if path is not None:
-        p = Path(path)
-        if not p.is_absolute():
-            p = Path(cwd) / p
-        if not p.is_file():
-            raise SourceError("policy file not found", str(path))
-        return p
-    candidate = Path(cwd) / POLICY_FILE
-    return candidate if candidate.is_file() else None
+    """The policy file to use by precedence (docs: policy/locate.py); None: built-in defaults.
+
+    A ``spyglass.yaml`` in ``cwd`` is never picked up implicitly."""
+    return locate_policy(path, cwd).path
 
 
 def load_policy(path: str | Path | None = None, cwd: str | Path | None = None) -> Policy:
-    """The policy for a run started in ``cwd``: an explicit file, ``./spyglass.yaml``, or the defaults."""
+    """The policy for a command run in ``cwd``: ``--policy``, ``$SPYGLASS_POLICY``, the user's
+    and the system's policy file, or the built-in defaults."""
     cwd = Path(cwd or os.getcwd())
-    found = find_policy_file(path, cwd)
-    if found is None:
+    source = locate_policy(path, cwd)
+    if source.path is None:
         return Policy.default(cwd)
-    text = _read(found, str(path) if path is not None else str(found))
-    return parse_policy(text, str(path) if path is not None else POLICY_FILE, base_dir=str(found.resolve().parent))
+    shown = str(path) if path is not None else str(source.path)
+    text = read_source(source.path, shown)
+    pol = parse_policy(text, shown, base_dir=str(source.path.resolve().parent))
+    return dataclasses.replace(pol, origin=source.origin)
 
 
-def _read(path: Path, shown: str) -> str:
+def policy_file_path(policy: Policy) -> str | None:
+    """The absolute path of the file a policy came from (``source`` keeps the name as given)."""
+    if not policy.source:
+        return None
+    if os.path.isabs(policy.source):
+        return policy.source
+    return os.path.join(policy.base_dir, os.path.basename(policy.source))
+
+
+def policy_record(policy: Policy) -> dict[str, Any]:
+    """What a run stores about its policy: where it came from, its digest and its full text."""
+    return {
+        "source": policy_file_path(policy),
+        "origin": policy.origin,
+        "digest": policy.digest,
+        "base_dir": policy.base_dir,
+        "text": policy.text,
+    }
+
+
+def policy_from_record(rec: dict[str, Any] | None, cwd: str | Path | None = None) -> Policy:
+    """The policy a run recorded (its stored text parsed again); defaults when it had none."""
+    if not rec or not rec.get("text"):
+        return Policy.default(rec.get("base_dir") if rec and rec.get("base_dir") else cwd)
+    shown = f"{rec.get('source') or 'policy'} (as recorded with the run)"
+    pol = parse_policy(str(rec["text"]), shown, base_dir=str(rec.get("base_dir") or cwd or os.getcwd()))
+    return dataclasses.replace(pol, source=rec.get("source"), origin="recorded with the run")
+
+
+def policy_for_run(extra: dict[str, Any], policy_digest: str | None, cwd: str | Path) -> Policy:
+    """The policy a stored run used: its recorded text; for a run that recorded none, a file
+    (its ``policy_source``, else ``spyglass.yaml`` in its directory) only if its digest is the
+    run's ``policy_digest`` (the same text, whoever could write it since); else the defaults."""
+    rec = extra.get("policy")
+    if isinstance(rec, dict):
+        return policy_from_record(rec, cwd)
+    candidates = [str(extra.get("policy_source") or ""), str(Path(cwd) / POLICY_FILE)]
+    for cand in candidates:
+        p = Path(cand) if os.path.isabs(cand) else Path(cwd) / cand if cand else None
+        if p is None or not p.is_file() or not policy_digest:
+            continue
+        try:
+            text = read_source(p, str(p))
+        except SourceError:
+            continue
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() == policy_digest:
+            pol = parse_policy(text, str(p), base_dir=str(p.resolve().parent))
+            return dataclasses.replace(pol, source=str(p.resolve()), origin="the run's file, same digest")
+    return Policy.default(cwd)
+
+
+def read_source(path: Path, shown: str, limit: int = MAX_SOURCE_BYTES) -> str:
+    """The text of a policy or rule file: at most ``limit`` bytes of UTF-8, else a positioned error."""
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise SourceError(f"not UTF-8 text: {exc}", shown) from None
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror}", shown) from None
+    return decode_source(data, shown, limit)
 
 
 def lint_policy(text: str, path: str, base_dir: str) -> list[SourceError]:
@@ -107,7 +158,7 @@ def parse_policy(text: str, path: str, *, base_dir: str) -> Policy:
     docs = load_documents(text, path)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if not docs:
-        return Policy(source=path, base_dir=base_dir, digest=digest)
+        return Policy(source=path, base_dir=base_dir, digest=digest, text=text)
     if len(docs) > 1:
         raise PolicyError([SourceError("a policy file holds one YAML document", path, *_lc(pos_at(docs[1], [])))])
     root = docs[0]
@@ -118,7 +169,7 @@ def parse_policy(text: str, path: str, *, base_dir: str) -> Policy:
     if errors:
         errors.sort(key=lambda e: (e.line or 0, e.col or 0))
         raise PolicyError(errors)
-    return _build(data, path, base_dir, digest)
+    return dataclasses.replace(_build(data, path, base_dir, digest), text=text)
 
 
 def _lc(p: Pos) -> tuple[int | None, int | None]:

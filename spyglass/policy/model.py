@@ -168,6 +168,10 @@ class Policy:
     source: str | None = None
     base_dir: str = ""
     digest: str = ""
+    #: the file's full text (empty for the built-in defaults), recorded with each run
+    text: str = field(default="", repr=False)
+    #: why this file was chosen (``--policy``, ``SPYGLASS_POLICY``, ``user config``, ...)
+    origin: str = "built-in defaults"
 
     @classmethod
     def default(cls, cwd: str | Path | None = None) -> Policy:

@@ -15,6 +15,29 @@ from typing import Any
 
 from spyglass.errors import SourceError
 
+#: policy and rule files larger than this are refused (docs/rules.md, "Limits")
+MAX_SOURCE_BYTES = 1 << 20
+#: at most this many nodes after expanding aliases: a "billion laughs" file is refused
+MAX_EXPANDED_NODES = 100_000
+
+
+def decode_source(data: bytes, path: str, limit: int = MAX_SOURCE_BYTES) -> str:
+    """UTF-8 text of a policy or rule file; too large or not text is a positioned error."""
+    if len(data) > limit:
+        raise SourceError(f"file larger than the limit of {limit} bytes", path, 1, 1)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, col = _byte_pos(data, exc.start)
+        raise SourceError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded", path, line, col) from None
+
+
+def _byte_pos(data: bytes, offset: int) -> tuple[int, int]:
+    before = data[:offset]
+    line_start = before.rfind(b"\n") + 1
+    col = len(before[line_start:].decode("utf-8", "replace")) + 1
+    return before.count(b"\n") + 1, col
+
 
 @dataclass(frozen=True, slots=True)
 class Pos:
@@ -120,13 +143,22 @@ def load_documents(text: str, path: str) -> list[Any]:
         line = mark.line + 1 if mark is not None else None
         col = mark.column + 1 if mark is not None else None
         raise SourceError(f"invalid YAML: {what}", path, line, col) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, other controls)
+        before = text[: exc.position]
+        line = before.count("\n") + 1
+        col = exc.position - (before.rfind("\n") + 1) + 1
+        raise SourceError(f"invalid YAML: character {exc.character!r} is not allowed", path, line, col) from None
     except yaml.YAMLError as exc:
-        raise SourceError(f"invalid YAML: {exc}", path) from None
+        raise SourceError(f"invalid YAML: {' '.join(str(exc).split())}", path) from None
     builder = _Builder(path)
     out: list[Any] = []
     for node in nodes:
         if node is None:
             continue
+        try:
+            _check_expansion(node, path)
+        except RecursionError:
+            raise SourceError("invalid YAML: nested too deeply", path, 1, 1) from None
         try:
             doc = builder.build(node)
         except yaml.constructor.ConstructorError as exc:
@@ -140,6 +172,42 @@ def load_documents(text: str, path: str) -> list[Any]:
         if doc is not None:
             out.append(doc)
     return out
+
+
+def _check_expansion(root: Any, path: str) -> None:
+    """Refuse a document whose aliases would expand past MAX_EXPANDED_NODES, or that refers to itself.
+
+    Counts each node as many times as aliases repeat it (memoised, so the count
+    itself is linear in the composed graph), before anything walks the data."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    busy: set[int] = set()
+
+    def fail(node: Any, why: str) -> SourceError:
+        line, col = _mark(node)
+        return SourceError(f"invalid YAML: {why}", path, line + 1, col + 1)
+
+    def size(node: Any) -> int:
+        key = id(node)
+        got = sizes.get(key)
+        if got is not None:
+            return got
+        if key in busy:
+            raise fail(node, "an alias refers to the node that contains it")
+        total = 1
+        if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+            busy.add(key)
+            children = (c for kv in node.value for c in kv) if isinstance(node, yaml.MappingNode) else node.value
+            for child in children:
+                total += size(child)
+                if total > MAX_EXPANDED_NODES:
+                    raise fail(child, f"aliases expand to more than {MAX_EXPANDED_NODES} nodes (billion laughs?)")
+            busy.discard(key)
+        sizes[key] = total
+        return total
+
+    size(root)
 
 
 def is_map(node: Any) -> bool:

@@ -30,6 +30,7 @@ from spyglass.report.describe import (
     lineage_root_first,
 )
 from spyglass.report.verdict import lineage_view
+from spyglass.safetext import visible
 from spyglass.store import RunReader
 
 Line = tuple[str, str]  # (rich style, text); style "" is plain
@@ -100,15 +101,41 @@ def _header(data: ReportData) -> list[Line]:
         out.append(("yellow", "  the monitor stopped before the run ended: the record holds every event up to then"))
     elif m.status == "monitor-lost":
         out.append(("bold red", "  the tracer stopped while the run went on: later actions are unrecorded"))
-    elif m.status == "failed":
+    elif m.status == "failed" and not m.extra.get("failure"):
         out.append(("bold red", "  the agent never ran (see the capture notes for why)"))
+    out.extend(_witness_lines(m.extra))
     counts = ", ".join(f"{k} {v}" for k, v in sorted(d.counts.items()))
     out.append(("", f"  events    {d.events}" + (f" ({counts})" if counts else "")))
     return out
 
 
+def _witness_lines(extra: Mapping[str, Any]) -> list[Line]:
+    """The policy the run used, its anchor, and anything that kept its evidence from being whole."""
+    out: list[Line] = []
+    if extra.get("failure"):
+        out.append(("bold red", f"  not started: {extra['failure']}"))
+    pol = extra.get("policy")
+    if isinstance(pol, dict):
+        src = pol.get("source") or "built-in defaults"
+        out.append(("", f"  policy    {src} ({pol.get('origin')}), sha256 {str(pol.get('digest'))[:16]}"))
+    if extra.get("anchor"):
+        out.append(("", f"  anchor    {extra['anchor']}"))
+    run_dir = extra.get("run_dir")
+    if isinstance(run_dir, dict):
+        out.append(("bold red", f"  {run_dir.get('problem')}: restored {run_dir.get('restored')}; "
+                                f"lost {run_dir.get('lost')}"))
+    for line in extra.get("evidence_failures") or []:
+        out.append(("bold red", f"  not saved: {line}"))
+    for a in extra.get("unsaved_alerts") or []:
+        out.append(("bold red", f"  alert NOT SAVED in alerts.jsonl: {str(a.get('level')).upper()} "
+                                f"{a.get('rule_id')}: {a.get('message')}"))
+    return out
+
+
 def _alerts(data: ReportData, max_items: int, full: bool = False) -> list[Line]:
     alerts = data.alerts
+    if not alerts and data.meta.extra.get("unsaved_alerts"):
+        return [("bold red", "Alerts: none saved (see NOT SAVED above)")]
     if not alerts:
         return [("green", "Alerts: none")]
     out: list[Line] = [("bold", f"Alerts ({len(alerts)})")]
@@ -407,7 +434,7 @@ def print_lines(lines: Sequence[Line], stream: IO[str], *, color: bool | None = 
 
     if not use_color(stream, color):
         for _style, text in lines:
-            stream.write(text + "\n")
+            stream.write(visible(text) + "\n")
         return
     from rich.console import Console
     from rich.text import Text
@@ -415,7 +442,7 @@ def print_lines(lines: Sequence[Line], stream: IO[str], *, color: bool | None = 
     console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=True, no_color=False)
     width = console.width
     for style, text in lines:
-        for part in wrap_line(text, width):
+        for part in wrap_line(visible(text), width):
             console.print(Text(part, style=style))
 
 

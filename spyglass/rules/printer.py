@@ -6,7 +6,9 @@ import sys
 from typing import IO
 
 from spyglass.events import Alert
+from spyglass.pipeline import RunContext
 from spyglass.rules.describe import short_command
+from spyglass.safetext import visible
 from spyglass.termcolor import use_color
 
 _COLORS = {"info": "2", "low": "36", "medium": "33", "high": "31", "critical": "1;31"}
@@ -14,12 +16,12 @@ _COLORS = {"info": "2", "low": "36", "medium": "33", "high": "31", "critical": "
 
 def format_alert_line(alert: Alert, color: bool = False) -> str:
     """``spyglass: HIGH cred-secret-read pid 4242 (cat /h/.ssh/id_rsa): read secret ...``"""
-    level = alert.level.upper()
+    level = visible(alert.level.upper())
     if color:
         level = f"\033[{_COLORS.get(alert.level, '0')}m{level}\033[0m"
-    cmd = short_command(alert.argv, alert.exe, 50)
-    what = alert.message.replace("\n", " ")
-    return f"spyglass: {level} {alert.rule_id} pid {alert.pid} ({cmd}): {what}"
+    cmd = visible(short_command(alert.argv, alert.exe, 50))
+    what = visible(alert.message)
+    return f"spyglass: {level} {visible(alert.rule_id)} pid {alert.pid} ({cmd}): {what}"
 
 
 class AlertPrinter:
@@ -31,6 +33,11 @@ class AlertPrinter:
         self.stream = stream
         self.color = color
         self.fmt = fmt  # "text": one readable line; "json": the alert as one JSON line (run, host, agent, task)
+        self._unsaved: set[int] = set()
+
+    def start(self, ctx: RunContext) -> None:
+        # the store writer (ahead of us) adds the seq of every alert it could not save
+        self._unsaved = ctx.unsaved_alerts
 
     def alert(self, alert: Alert) -> None:
         stream = self.stream or sys.stderr
@@ -41,5 +48,8 @@ class AlertPrinter:
             stream.flush()
             return
         color = use_color(stream, self.color)
-        stream.write(format_alert_line(alert, color) + "\n")
+        line = format_alert_line(alert, color)
+        if alert.seq in self._unsaved:
+            line += "  [NOT SAVED: the store could not be written]"
+        stream.write(line + "\n")
         stream.flush()

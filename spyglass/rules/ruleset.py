@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from spyglass.errors import SourceError
+from spyglass.policy.loader import read_source
 from spyglass.rules.eventtypes import retype
 from spyglass.rules.model import Library, Rule
 from spyglass.rules.parse import _FileParser, library_names, parse_rule_text, rule_files
@@ -82,9 +83,9 @@ def parse_files(paths: Sequence[Path], *, pack: bool = True) -> tuple[RuleSet, l
     for f in unique:
         shown = _display(f) if not str(f).startswith(str(pack_dir())) else f"spyglass/rules/pack/{f.name}"
         try:
-            texts.append((shown, f.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError) as exc:
-            errors.append(SourceError(f"cannot read: {exc}", shown))
+            texts.append((shown, read_source(f, shown)))
+        except SourceError as exc:
+            errors.append(exc)
     macros: set[str] = set()
     lists: set[str] = set()
     for shown, text in texts:

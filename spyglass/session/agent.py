@@ -30,7 +30,9 @@ def _agent_dir(plan: Plan, work: str | None) -> Path:
         return Path(work, "tmp", "spyglass-agent")
     root = plan.store.root / "agents"
     root.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix="run-", dir=root))
+    path = Path(tempfile.mkdtemp(prefix="run-", dir=root))
+    plan.agent_dir = str(path)  # the agent's to write: the witness guard allows it
+    return path
 
 
 def setup_agent(plan: Plan, stack: contextlib.ExitStack[bool | None], work: str | None) -> None:

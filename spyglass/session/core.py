@@ -10,6 +10,7 @@ before the agent starts.
 from __future__ import annotations
 
 import contextlib
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,9 +18,10 @@ from typing import Any
 
 from spyglass.capture import select_backend
 from spyglass.capture.base import CaptureBackend
-from spyglass.errors import EXIT_ALERT, EXIT_CANNOT_RUN, EXIT_KILLED, UsageError
+from spyglass.errors import EXIT_ALERT, EXIT_CANNOT_RUN, EXIT_EVIDENCE, EXIT_KILLED, EXIT_NOT_FOUND, UsageError
 from spyglass.pipeline import SandboxView, default_home
 from spyglass.policy import Policy
+from spyglass.policy.loader import policy_record
 from spyglass.policy.model import MODES
 from spyglass.session.agent import agent_install, setup_agent
 from spyglass.session.options import RunOptions
@@ -34,6 +36,7 @@ def _signer(opts: RunOptions, plan: Plan) -> Signer | None:
     key = opts.sign_key or (
         Path(policy.resolve_path(policy.evidence.sign_key)) if policy.evidence.sign_key else None
     )
+    plan.sign_key = key
     if key is None:
         return None
     from spyglass.evidence.keys import make_signer
@@ -46,9 +49,13 @@ def plan_run(opts: RunOptions, store: Store) -> Plan:
     import os
 
     from spyglass.policy import load_policy
+    from spyglass.policy.locate import ignored_workspace_policy, locate_policy
 
     cwd = str(Path(opts.cwd).resolve())
     policy = load_policy(opts.policy_file, cwd)
+    notice = ignored_workspace_policy(locate_policy(opts.policy_file, cwd), cwd)
+    if notice and opts.live_alerts:
+        sys.stderr.write(notice + "\n")
     mode = opts.mode or policy.mode
     if mode not in MODES:  # the CLI checks its choices; the Python API must not run weaker than asked
         raise UsageError(f"unknown mode {mode!r}", hint=f"one of {', '.join(MODES)}")
@@ -79,7 +86,11 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     signer = _signer(opts, plan)
     backend: CaptureBackend
     backend, reason = select_backend(opts.backend)
-    extra: dict[str, object] = {"policy_source": policy.source, "backend_reason": reason}
+    extra: dict[str, object] = {"policy_source": policy.source, "backend_reason": reason,
+                                "policy": policy_record(policy)}
+    missing = _command_not_found(opts, plan, store, extra, backend.name)
+    if missing is not None:
+        return missing
     sandbox_view: SandboxView | None = None
     sandbox_on = mode in ("contain", "enforce")
     if opts.ask_egress and not sandbox_on:
@@ -88,6 +99,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     if sandbox_on:
         (store.root / "sandbox").mkdir(exist_ok=True)
         work = tempfile.mkdtemp(prefix="run-", dir=store.root / "sandbox")
+        plan.sandbox_work = work  # the witness guard lets the agent write its decoy home and /tmp
     with contextlib.ExitStack() as stack:
         before = dict(plan.env)
         setup_agent(plan, stack, work)
@@ -111,8 +123,8 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             # model stub is reached by its own name through the proxy
             own = plan.stub.sandbox_options() if plan.stub is not None else {}
             sb = from_policy(
-                policy, work, plan.workspace, cwd=plan.cwd, store_root=str(store.root), mode=mode,
-                real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker, env_pass=own_env,
+                _hide_key(policy, plan.sign_key), work, plan.workspace, cwd=plan.cwd, store_root=str(store.root),
+                mode=mode, real_home=plan.home, veto=plan.engine.would_block, broker=plan.broker, env_pass=own_env,
                 ask_timeout=opts.ask_egress, **_with_caller_resolver(own, opts),
             )
             stack.callback(sb.close)
@@ -148,11 +160,40 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
         code = EXIT_CANNOT_RUN  # the sandbox never reached the agent: recorded as failed
     elif outcome.meta.stopped_by:
         code = EXIT_KILLED
-    elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):
+    elif fail_on_exceeded(outcome.meta.extra.get("max_level"), fail_on):  # in memory: saved or not
         code = EXIT_ALERT
+    elif outcome.meta.status == "evidence-incomplete":
+        code = EXIT_EVIDENCE
     outcome.verdict_code = code
     outcome.fail_on = fail_on
     return outcome
+
+
+def _hide_key(policy: Policy, key: Path | None) -> Policy:
+    """The sandbox hides the signing key wherever it is (the default key is in the real home, hidden anyway)."""
+    if key is None:
+        return policy
+    import dataclasses
+
+    sb = dataclasses.replace(policy.sandbox, hidden=(*policy.sandbox.hidden, str(key.expanduser().resolve())))
+    return dataclasses.replace(policy, sandbox=sb)
+
+
+def _command_not_found(
+    opts: RunOptions, plan: Plan, store: Store, extra: dict[str, object], backend: str
+) -> RunOutcome | None:
+    """``run -- nosuchcmd``: exit 127 with one line, recorded as a failed run (None: the command exists)."""
+    from spyglass.capture.base import CaptureResult
+    from spyglass.store.failed import find_program, record_failed_run
+
+    if not opts.argv or opts.model_script is not None or find_program(opts.argv[0], plan.cwd, plan.env):
+        return None
+    reason = f"{opts.argv[0]}: command not found"
+    meta = record_failed_run(store, opts.argv, plan.cwd, reason=reason, exit_code=EXIT_NOT_FOUND,
+                             backend=backend, mode=plan.mode, policy_digest=plan.policy.digest, task=opts.task,
+                             agent_id=opts.agent_id, extra=extra)
+    return RunOutcome(meta=meta, capture=CaptureResult(), sink_errors={}, verdict_code=EXIT_NOT_FOUND,
+                      notes=[reason])
 
 
 def _with_caller_resolver(own: dict[str, Any], opts: RunOptions) -> dict[str, Any]:

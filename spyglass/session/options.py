@@ -20,7 +20,7 @@ class RunOptions:
     argv: list[str]
     cwd: str = field(default_factory=os.getcwd)
     env: dict[str, str] | None = None  # None: ours
-    policy_file: Path | None = None  # None: ./spyglass.yaml if present, else the defaults
+    policy_file: Path | None = None  # None: $SPYGLASS_POLICY, user, system file, else the defaults
     task: str | None = None
     agent_id: str | None = None
     workspace: list[str] = field(default_factory=list)  # empty: the policy's, else cwd

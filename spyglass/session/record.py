@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from spyglass import __version__
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
 from spyglass.errors import EXIT_CANNOT_RUN
 from spyglass.events import Event
+from spyglass.events.proctree import ProcessTable
 from spyglass.pipeline import BackendInfo, Pipeline, RunContext, SandboxView, SinkStartError, default_home
 from spyglass.store import RunMeta, RunWriter, Store, new_run_id
 from spyglass.store.writer import Signer
@@ -81,18 +83,32 @@ class RunOutcome:
 
 
 class _Signals:
-    """SIGINT: the agent (same process group) gets it too; we keep recording until it
-    exits, and a second SIGINT detaches.  SIGTERM/SIGHUP: stop the agent's tree."""
+    """SIGINT, SIGTERM, SIGHUP to spyglass: forwarded to the agent's tree, which then has
+    ``GRACE`` seconds to exit before it is killed; a second signal kills it at once.  The
+    run is marked ``interrupted``.  A Ctrl-C typed on the terminal already reached the
+    processes in spyglass's own foreground process group: they are not sent it twice."""
 
-    def __init__(self, session: CaptureSession) -> None:
+    GRACE = 5.0
+
+    def __init__(self, session: CaptureSession | None, procs: ProcessTable | None = None) -> None:
         self.session = session
+        self.procs = procs
         self.interrupted = False
-        self._ints = 0
+        self._count = 0
         self._old: dict[int, Any] = {}
         #: operator interventions not yet recorded: (time ns, signal name, what was done)
         self.pending: list[tuple[int, str, str]] = []
+        self._timer: threading.Timer | None = None
+
+    def attach(self, session: CaptureSession) -> None:
+        """The capture started; a signal that came while it was starting stops the tree now."""
+        self.session = session
+        if self.interrupted:
+            session.kill_tree()
 
     def __enter__(self) -> _Signals:
+        if self._old:  # installed already
+            return self
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             try:
                 self._old[sig] = signal.signal(sig, self._handle)
@@ -101,22 +117,28 @@ class _Signals:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
         for sig, old in self._old.items():
             signal.signal(sig, old)
+        self._old = {}
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.interrupted = True
-        if signum == signal.SIGINT:
-            self._ints += 1
-            if self._ints >= 2:
-                self.session.stop()
-                outcome = "recording detached"
-            else:
-                outcome = "agent interrupted"
-        else:
+        self._count += 1
+        if self.session is None:  # still starting: attach() stops the tree
+            self.pending.append((time.time_ns(), signal.Signals(signum).name, "agent stopped before it started"))
+            return
+        if self._count >= 2:
             self.session.kill_tree()
-            outcome = "agent process tree killed"
-        self.pending.append((time.time_ns(), signal.Signals(signum).name, outcome))
+            self.pending.append((time.time_ns(), signal.Signals(signum).name, "agent process tree killed"))
+            return
+        self._forward(signum)
+        self._timer = threading.Timer(self.GRACE, self.session.kill_tree)
+        self._timer.daemon = True
+        self._timer.start()
+        self.pending.append((time.time_ns(), signal.Signals(signum).name,
+                             f"passed on to the agent's tree (killed after {self.GRACE:g} s if still running)"))
 
     def drain(self, pipeline: Pipeline) -> None:
         """Record each operator signal as an ``agent.intervention`` event (outside the handler)."""
@@ -133,6 +155,34 @@ class _Signals:
                     detail=f"{name} to spyglass{' (Ctrl-C)' if name == 'SIGINT' else ''} by {_user()}: {outcome}",
                 )
             )
+
+    def _forward(self, signum: int) -> None:
+        if self.procs is None:
+            return
+        own = os.getpgrp()
+        typed = signum == signal.SIGINT and _terminal_foreground() == own
+        for info in list(self.procs.procs.values()):
+            if info.exit_ts is not None or info.detached:
+                continue
+            try:
+                if typed and os.getpgid(info.pid) == own:
+                    continue
+                os.kill(info.pid, signum)
+            except OSError:
+                pass
+
+
+def _terminal_foreground() -> int | None:
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        return os.tcgetpgrp(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _user() -> str:
@@ -207,7 +257,14 @@ def record(
             options=dict(request.backend_options),
             stdio=request.stdio,
         )
-        session = backend.start(spec)
+        sig = _Signals(None, ctx.procs)  # from before the agent starts: no window without a handler
+        sig.__enter__()
+        try:
+            session = backend.start(spec)
+        except BaseException:
+            sig.__exit__()
+            raise
+        sig.attach(session)
         chosen: Any = getattr(backend, "inner", backend)  # a sandbox wraps the backend
         meta.backend = chosen.name  # ``auto`` may have fallen back at start
         if getattr(chosen, "reason", None):
@@ -224,7 +281,7 @@ def record(
             on_started(meta)
         groups = meta.extra["monitor_pgids"]
         tracer_known = False
-        with _Signals(session) as sig:
+        with sig:
             for ev in session.events():
                 if not tracer_known:  # the tracer's pid, for rules about killing the monitor
                     tracer = session.tracer_pid

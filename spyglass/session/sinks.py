@@ -2,7 +2,7 @@
 
 Order after the store writer (which :func:`spyglass.session.record.record`
 puts first): agent awareness (labels tool calls before rules see their
-processes), the model stub, the sandbox's guards, the rule engine and its printer,
+processes), the model stub, the witness guard, the sandbox's guards, the rule engine and its printer,
 the workspace evidence, then every factory of :data:`FEATURE_SINKS` and the
 caller's own sinks (``RunOptions.sinks``).
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spyglass.policy import Policy
@@ -50,6 +51,12 @@ class Plan:
     #: the agent's persistent identity (decided by the monitoring factory) and facts for run.json
     agent_id: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    #: the signing key in use (the witness guard protects it)
+    sign_key: Path | None = None
+    #: the sandbox's work area inside the store (decoy home, /tmp): the agent's to write
+    sandbox_work: str | None = None
+    #: the agent's per-run directory inside the store (config, transcript, hooks): the agent's to write
+    agent_dir: str | None = None
     #: the command as it runs (the agent's hooks may add an option); None: the options' argv
     argv: list[str] | None = None
     ask: bool = False  # --ask or mode: ask
@@ -67,6 +74,25 @@ def _awareness(plan: Plan) -> Iterable[object]:
     from spyglass.agents.awareness import AgentAwareness
 
     return [AgentAwareness(plan.opts.agent_log, hooks=plan.hooks, asker=plan.asker, env=plan.env, cwd=plan.cwd)]
+
+
+def _witness(plan: Plan) -> Iterable[object]:
+    """The guard that alerts on any change to the store, policy, rule files or key (docs/threat-model.md)."""
+    from spyglass.evidence.keys import DEFAULT_KEY
+    from spyglass.witness import Protected, WitnessGuard
+
+    policy = plan.policy
+    from spyglass.policy.loader import policy_file_path
+
+    prot = Protected.for_run(plan.store.root, policy_file=policy_file_path(policy), rule_paths=policy.rules.paths,
+                             sign_key=plan.sign_key)
+    default_key = DEFAULT_KEY.expanduser()
+    if default_key.exists():
+        prot.add(default_key, "the signing key", secret=True)
+    for own in (plan.sandbox_work, plan.agent_dir):
+        if own:
+            prot.allow(own)
+    return [WitnessGuard(prot, mode=plan.mode)]
 
 
 def _sandbox_guards(plan: Plan) -> Iterable[object]:
@@ -132,7 +158,7 @@ FEATURE_SINKS: list[SinkFactory] = [_terminal, _monitoring]
 def assemble(plan: Plan) -> list[object]:
     """Every sink of the run, in order (the store writer comes before them)."""
     sinks: list[object] = [*_awareness(plan), *plan.early]
-    for factory in (_sandbox_guards, _rules, _workspace_evidence, *FEATURE_SINKS):
+    for factory in (_witness, _sandbox_guards, _rules, _workspace_evidence, *FEATURE_SINKS):
         sinks.extend(factory(plan))
     sinks.extend(plan.opts.sinks)
     return sinks

@@ -53,3 +53,15 @@ class Chain:
         self.head = link(self.head, canonical)
         self.count += 1
         return seal(canonical, self.head)
+
+
+def checkpoint_anchor(checkpoint: dict[str, object]) -> str:
+    """The anchor of a final checkpoint: sha256 of its canonical JSON (signature included).
+
+    Recorded outside the run directory (the index, the terminal, ``--format
+    json``), it pins the whole record: re-chaining the files after the fact
+    needs a new checkpoint, whose anchor differs."""
+    import msgspec
+
+    canonical = msgspec.json.Encoder(order="sorted").encode(checkpoint)
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()

@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS runs (
     verdict TEXT,
     backend TEXT,
     command TEXT,
-    monitor_pid INTEGER
+    monitor_pid INTEGER,
+    anchor TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_task ON runs(task);
 """
@@ -46,16 +47,57 @@ COLUMNS = (
     "backend",
     "command",
     "monitor_pid",
+    "anchor",
 )
 
 
 class Index:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        """The store's index; ``readonly``: a private in-memory copy, the file is never written.
+
+        A read-only index is copied from the file opened with SQLite's ``mode=ro``
+        (then ``immutable=1``, for a store on a read-only medium); when neither
+        opens, it starts empty and ``problem`` says why (the caller rebuilds it
+        from the run directories)."""
         self.path = path
+        self.readonly = readonly
+        self.problem: str | None = None
+        if readonly:
+            self.db = sqlite3.connect(":memory:", isolation_level=None)
+            self.db.executescript(_SCHEMA)
+            self._copy_from_file(path)
+            return
         self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA busy_timeout=30000")
         self.db.executescript(_SCHEMA)
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}
+        if "anchor" not in have:  # an index written before anchors existed
+            self.db.execute("ALTER TABLE runs ADD COLUMN anchor TEXT")
+
+    def _copy_from_file(self, path: Path) -> None:
+        if not path.exists():
+            self.problem = f"{path} does not exist"
+            return
+        why = ""
+        for query in ("mode=ro", "immutable=1"):
+            try:
+                src = sqlite3.connect(f"file:{path}?{query}", uri=True, timeout=5)
+                try:
+                    have = [r[1] for r in src.execute("PRAGMA table_info(runs)")]
+                    cols = [c for c in COLUMNS if c in have]
+                    if not cols:
+                        raise sqlite3.DatabaseError("no runs table")
+                    rows = src.execute(f"SELECT {', '.join(cols)} FROM runs").fetchall()
+                finally:
+                    src.close()
+            except sqlite3.Error as exc:
+                why = str(exc)
+                continue
+            marks = ", ".join("?" for _ in cols)
+            self.db.executemany(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({marks})", rows)
+            return
+        self.problem = f"cannot open {path}: {why}"
 
     def close(self) -> None:
         self.db.close()
@@ -77,6 +119,7 @@ class Index:
             "backend": meta.backend,
             "command": " ".join(meta.command),
             "monitor_pid": meta.monitor_pid,
+            "anchor": meta.extra.get("anchor"),
         }
         cols = ", ".join(COLUMNS)
         marks = ", ".join(f":{c}" for c in COLUMNS)
@@ -88,6 +131,10 @@ class Index:
 
     def ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
+
+    def anchor(self, run_id: str) -> str | None:
+        row = self.db.execute("SELECT anchor FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return row[0] if row else None
 
     def delete(self, run_id: str) -> None:
         self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,))

@@ -8,7 +8,7 @@ import msgspec
 
 from spyglass.events import SCHEMA_VERSION
 
-STATUSES = ("running", "complete", "incomplete", "interrupted", "monitor-lost", "failed")
+STATUSES = ("running", "complete", "incomplete", "interrupted", "monitor-lost", "failed", "evidence-incomplete")
 
 
 class RunMeta(msgspec.Struct, omit_defaults=False, kw_only=True):

@@ -1,4 +1,8 @@
-"""The run store: ``.spyglass/`` with one directory per run and an SQLite index.
+"""The run store: one directory per run and an SQLite index.
+
+The default store lives in the user's state directory
+(``$XDG_STATE_HOME/spyglass``, else ``~/.local/state/spyglass``), outside any
+workspace an agent works in; ``--store`` or ``$SPYGLASS_STORE`` choose another.
 
 Run ids sort by time (``20261130T213512Z-3f9a2c``).  ``RUN`` arguments accept
 an id, a unique prefix of one, or ``latest``.  Opening the store repairs the
@@ -11,17 +15,25 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from spyglass.errors import PathError, RunNotFound, StoreError
 from spyglass.store.index import Index
 from spyglass.store.meta import RunMeta, decode_meta, encode_meta
 
-DEFAULT_STORE = ".spyglass"
+STORE_ENV = "SPYGLASS_STORE"
 
 
-def default_store_path() -> Path:
-    return Path(os.environ.get("SPYGLASS_STORE") or DEFAULT_STORE)
+def default_store_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$SPYGLASS_STORE``, else ``$XDG_STATE_HOME/spyglass``, else ``~/.local/state/spyglass``."""
+    env = os.environ if env is None else env
+    if env.get(STORE_ENV):
+        return Path(env[STORE_ENV])
+    base = env.get("XDG_STATE_HOME") or ""
+    if not os.path.isabs(base):
+        base = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "spyglass"
 
 
 def new_run_id(now_ns: int | None = None) -> str:
@@ -48,22 +60,41 @@ def _pid_alive(pid: int | None) -> bool:
 
 
 class Store:
-    def __init__(self, root: Path | str | None = None, *, create: bool = False, repair: bool = True) -> None:
+    def __init__(
+        self,
+        root: Path | str | None = None,
+        *,
+        create: bool = False,
+        repair: bool = True,
+        readonly: bool = False,
+    ) -> None:
+        """Open (or with ``create`` make) a store.  ``readonly``: nothing on disk is ever
+        written (reading commands; a full disk; an archived read-only copy): the index
+        is a private copy and repairs stay in memory."""
         self.root = Path(root) if root is not None else default_store_path()
+        self.readonly = readonly and not create
+        self._repaired: dict[str, RunMeta] = {}
         if not self.root.is_dir() and not create:
             raise StoreError(
                 f"no spyglass store at {self.root}",
                 hint="record a run with `spyglass run -- CMD`, or pass --store DIR",
             )
+        if not self.readonly:
+            try:
+                (self.root / "runs").mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise PathError.from_os_error(exc, self.root, "cannot use the store at") from None
         try:
-            (self.root / "runs").mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise PathError.from_os_error(exc, self.root, "cannot use the store at") from None
-        try:
-            self.index = Index(self.root / "index.sqlite")
+            if self.readonly:
+                self.index = Index(self.root / "index.sqlite", readonly=True)
+            else:
+                (self.root / "runs").mkdir(exist_ok=True)
+                self.index = Index(self.root / "index.sqlite")
         except Exception as exc:  # sqlite3.Error and OSError
             raise StoreError(f"cannot open the index of {self.root}: {exc}") from exc
-        if repair:
+        #: why the index could not be read (read-only opening); the runs are then listed from their directories
+        self.index_problem = self.index.problem
+        if repair or self.index_problem:
             self.repair()
 
     # -- paths ---------------------------------------------------------------
@@ -76,6 +107,9 @@ class Store:
 
     # -- meta ----------------------------------------------------------------
     def read_meta(self, run_id: str) -> RunMeta:
+        repaired = self._repaired.get(run_id)
+        if repaired is not None:  # a read-only store keeps its repairs in memory
+            return repaired
         path = self.run_dir(run_id) / "run.json"
         try:
             return decode_meta(path.read_bytes())
@@ -85,6 +119,8 @@ class Store:
             raise StoreError(f"{path}: unreadable run metadata: {exc}") from exc
 
     def write_meta(self, meta: RunMeta) -> None:
+        if self.readonly:
+            raise StoreError(f"{self.root} is opened read-only")
         path = self.run_dir(meta.id) / "run.json"
         tmp = path.with_suffix(".json.tmp")
         tmp.write_bytes(encode_meta(meta))
@@ -116,7 +152,11 @@ class Store:
         """Mark runs whose monitor died as incomplete; re-index unindexed runs."""
         fixed: list[str] = []
         indexed = {r["id"]: r for r in self.index.rows()}
-        for d in sorted(self.runs_dir.iterdir()):
+        try:
+            dirs = sorted(self.runs_dir.iterdir())
+        except OSError:
+            dirs = []
+        for d in dirs:
             if not d.is_dir() or not (d / "run.json").exists():
                 continue
             row = indexed.pop(d.name, None)
@@ -126,12 +166,21 @@ class Store:
                 meta = self.read_meta(d.name)
             except StoreError:
                 continue
+            if meta.id != d.name:  # a directory put aside (or planted) under another name is not that run
+                continue
             if meta.status == "running" and not _pid_alive(meta.monitor_pid):
                 meta.status = "incomplete"
                 meta.counts = dict(meta.counts)
                 meta.counts["events"] = _count_lines(d / "events.jsonl")
                 meta.counts["alerts"] = _count_lines(d / "alerts.jsonl")
-                self.write_meta(meta)
+                if self.readonly:
+                    self.index.upsert(meta)
+                    self._repaired[meta.id] = meta
+                else:
+                    try:
+                        self.write_meta(meta)
+                    except OSError:  # a full disk: the next command tries again
+                        self.index.upsert(meta)
                 fixed.append(d.name)
             elif row is None:
                 self.index.upsert(meta)

@@ -148,7 +148,8 @@ def test_ask_mode_is_refused_for_an_agent_without_hooks(tmp_path: Path) -> None:
     """Never weaker than asked: `mode: ask` for a command with no hooks to ask through is refused."""
     (tmp_path / "spyglass.yaml").write_text("mode: ask\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "--store", str(tmp_path / "store"), "--", "true"],
+        [sys.executable, "-m", "spyglass", "run", "--store", str(tmp_path / "store"), "--policy", "spyglass.yaml",
+         "--", "true"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -84,7 +84,7 @@ def test_unexplained_with_policy_grading_paths(spy: Any, store_dir: Path, tmp_pa
     # a policy that declares other grading paths
     (tmp_path / "spyglass.yaml").write_text("analysis:\n  grading_paths: ['solution/**']\n")
     monkeypatch.chdir(tmp_path)
-    out = ok_json(spy("unexplained", "latest", "--format", "json"))
+    out = ok_json(spy("unexplained", "latest", "--format", "json", "--policy", "spyglass.yaml"))
     assert out["ranked"][0]["category"] == "unexplained" and out["scoring_access"] == []
     out = ok_json(spy("unexplained", "latest", "--format", "json", "--grading", "tests/**",
                       "--expect", "host:10.1.2.3:*"))
@@ -96,7 +96,7 @@ def test_policy_ignore_paths(spy: Any, store_dir: Path, tmp_path: Path,
     store_runs(store_dir, tmp_path, [("build", False)])
     (tmp_path / "spyglass.yaml").write_text("analysis:\n  ignore_paths: ['build/**']\n")
     monkeypatch.chdir(tmp_path)
-    data = ok_json(spy("profile", "latest", "--format", "json"))
+    data = ok_json(spy("profile", "latest", "--format", "json", "--policy", "spyglass.yaml"))
     assert "<WS>/build/out.o" not in {r["name"] for r in data["resources"]["file"]}
     assert data["noise"]["ignored"] == 1
 

@@ -146,7 +146,7 @@ def test_bad_policy_refuses_to_start(tmp_path: Path) -> None:
     policy = tmp_path / "spyglass.yaml"
     policy.write_text("mode: observe\nnetwork:\n  alow: [x]\n")
     marker = tmp_path / "ran"
-    res = _spyglass(tmp_path / "s", "run", "--", "touch", str(marker), cwd=tmp_path)
+    res = _spyglass(tmp_path / "s", "run", "--policy", "spyglass.yaml", "--", "touch", str(marker), cwd=tmp_path)
     assert res.returncode == 2
     assert "spyglass.yaml:3:3" in res.stderr
     assert not marker.exists()

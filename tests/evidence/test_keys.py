@@ -87,7 +87,7 @@ def test_non_ed25519_private_key_is_refused(tmp_path: Path) -> None:
 def test_cli_keys_generate_then_verify(spy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     res = spy("keys", "generate", str(tmp_path / "sk"), "--format", "json")
     assert res.exit_code == 0, res.output
-    data = json.loads(res.output)
+    data = json.loads(res.stdout)  # stderr may carry the readable-key warning
     assert data["fingerprint"].startswith("SHA256:") and Path(data["public_key"]).exists()
     res = spy("keys", "generate", str(tmp_path / "sk"))
     assert res.exit_code == 2 and "already exists" in res.output

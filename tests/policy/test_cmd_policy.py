@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from spyglass.policy import parse_policy
@@ -52,8 +53,10 @@ def test_show_gives_the_effective_policy(spy, tmp_path: Path, monkeypatch) -> No
     data = json.loads(res.stdout)
     assert res.exit_code == 0 and data["mode"] == "observe" and data["source"] is None
     assert "~/.ssh/**" in data["effective"]["secrets"] and "pypi.org" in data["effective"]["network_allow"]
-    (tmp_path / "spyglass.yaml").write_text("network:\n  allow: [internal.example]\n  builtin_allow: false\n")
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "spyglass" / "policy.yaml"
+    user.parent.mkdir(parents=True)
+    user.write_text("network:\n  allow: [internal.example]\n  builtin_allow: false\n")
     data = json.loads(spy("policy", "show", "--format", "json").stdout)
     assert data["effective"]["network_allow"] == ["internal.example"]
     text = spy("policy", "show").stdout
-    assert text.startswith("# policy: spyglass.yaml") and "internal.example" in text
+    assert text.startswith(f"# policy: {user}") and "internal.example" in text

@@ -44,13 +44,15 @@ def test_no_file_gives_the_safe_defaults(tmp_path: Path) -> None:
     assert p.digest == hashlib.sha256(b"spyglass-default-policy-v1").hexdigest()
 
 
-def test_the_file_in_the_working_directory_is_found(tmp_path: Path) -> None:
+def test_the_file_in_the_working_directory_is_used_only_when_named(tmp_path: Path) -> None:
     assert find_policy_file(None, tmp_path) is None
     text = "mode: enforce\nfail_on: medium\n"
     (tmp_path / "spyglass.yaml").write_text(text)
-    p = load_policy(None, tmp_path)
+    assert find_policy_file(None, tmp_path) is None
+    assert load_policy(None, tmp_path).mode == "observe"
+    p = load_policy("spyglass.yaml", tmp_path)
     assert (p.mode, p.fail_on, p.source) == ("enforce", "medium", "spyglass.yaml")
-    assert p.digest == hashlib.sha256(text.encode()).hexdigest()
+    assert p.digest == hashlib.sha256(text.encode()).hexdigest() and p.text == text
 
 
 def test_an_explicit_file_must_exist(tmp_path: Path) -> None:

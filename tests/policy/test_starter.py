@@ -12,7 +12,7 @@ from spyglass.evidence.gate import DEFAULT_REQUIREMENTS
 from spyglass.policy import Policy, load_policy
 from spyglass.policy.model import RulesPolicy
 
-_IDENTITY = ("source", "base_dir", "digest")
+_IDENTITY = ("source", "base_dir", "digest", "text", "origin")  # where it came from, not what it says
 
 
 def _meaning(p: Policy) -> dict[str, Any]:

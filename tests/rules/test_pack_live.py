@@ -292,7 +292,6 @@ if fd >= 0:
 PYEOF
 : > "$HOME/.bash_history"
 rm -f "$HOME/.bash_history"
-mkdir -p "$WS/.spyglass/runs/x" && echo tamper > "$WS/.spyglass/runs/x/events.jsonl"
 kill -CONT $MONPID
 kill -CONT {sleeper}
 $PY -c "
@@ -302,6 +301,6 @@ os.write(fd, open('/bin/true', 'rb').read())
 os.execv('/proc/self/fd/%d' % fd, ['payload'])
 "
 ''', extra_env={"MONPID": str(os.getpid())})
-    _assert_fired(r, "evasion-io-uring", "evasion-history-tamper", "evasion-evidence-tamper",
+    _assert_fired(r, "evasion-io-uring", "evasion-history-tamper",
                   "evasion-kill-monitor", "sys-kill-foreign", "evasion-memfd-then-exec",
                   "evasion-memfd-create", "evasion-memfd-exec")

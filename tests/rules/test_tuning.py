@@ -78,7 +78,7 @@ def test_show_effective_says_where_each_part_came_from(spy: Any, tmp_path: Path,
     (tmp_path / "spyglass.yaml").write_text(
         "rules:\n  paths: [tune.yaml]\n  overrides:\n    cred-secret-read: {action: kill}\n")
     monkeypatch.chdir(tmp_path)
-    res = spy("rules", "show", "--effective", "cred-secret-read")
+    res = spy("rules", "show", "--policy", "spyglass.yaml", "--effective", "cred-secret-read")
     assert res.exit_code == 0, res.output
     out = res.stdout
     assert "# cred-secret-read: defined at spyglass/rules/pack/" in out
@@ -86,7 +86,8 @@ def test_show_effective_says_where_each_part_came_from(spy: Any, tmp_path: Path,
     assert "# level: info: tune.yaml:1" in out
     assert "# action: kill: " in out and "(policy rules.overrides)" in out
     assert "and not exception:cat_reads_the_key" in out
-    data = json.loads(spy("rules", "show", "--effective", "cred-secret-read", "--format", "json").stdout)
+    data = json.loads(spy("rules", "show", "--policy", "spyglass.yaml", "--effective", "cred-secret-read",
+                          "--format", "json").stdout)
     assert data["rule"]["level"] == "info" and data["rule"]["action"] == "kill"
     assert [c["part"] for c in data["changes"]] == ["exception cat_reads_the_key", "level: info", "action: kill"]
     rs = load_ruleset(None, [tmp_path / "tune.yaml"])
@@ -144,7 +145,7 @@ def test_policy_appends_to_a_shared_list(live: Any, tmp_path: Path, spy: Any,
     run = live(READ_KEY, policy_text=policy, workspace=ws)
     assert _pids(run, "cred-secret-read") == {"head"}
     monkeypatch.chdir(ws)
-    out = spy("rules", "show", "--effective", "cred-secret-read").stdout
+    out = spy("rules", "show", "--policy", "spyglass.yaml", "--effective", "cred-secret-read").stdout
     assert "# list credential_owners: defined at spyglass/rules/pack/" in out
     assert "append at spyglass.yaml:5" in out
     bad = ws / "bad.yaml"

@@ -132,7 +132,7 @@ def test_a_bad_path_pattern_stops_spyglass_run_with_its_place(tmp_path: Path, sp
     monkeypatch.chdir(tmp_path)
     (tmp_path / "spyglass.yaml").write_text("evidence:\n  manifest_exclude:\n    - \"[]]x\"\n")
     marker = tmp_path / "ran"
-    res = spy("run", "-q", "--", "touch", str(marker))
+    res = spy("run", "-q", "--policy", "spyglass.yaml", "--", "touch", str(marker))
     assert res.exit_code == 2
     assert res.stderr.startswith("spyglass: error: spyglass.yaml:3:7: evidence.manifest_exclude[0]: bad path pattern")
     assert len(res.stderr.strip().splitlines()) == 1 and not marker.exists()

@@ -137,3 +137,12 @@ def test_replay_backend_feeds_stored_events(tmp_path: Path) -> None:
     evs = list(session.events())
     assert [e.path for e in evs[1:]] == [f"/w/f{i}" for i in range(4)]
     assert session.result().root_pid == 100
+
+
+def test_the_default_store_is_in_the_users_state_directory() -> None:
+    from spyglass.store.store import default_store_path
+
+    assert default_store_path({"HOME": "/h"}) == Path("/h/.local/state/spyglass")
+    assert default_store_path({"HOME": "/h", "XDG_STATE_HOME": "/x/state"}) == Path("/x/state/spyglass")
+    assert default_store_path({"HOME": "/h", "XDG_STATE_HOME": "rel"}) == Path("/h/.local/state/spyglass")
+    assert default_store_path({"HOME": "/h", "SPYGLASS_STORE": "/s"}) == Path("/s")

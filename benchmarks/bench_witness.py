@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Cost of the witness guard per event, against the rule engine on the same events.
+
+Feeds the same synthetic stream (file writes and reads in a workspace, a few
+hundred directories deep in total) through a pipeline holding only the rule
+engine, and through one holding the rule engine and the witness guard.  Prints
+median wall times of ``--repeat`` passes and the ratio (same run, same events).
+
+    .venv/bin/python benchmarks/bench_witness.py [--events 40000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from spyglass.events import Event  # noqa: E402
+from spyglass.pipeline import Pipeline, RunContext  # noqa: E402
+from spyglass.policy import Policy  # noqa: E402
+from spyglass.rules.engine import RuleEngine  # noqa: E402
+from spyglass.rules.ruleset import load_ruleset  # noqa: E402
+from spyglass.witness import Protected, WitnessGuard  # noqa: E402
+
+
+def events(ws: Path, n: int) -> list[Event]:
+    out = [Event(type="process.start", pid=10, ppid=1), Event(type="process.exec", pid=10, exe="/bin/sh",
+                                                               argv=["sh"])]
+    for i in range(n):
+        d = ws / f"pkg{i % 40}" / f"mod{i % 7}"
+        kind = "file.write" if i % 3 == 0 else "file.read"
+        out.append(Event(type=kind, pid=10, path=str(d / f"f{i % 500}.py")))
+    return out
+
+
+def one_pass(evs: list[Event], ws: Path, store: Path, guard: bool) -> float:
+    rs = load_ruleset(Policy.default(ws))
+    sinks: list[object] = [RuleEngine(rs, Policy.default(ws), home="/root")]
+    if guard:
+        sinks.append(WitnessGuard(Protected.for_run(store)))
+    pipe = Pipeline(sinks, RunContext(run_id="bench", root_cwd=str(ws), workspace=[str(ws)]))
+    pipe.start()
+    t0 = time.perf_counter()
+    for ev in evs:
+        pipe.feed(ev)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=40000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        ws, store = Path(tmp) / "ws", Path(tmp) / "store"
+        (store / "runs").mkdir(parents=True)
+        for i in range(40):
+            for j in range(7):
+                (ws / f"pkg{i}" / f"mod{j}").mkdir(parents=True)
+        evs = events(ws, args.events)
+        base = statistics.median(one_pass(evs, ws, store, False) for _ in range(args.repeat))
+        with_guard = statistics.median(one_pass(evs, ws, store, True) for _ in range(args.repeat))
+    n = len(evs)
+    print(f"events: {n}, repeat: {args.repeat}")
+    print(f"rule engine alone      {base:8.3f} s  {base / n * 1e6:7.2f} us/event")
+    print(f"rule engine + guard    {with_guard:8.3f} s  {with_guard / n * 1e6:7.2f} us/event")
+    print(f"ratio (guard / alone)  {with_guard / base:8.2f}")
+
+
+if __name__ == "__main__":
+    main()

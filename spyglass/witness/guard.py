@@ -1,0 +1,256 @@
+"""WitnessGuard: a pipeline sink that raises a critical alert when the run touches the witness.
+
+The store, the policy file, the rule files and the signing key in use are
+*protected*.  Each is known by its path and by its device and inode, so the
+guard still recognises the store after it is renamed aside, under whatever
+name ``--store`` gave it, and a file reached by a hard link or by a file
+handle (``open_by_handle_at`` events carry the resolved path).  Any change to
+one of them by a process of the run (``witness-tamper``, critical; the agent
+is stopped in enforce mode) and any read of the signing key
+(``witness-key-read``, high) is an alert.  The guard stats paths of the live
+filesystem, so it runs live only; ``check`` leaves its alerts as recorded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
+from spyglass.pipeline import RunContext, Sink
+
+TAMPER_RULE = "witness-tamper"
+KEY_READ_RULE = "witness-key-read"
+_HANDLE_CALLS = ("open_by_handle_at", "name_to_handle_at")
+_DIR_CHANGES = frozenset({"file.rename", "file.delete", "file.mkdir", "file.symlink"})
+_WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_TRUNC", "O_CREAT", "O_APPEND")
+
+FileId = tuple[int, int]
+#: alerts of one rule per process (an ``rm -rf`` of the store is one story, not a thousand)
+MAX_PER_PROCESS = 5
+
+
+def file_id(path: str | Path, follow: bool = True) -> FileId | None:
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+@dataclass
+class Protected:
+    """What the run must not change (``trees``: directories and all below) and must not read (``secrets``)."""
+
+    #: path -> what it is ("the store", "the policy", "a rule file", "the signing key")
+    trees: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)
+    ids: dict[FileId, str] = field(default_factory=dict)
+    secret_ids: dict[FileId, str] = field(default_factory=dict)
+    #: directories inside a protected tree that the run may write (the sandbox's decoy home and /tmp)
+    allowed: set[str] = field(default_factory=set)
+    #: directory -> what protected tree it lies in, as last seen; cleared by every rename, delete, mkdir, symlink
+    _dirs: dict[str, str | None] = field(default_factory=dict, repr=False)
+
+    def allow(self, path: str | Path) -> None:
+        for p in {str(path), os.path.realpath(path)}:
+            self.allowed.add(os.path.normpath(os.path.abspath(p)))
+
+    def _allowed(self, p: str) -> bool:
+        return any(p == a or p.startswith(a.rstrip("/") + "/") for a in self.allowed)
+
+    def add(self, path: str | Path, what: str, *, secret: bool = False) -> None:
+        real = os.path.realpath(path)
+        for p in {str(path), real}:
+            if os.path.isdir(p):
+                self.trees[os.path.normpath(os.path.abspath(p))] = what
+            else:
+                self.files[os.path.normpath(os.path.abspath(p))] = what
+            if secret:
+                self.secrets[os.path.normpath(os.path.abspath(p))] = what
+        fid = file_id(real)
+        if fid is not None:
+            self.ids[fid] = what
+            if secret:
+                self.secret_ids[fid] = what
+
+    @classmethod
+    def for_run(
+        cls,
+        store_root: str | Path,
+        *,
+        policy_file: str | None = None,
+        rule_paths: Iterable[str | Path] = (),
+        sign_key: str | Path | None = None,
+    ) -> Protected:
+        prot = cls()
+        prot.add(store_root, "the spyglass store")
+        index = Path(store_root) / "index.sqlite"
+        if index.exists():
+            prot.add(index, "the spyglass store")
+        if policy_file and os.path.isfile(policy_file):
+            prot.add(policy_file, "the policy file in use")
+        for rp in rule_paths:
+            if os.path.exists(rp):
+                prot.add(rp, "a rule file in use")
+                if os.path.isdir(rp):
+                    for f in Path(rp).rglob("*"):
+                        if f.is_file():
+                            prot.add(f, "a rule file in use")
+        if sign_key is not None and os.path.exists(sign_key):
+            prot.add(sign_key, "the signing key", secret=True)
+        return prot
+
+    def which(self, path: str, *, follow: bool = True) -> str | None:
+        """What protected thing ``path`` is or lies in, by name or by device and inode."""
+        p = os.path.normpath(path)
+        if self.allowed and self._allowed(p):
+            return None
+        hit = self.files.get(p)
+        if hit is not None:
+            return hit
+        for root, what in self.trees.items():
+            if p == root or p.startswith(root.rstrip("/") + "/"):
+                return what
+        fid = file_id(p, follow=follow)
+        if fid is not None and fid in self.ids:
+            return self.ids[fid]
+        # an ancestor directory that is a protected tree under another name (renamed aside)
+        return self._dir_verdict(os.path.dirname(p))
+
+    def _dir_verdict(self, d: str) -> str | None:
+        """What protected tree directory ``d`` is or lies in, by device and inode (memoised)."""
+        cache = self._dirs
+        if d in cache:
+            return cache[d]
+        verdict: str | None = None
+        if d and d != "/":
+            fid = file_id(d)
+            verdict = self.ids.get(fid) if fid is not None else None
+            if verdict is None:
+                verdict = self._dir_verdict(os.path.dirname(d))
+        cache[d] = verdict
+        return verdict
+
+    def forget_dirs(self) -> None:
+        """Directories were renamed, made or removed: stat them again."""
+        self._dirs.clear()
+
+    def follow_rename(self, old: str, new: str, what: str) -> None:
+        """``old`` (protected) is now called ``new``: protect the new name the same way."""
+        o, n = os.path.normpath(old), os.path.normpath(new)
+        if o in self.secrets:
+            self.secrets[n] = self.secrets[o]
+        if o in self.trees or any(o.startswith(r.rstrip("/") + "/") for r in self.trees) or os.path.isdir(n):
+            self.trees[n] = what
+        else:
+            self.files[n] = what
+
+    def secret(self, path: str) -> str | None:
+        """By name: the key's paths, and the names it was linked or renamed to during the run."""
+        if not self.secrets:
+            return None
+        return self.secrets.get(os.path.normpath(path))
+
+
+class WitnessGuard(Sink):
+    name = "witness-guard"
+
+    def __init__(self, protected: Protected, *, mode: str = "observe") -> None:
+        self.protected = protected
+        self.mode = mode
+        self.ctx: RunContext | None = None
+        self.alerts: list[Alert] = []
+        self._seen: set[tuple[str, int, str]] = set()
+        self._per_proc: dict[tuple[str, int], int] = {}
+
+    def start(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+
+    def event(self, ev: Event) -> None:
+        if not ev.path or not ev.path.startswith("/"):
+            return
+        # an attempt that failed (EACCES from a store owned by another user) is as telling as a success
+        failed = "" if ev.ok else f" (attempted; failed: {ev.errno or 'error'})"
+        t = ev.type
+        if t in _DIR_CHANGES and ev.ok:
+            self.protected.forget_dirs()
+        handle = ev.syscall in _HANDLE_CALLS
+        writes = t in FILE_WRITE_TYPES or (
+            handle and bool(ev.flags) and any(f in (ev.flags or "") for f in _WRITE_FLAGS)
+        )
+        if writes or handle:
+            # a link or rename is judged on its source without following it (the link itself may be the store)
+            what = self.protected.which(ev.path, follow=t not in ("file.rename", "file.link", "file.symlink"))
+            if what is None and ev.target and t in ("file.rename", "file.link"):
+                what = self.protected.which(ev.target)
+            if what is not None:
+                if not ev.ok:
+                    pass
+                elif t == "file.link" and ev.path:  # the new name is a way in: watch it too
+                    self.protected.files[os.path.normpath(ev.path)] = what
+                    if ev.target and os.path.normpath(ev.target) in self.protected.secrets:
+                        self.protected.secrets[os.path.normpath(ev.path)] = what
+                elif t == "file.rename" and ev.target:  # follows the store under its new name, in event order
+                    self.protected.follow_rename(ev.path, ev.target, what)
+                verb = "opened by file handle" if handle and not writes else _verb(t)
+                self._raise(ev, TAMPER_RULE, "critical", "kill", "Witness tampered with",
+                            f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + failed)
+                return
+        if t == "file.read" or handle:
+            what = self.protected.secret(ev.path)
+            if what is not None:
+                self._raise(ev, KEY_READ_RULE, "high", "alert", "Signing key read",
+                            f"{what} read: {ev.path}{failed}")
+
+    def _raise(self, ev: Event, rule: str, level: str, action: str, title: str, message: str) -> None:
+        if self.ctx is None:
+            return
+        key = (rule, ev.pid, message)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        per_proc = self._per_proc.get((rule, ev.pid), 0) + 1
+        self._per_proc[(rule, ev.pid)] = per_proc
+        if per_proc > MAX_PER_PROCESS:  # rm -rf of a store: the first few say it, the rest are noise
+            return
+        procs = self.ctx.procs
+        info = procs.procs.get(ev.pid)
+        alert = Alert(
+            ts=ev.ts,
+            rule_id=rule,
+            title=title,
+            level=level,
+            action=action,
+            message=message,
+            event_seqs=[ev.seq],
+            pid=ev.pid,
+            exe=info.exe if info is not None else ev.exe,
+            argv=list(info.argv) if info is not None and info.argv else None,
+            cwd=info.cwd if info is not None else None,
+            lineage=[LineageEntry(pid=p.pid, exe=p.exe, argv=list(p.argv) if p.argv else None, cwd=p.cwd)
+                     for p in reversed(procs.lineage(ev.pid))],
+            tags=["attack.defense_evasion", "attack.t1070"] if rule == TAMPER_RULE else ["attack.credential_access"],
+        )
+        self.alerts.append(alert)
+        self.ctx.raise_alert(alert)
+        if action == "kill" and self.mode == "enforce" and self.ctx.stop_agent is not None:
+            self.ctx.stop_agent(rule)
+
+
+def _verb(etype: str) -> str:
+    return {
+        "file.write": "opened for writing",
+        "file.create": "created or opened for writing",
+        "file.delete": "deleted",
+        "file.rename": "renamed",
+        "file.link": "hard-linked",
+        "file.symlink": "linked",
+        "file.chmod": "chmod-ed",
+        "file.chown": "chown-ed",
+        "file.mkdir": "written (mkdir)",
+        "file.truncate": "truncated",
+    }.get(etype, "changed")

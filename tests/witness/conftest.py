@@ -1,0 +1,56 @@
+"""Helpers for the attack tests: the real `spyglass` CLI in a subprocess, a workspace and a store."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PY = sys.executable
+
+
+@dataclass
+class Setup:
+    ws: Path
+    store: Path
+    env: dict[str, str]
+    python: str = PY
+
+    def spyglass(self, *args: str, timeout: float = 120, cwd: Path | None = None,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PY, "-m", "spyglass", *args], cwd=cwd or self.ws, env=env or self.env,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+
+    def run(self, script: str, *extra: str, store: Path | None = None) -> subprocess.CompletedProcess[str]:
+        """``spyglass run`` of a shell script in the workspace."""
+        return self.spyglass("run", "--store", str(store or self.store), *extra, "--", "/bin/sh", "-c", script)
+
+    def json(self, *args: str, store: Path | None = None) -> Any:
+        res = self.spyglass(*args, "--store", str(store or self.store), "--format", "json")
+        assert res.returncode in (0, 3, 4), res.stderr
+        return json.loads(res.stdout)
+
+    def alerts(self, store: Path | None = None) -> list[dict[str, Any]]:
+        data: list[dict[str, Any]] = self.json("alerts", "latest", store=store)
+        return data
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Setup:
+    if shutil.which("strace") is None:
+        pytest.skip("strace not installed")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ)
+    env.update(HOME=str(home), LANG="C.UTF-8", PYTHONDONTWRITEBYTECODE="1")
+    env.pop("SPYGLASS_STORE", None)
+    return Setup(ws=ws, store=tmp_path / "store", env=env)
