@@ -90,14 +90,29 @@ def policy_file_path(policy: Policy) -> str | None:
     return os.path.join(policy.base_dir, os.path.basename(policy.source))
 
 
+REDACTED = "«redacted»"
+
+
+def recordable_text(policy: Policy) -> str | None:
+    """The policy's text as a run stores it: values that are credentials (``otlp.headers``,
+    an exporter's API key for instance) are masked; everything that judges a run stays."""
+    text = policy.text
+    if text is None:
+        return None
+    for value in sorted({v for v in policy.otlp.headers.values() if v}, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return text
+
+
 def policy_record(policy: Policy) -> dict[str, Any]:
-    """What a run stores about its policy: where it came from, its digest and its full text."""
+    """What a run stores about its policy: where it came from, its digest and its full text
+    (credentials masked, see :func:`recordable_text`)."""
     return {
         "source": policy_file_path(policy),
         "origin": policy.origin,
         "digest": policy.digest,
         "base_dir": policy.base_dir,
-        "text": policy.text,
+        "text": recordable_text(policy),
     }
 
 
@@ -107,7 +122,9 @@ def policy_from_record(rec: dict[str, Any] | None, cwd: str | Path | None = None
         return Policy.default(rec.get("base_dir") if rec and rec.get("base_dir") else cwd)
     shown = f"{rec.get('source') or 'policy'} (as recorded with the run)"
     pol = parse_policy(str(rec["text"]), shown, base_dir=str(rec.get("base_dir") or cwd or os.getcwd()))
-    return dataclasses.replace(pol, source=rec.get("source"), origin="recorded with the run")
+    # the digest is the original file's (the stored text may have credentials masked)
+    return dataclasses.replace(pol, source=rec.get("source"), origin="recorded with the run",
+                               digest=str(rec.get("digest") or pol.digest))
 
 
 def policy_for_run(extra: dict[str, Any], policy_digest: str | None, cwd: str | Path) -> Policy:

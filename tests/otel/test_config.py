@@ -77,7 +77,8 @@ def test_stalled_collector_from_the_policy_costs_the_run_nothing_but_the_bounded
             f"otlp:\n  endpoint: http://127.0.0.1:{port}\n  timeout: 1\n  headers:\n    api-key: secret\n"
         )
         monkeypatch.chdir(tmp_path)
-        res = spy("run", "--", "sh", "-c", "echo hi > out.txt; exit 4")
+        # a workspace policy is used only when named (the agent could write it)
+        res = spy("run", "--policy", str(tmp_path / "spyglass.yaml"), "--", "sh", "-c", "echo hi > out.txt; exit 4")
         assert res.exit_code == 4  # the agent's own exit code, untouched
         st = Store(store_dir)
         meta = RunReader(st, st.resolve("latest")).meta
