@@ -3,7 +3,10 @@ are the truth; the index can always be rebuilt from them."""
 
 from __future__ import annotations
 
+import contextlib
+import random
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,13 +70,27 @@ class Index:
             self.db.executescript(_SCHEMA)
             self._copy_from_file(path)
             return
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA busy_timeout=30000")
-        self.db.executescript(_SCHEMA)
-        have = {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}
-        if "anchor" not in have:  # an index written before anchors existed
-            self.db.execute("ALTER TABLE runs ADD COLUMN anchor TEXT")
+        # Several processes opening a new store at once (parallel trials, skill scans) can meet
+        # in SQLite's lock upgrade for the WAL switch, where it answers "locked" at once instead
+        # of waiting: try again for a while before giving up.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+                if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA busy_timeout=30000")
+                self.db.executescript(_SCHEMA)
+                have = {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}
+                if "anchor" not in have:  # an index written before anchors existed
+                    self.db.execute("ALTER TABLE runs ADD COLUMN anchor TEXT")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                with contextlib.suppress(Exception):
+                    self.db.close()
+                time.sleep(0.05 + random.random() * 0.2)
 
     def _copy_from_file(self, path: Path) -> None:
         if not path.exists():

@@ -146,3 +146,19 @@ def test_the_default_store_is_in_the_users_state_directory() -> None:
     assert default_store_path({"HOME": "/h", "XDG_STATE_HOME": "/x/state"}) == Path("/x/state/spyglass")
     assert default_store_path({"HOME": "/h", "XDG_STATE_HOME": "rel"}) == Path("/h/.local/state/spyglass")
     assert default_store_path({"HOME": "/h", "SPYGLASS_STORE": "/s"}) == Path("/s")
+
+
+def test_many_processes_open_a_new_store_at_once(tmp_path: Path) -> None:
+    """Parallel trials and skill scans open one fresh store together: none may fail with "locked"."""
+    code = (
+        "import sys, time\n"
+        "from spyglass.store import Store\n"
+        "t = float(sys.argv[2])\n"
+        "time.sleep(max(0.0, t - time.time()))\n"
+        "Store(sys.argv[1], create=True)\n"
+    )
+    start = time.time() + 2.0
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "s"), str(start)],
+                              stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, errors
