@@ -101,14 +101,15 @@ def which(prog: str, env: Mapping[str, str], cwd: str) -> str | None:
 
 
 def _tree_of(path: str) -> str:
-    """The install tree a program file belongs to: ``<prefix>`` for ``<prefix>/bin/x``, the package
-    for ``.../node_modules/<pkg>/...``, else its directory."""
+    """The install tree a program file belongs to: ``<prefix>`` for ``<prefix>/bin/x``, the whole
+    ``node_modules`` for ``.../node_modules/<pkg>/...`` (an npm package finds its dependencies and
+    its platform binaries in sibling packages: codex's and Claude Code's native executables), else
+    its directory."""
     parts = path.split("/")
     if "node_modules" in parts:
-        i = len(parts) - 1 - parts[::-1].index("node_modules")
+        i = parts.index("node_modules")
         if i + 1 < len(parts) - 1:
-            n = 3 if parts[i + 1].startswith("@") else 2
-            return "/".join(parts[: i + n])
+            return "/".join(parts[: i + 1])
     d = os.path.dirname(path)
     if os.path.basename(d) in _BIN_DIRS:
         return os.path.dirname(d) or "/"
