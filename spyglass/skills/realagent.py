@@ -96,7 +96,10 @@ def plan_agent(agent: str, ws: Workspace, task: str) -> AgentPlan:
         home = codex_home(ws.audit_dir / "codex-home", MODEL_URL)
         env = {"CODEX_HOME": str(home), "OPENAI_API_KEY": "spyglass-stub"}
         argv = [codex, "exec", "--skip-git-repo-check", "--json", task]
-        return AgentPlan(argv, env, script, [str(Path(codex).resolve().parents[2])])
+        # the whole node_modules: the `.bin` link, the package and its platform binary (a sibling package)
+        real = Path(codex).resolve()
+        tree = next((p for p in real.parents if p.name == "node_modules"), real.parents[2])
+        return AgentPlan(argv, env, script, [str(tree), str(Path(codex).parent)])
     if "{task}" not in agent:
         raise UsageError(f"--agent {agent!r}: one of compliant, mini, codex, or a command line with {{task}} in it")
     argv = [a.replace("{task}", task) for a in shlex.split(agent)]
