@@ -42,6 +42,7 @@ def expose_program(sb: PreparedSandbox, argv: Sequence[str], env: Mapping[str, s
         at += 1
         added.append(path)
     if added:
+        sb.program_tree.extend(added)
         sb.pathmap = PathMap(sb.mounts)
         sb.denials = DenialDeriver(sb.pathmap)
         sb.settings["program_tree"] = added

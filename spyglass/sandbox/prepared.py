@@ -186,6 +186,9 @@ class PreparedSandbox:
         self.env_pass: tuple[str, ...] = tuple(settings.get("env_pass") or ())
         self.env_held_back: list[str] = []
         self._closed = False
+        #: install trees of the launched program bound read-only at launch (the same list object is
+        #: in describe(), so the run's metadata shows them although they are found after it is made)
+        self.program_tree: list[str] = []
         self.broker: Any = None  # spyglass.sandbox.broker.Broker, with secrets.broker
         self.interceptor: Any = None
 
@@ -287,6 +290,7 @@ class PreparedSandbox:
                 for h in self.decoy.honeytokens
             },
             "canary": self.decoy.canary,
+            "program_tree": self.program_tree,
             "home": {"view": home_view, "host": str(self.decoy.path)},
             "tmp": {m.dest: m.src for m in self.mounts if m.role == "tmp"},
             "scratch": [str(self.decoy.path), *[m.src for m in self.mounts if m.role == "tmp" and m.src]],

@@ -412,10 +412,13 @@ def test_sandboxed_session_runs(recorded: Any, mode: str) -> None:
     mounts = rec.meta["extra"]["sandbox"]["mounts"]
     writable = [m for m in mounts if m["kind"] == "bind"]
     install = str(INSTALL.resolve())
-    # its install is read-only inside: the last mount that covers it (wherever it is installed, under
-    # /tmp too, whose private copy is writable) binds it read-only; its config dir is writable
+    # its install is read-only inside: bound read-only at launch where the sandbox would hide it
+    # (installed under /tmp, whose private copy is writable), else seen through the read-only root
+    bound = rec.meta["extra"]["sandbox"]["program_tree"]
     covering = [m for m in mounts if install == m["dest"] or install.startswith(m["dest"].rstrip("/") + "/")]
-    assert covering and covering[-1]["kind"] == "ro-bind", covering
+    assert any(install == b or install.startswith(b.rstrip("/") + "/") for b in bound) or (
+        covering and covering[-1]["kind"] == "ro-bind"
+    ), (bound, covering)
     tmp_src = [m["src"] for m in writable if m["dest"] == "/tmp"]
     assert tmp_src and str(rec.config_dir).startswith(tmp_src[0])
     data = rec.spy_json("agents", "tool-calls", rec.run_id)
