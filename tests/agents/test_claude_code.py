@@ -187,6 +187,9 @@ def record(root: Path, mode: str, injected: bool, ask: bool = False) -> Recorded
     policy.write_text(
         # no exec.trusted: the install of the agent the run starts is trusted by its adapter
         f'network:\n  builtin_allow: false\n  allow: ["127.0.0.1:{stub_port}"]\n'
+        # the skill's script and the tests run with this checkout's interpreter (pytest is in it); where the
+        # checkout lives under /tmp the sandbox's private /tmp would hide it, as it would a user's venv there
+        f'sandbox:\n  readonly: ["{sys.prefix}"]\n'
     )
     store = root / "store"
     opts = ["--store", str(store), "--task", "csv-summary-fix", "--agent-id", "claude-code"]
@@ -411,7 +414,7 @@ def test_sandboxed_session_runs(recorded: Any, mode: str) -> None:
     assert list(rec.config_dir.glob("projects/*/*.jsonl"))  # written inside, kept on the host
     mounts = rec.meta["extra"]["sandbox"]["mounts"]
     writable = [m for m in mounts if m["kind"] == "bind"]
-    install = str(INSTALL.resolve())
+    install = str((INSTALL / "node_modules").resolve())
     # its install is read-only inside: bound read-only at launch where the sandbox would hide it
     # (installed under /tmp, whose private copy is writable), else seen through the read-only root
     bound = rec.meta["extra"]["sandbox"]["program_tree"]
