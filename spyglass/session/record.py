@@ -28,6 +28,7 @@ from spyglass.events import Event
 from spyglass.events.proctree import ProcessTable
 from spyglass.pipeline import BackendInfo, Pipeline, RunContext, SandboxView, SinkStartError, default_home
 from spyglass.store import RunMeta, RunWriter, Store, new_run_id
+from spyglass.store.store import MONITOR_NOTE
 from spyglass.store.writer import Signer
 
 if TYPE_CHECKING:
@@ -254,7 +255,8 @@ def record(
             env=request.env,
             wait_descendants=request.wait_descendants,
             wrapper=list(request.wrapper),
-            options=dict(request.backend_options),
+            # where a backend's helper notes that spyglass died mid-run (Store.repair reads it)
+            options={**request.backend_options, "monitor_note": str(writer.dir / MONITOR_NOTE)},
             stdio=request.stdio,
         )
         sig = _Signals(None, ctx.procs)  # from before the agent starts: no window without a handler
@@ -286,7 +288,8 @@ def record(
                 if not tracer_known:  # the tracer's pid, for rules about killing the monitor
                     tracer = session.tracer_pid
                     if tracer is not None:
-                        ctx.monitor_pids.append(tracer)
+                        helpers = [p for p in getattr(session, "helper_pids", ()) if p not in ctx.monitor_pids]
+                        ctx.monitor_pids.extend([tracer, *helpers])
                         _add_group(groups, tracer)
                         tracer_known = True
                 pipeline.feed(ev)

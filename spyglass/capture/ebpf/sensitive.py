@@ -50,15 +50,33 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
         path = R.walk(rec.blobs[2])
         detail = f"finit_module {path or a[0]} {R.cstr(rec.blobs[1]) or ''}".rstrip()
         return dec._sensitive(rec, detail, **(path_fields(path) if path else {}))
-    if name in ("process_vm_readv", "process_vm_writev", "pidfd_open"):
+    if name in ("process_vm_readv", "process_vm_writev"):
+        if R.s32(a[0]) == rec.pid:
+            return None  # a process copying its own memory
         return dec._sensitive(rec, f"{name} pid={R.s32(a[0])}", R.s32(a[0]))
+    if name == "pidfd_open":
+        target = R.s32(a[0])
+        if rec.ret >= 0:
+            dec._proc(rec.pid).fds[rec.ret] = f"pid:{target}"  # what later pidfd_* calls aim at
+        if target in dec.seen:
+            return None  # a pidfd on a process of the run
+        return dec._sensitive(rec, f"pidfd_open pid={target}", target)
     if name == "pidfd_getfd":
-        return dec._sensitive(rec, f"pidfd_getfd fd={R.s32(a[1])}")
+        return dec._sensitive(rec, f"pidfd_getfd fd={R.s32(a[1])}", _pidfd_target(dec, rec))
     if name == "pidfd_send_signal":
-        return dec._sensitive(rec, f"pidfd_send_signal {R.signal_name(a[1]) or a[1]}")
+        aim = _pidfd_target(dec, rec)
+        if aim is not None and aim in dec.seen:
+            return None  # a signal inside the run, as kill() to a process of the run
+        return dec._sensitive(rec, R.signal_name(a[1]) or f"signal {a[1]}", aim)
     if name == "ioctl":
         return dec._sensitive(rec, "ioctl TIOCSTI")
     if name == "name_to_handle_at":
         p = dec._path(rec, 0)
         return dec._sensitive(rec, name, **(path_fields(*p) if p else {}))
     return dec._sensitive(rec, name)
+
+
+def _pidfd_target(dec: RecordDecoder, rec: R.Record) -> int | None:
+    """The pid the pidfd in argument 0 was opened on (seen at its ``pidfd_open``), else None."""
+    known = dec._proc(rec.pid).fds.get(R.s32(rec.args[0]), "")
+    return int(known[4:]) if known.startswith("pid:") and known[4:].lstrip("-").isdigit() else None

@@ -42,7 +42,8 @@ from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
 from spyglass.capture.ebpf.ring import Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
-from spyglass.capture.strace.host import hosts_file
+from spyglass.capture.ebpf.watchdog import Watchdog
+from spyglass.capture.strace.host import hosts_file, pgid_of
 from spyglass.errors import CaptureError
 from spyglass.events.schema import Event
 
@@ -50,8 +51,16 @@ PROGRAMS = ["sys_enter", "sys_exit", "on_fork", "on_exec", "on_exit"]
 OPTIONAL_PROGRAMS = ["on_uring"]  # io_uring may be compiled out
 
 _POLL = 0.02
+#: what ``descendants`` may ask for processes alive after the grace period (as the strace backend)
+DESCENDANTS = ("kill", "follow", "detach")
+_DETACHED = "left running, no longer recorded (nothing of spyglass stays inside it)"
 _KILL_GRACE = 5.0
 _U32 = struct.Struct("<I")
+_TS = struct.Struct("<Q")  # a record's CLOCK_BOOTTIME stamp, at offset 16 of its header
+
+
+def _rec_ts(data: bytes) -> int:
+    return _TS.unpack_from(data, 16)[0] if len(data) >= 24 else 0
 
 
 def _pow2(n: int, low: int) -> int:
@@ -180,7 +189,9 @@ class EbpfSession:
         dump = opts.get("dump_records")  # tests: raw records, each as <u32 length><bytes>
         self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
         self._boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file)
+        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file, pgid_of=pgid_of)
+        chosen = opts.get("descendants", "detach")
+        self.descendants = chosen if chosen in DESCENDANTS else "detach"
         try:
             self._setup(opts)
             self._rings = [Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("events"), ring)]
@@ -195,6 +206,7 @@ class EbpfSession:
                 if update(tracked, ctypes.byref(key), ctypes.byref(one), 0):
                     raise OSError("the kernel refused to follow the command")  # never run it unrecorded
 
+            self._watchdog = Watchdog.start(self._obj, opts, (ring, life), self._boot, self._result.notes)
             started = time.time_ns()
             stdin, stdout, stderr = spec.stdio or (None, None, None)
             self._proc = subprocess.Popen(
@@ -202,8 +214,13 @@ class EbpfSession:
                 stdin=stdin, stdout=stdout, stderr=stderr,
             )  # fmt: skip
         except (OSError, LibbpfError, subprocess.SubprocessError) as exc:
+            wd = getattr(self, "_watchdog", None)
+            if wd is not None:
+                wd.close()
             self._obj.close()
             raise CaptureError(f"cannot start the command under eBPF capture: {exc}") from exc
+        if self._watchdog is not None:
+            self._watchdog.send(f"root {self._proc.pid}")
         self._queue.put([self.decoder.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started)])
         self._reader = threading.Thread(target=self._read, name="ebpf-reader", daemon=True)
         self._reader.start()
@@ -219,6 +236,15 @@ class EbpfSession:
             self._obj.attach(OPTIONAL_PROGRAMS)
         except LibbpfError:
             self._result.notes.append("io_uring tracepoints unavailable: io_uring opcodes are not recorded")
+
+    @property
+    def helper_pids(self) -> list[int]:
+        """spyglass's helpers (the watchdog): a signal from the run to one is an attack on the monitor."""
+        return [self._watchdog.pid] if self._watchdog is not None else []
+
+    def _helper_news(self) -> Iterator[Event]:
+        if self._watchdog is not None:
+            yield from self._watchdog.events(self._proc.pid, self._result.notes)
 
     @property
     def tracer_pid(self) -> int | None:
@@ -242,13 +268,13 @@ class EbpfSession:
                 last = self._done.is_set()
                 ep.poll(_POLL)
                 batch: list[Event] = []
-                for r in self._rings:
-                    for data in r.read():
-                        if self._dump is not None:
-                            self._dump.write(_U32.pack(len(data)) + data)
-                        batch.extend(self.decoder.feed(data))
-                if len(batch) > 1:
-                    batch.sort(key=lambda e: e.ts)
+                raw = [data for r in self._rings for data in r.read()]
+                if len(raw) > 1:  # decode in kernel order across both rings: an exit (life ring)
+                    raw.sort(key=_rec_ts)  # must not be decoded before the calls that preceded it
+                for data in raw:
+                    if self._dump is not None:
+                        self._dump.write(_U32.pack(len(data)) + data)
+                    batch.extend(self.decoder.feed(data))
                 if self._killing:
                     self._kill_tracked()
                 if batch:
@@ -291,6 +317,7 @@ class EbpfSession:
             if batch is None:
                 break
             yield from batch
+            yield from self._helper_news()
             if self._done.is_set():
                 continue
             now = time.monotonic()
@@ -298,13 +325,30 @@ class EbpfSession:
                 kill_deadline = now + _KILL_GRACE
             if deadline is None and (dec.root_exited or self._proc.poll() is not None):
                 deadline = now + max(0.0, self.spec.wait_descendants)
-            if (
-                self._detached
-                or (deadline is not None and (now >= deadline or not self._tracked_alive()))
-                or (kill_deadline is not None and now >= kill_deadline)
-            ):
+            if self._detached:
                 self._finish_reading()
+            elif kill_deadline is not None:  # the tree is dying: until its deaths are read, bounded
+                if now >= kill_deadline or not self._tracked_alive():
+                    self._finish_reading()
+            elif deadline is not None:
+                alive = self._tracked_alive()
+                if not alive:
+                    self._finish_reading()
+                elif now >= deadline and self.descendants == "kill":
+                    self._end_tree(alive)  # the grace period is over: the tree ends with the run
+                elif now >= deadline and self.descendants != "follow":
+                    self._finish_reading()  # detach: reported as process.detach, left untouched
         yield from self._finish()
+
+    def _end_tree(self, alive: list[int]) -> None:
+        """``descendants: kill``: the processes still alive after the grace period are killed."""
+        names = ", ".join(f"{p} ({' '.join(self._argv(p) or [])[:60]})" for p in alive[:5])
+        self._result.notes.append(f"killed {len(alive)} process(es) still running after the run: {names}")
+        self.kill_tree()
+
+    def _argv(self, pid: int) -> list[str] | None:
+        info = self.decoder.procs.get(pid)
+        return info.argv if info is not None and info.argv else _argv_of(pid)
 
     def _tracked_alive(self) -> list[int]:
         try:
@@ -338,10 +382,9 @@ class EbpfSession:
                 res.exit_code = rc
         now = time.time_ns()
         for pid in alive:
-            info = dec.procs.get(pid)
-            argv = info.argv if info is not None and info.argv else _argv_of(pid)
+            argv = self._argv(pid)
             res.still_running.append(StillRunning(pid, argv))
-            yield Event(type="process.detach", ts=now, pid=pid, argv=argv)
+            yield Event(type="process.detach", ts=now, pid=pid, argv=argv, detail=_DETACHED)
         if res.still_running:
             res.notes.append(f"stopped following {len(res.still_running)} process(es) still running")
 
@@ -352,6 +395,8 @@ class EbpfSession:
         self._detached = True
         self._closed = True
         self._reader.join(timeout=5)
+        if self._watchdog is not None:
+            self._watchdog.close()  # before the detach: it holds links of its own
         if self.spec.options.get("kernel_stats"):
             self.kernel_stats = _program_stats(self._obj.program_ids(PROGRAMS + OPTIONAL_PROGRAMS))
         self._obj.detach()
