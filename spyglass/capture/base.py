@@ -17,11 +17,18 @@ that strace, eBPF and replay backends fit the same mould:
   ``session.kill_tree()`` kills every process of the traced tree (enforcement).
 * ``session.result()`` after the stream ends: exit status, lost/unparsed
   counts, processes still alive when capture stopped.
+
+``options["descendants"]`` says what happens to processes still alive when
+the grace period after the root's exit is over: ``kill``, ``follow`` (keep
+recording until they exit) or ``detach``.  With ``follow``, a backend calls
+``options["on_following"](pids, exit_code, signal)`` once when it starts
+following them (the root has exited; the caller may give its user the
+prompt back while recording goes on) and notes how long it followed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -83,6 +90,26 @@ class CaptureResult:
             except KeyError:
                 return 128
         return 1
+
+
+#: ``on_following(pids, root exit code, root signal)``: the root exited, these are followed on
+OnFollowing = Callable[[list[int], "int | None", "str | None"], None]
+
+
+def tell_following(spec: LaunchSpec, pids: list[int], exit_code: int | None, signal: str | None) -> None:
+    """Call the spec's ``on_following`` hook, if any (a failing hook never stops capture)."""
+    hook = spec.options.get("on_following")
+    if callable(hook):
+        try:
+            hook(list(pids), exit_code, signal)
+        except Exception:  # the recording matters more than the caller's hook
+            pass
+
+
+def followed_note(count: int, seconds: float) -> str:
+    """The result note of a run that followed descendants after the root exited."""
+    return (f"followed {count} descendant(s) left by the agent for {seconds:.1f} s after the grace period, "
+            "until they exited")
 
 
 class CaptureSession(Protocol):

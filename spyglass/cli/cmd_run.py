@@ -85,8 +85,15 @@ Examples:
     type=click.Choice(["kill", "follow", "detach"]),
     default=None,
     help="Processes still alive after the grace period: kill them (default in contain/enforce), "
-    "follow them until they exit (run returns when the whole tree is gone), or detach from them "
-    "with a high alert (default in observe; under seccomp tracing their traced calls then fail with ENOSYS).",
+    "follow them until they exit (run returns when the agent exits; a recorder in the background "
+    "completes the run when they are gone), or detach from them with a high alert (default in observe; "
+    "under seccomp tracing their traced calls then fail with ENOSYS).",
+)
+@click.option(
+    "--wait-for-tree",
+    is_flag=True,
+    help="With --descendants follow: return only when the whole tree is gone (the exit code then covers "
+    "what the followed processes did too).",
 )
 @click.option(
     "--mode",
@@ -212,6 +219,7 @@ def run_cmd(
     skills: tuple[str, ...],
     wait_descendants: float,
     descendants: str | None,
+    wait_for_tree: bool,
     mode: str | None,
     sandbox: bool,
     fail_on: str | None,
@@ -239,6 +247,7 @@ def run_cmd(
     from spyglass.cli.common import open_store
     from spyglass.report.terminal import print_run_summary
     from spyglass.session import RunOptions, run_session
+    from spyglass.session.core import follows
     from spyglass.store import RunReader
 
     opts = RunOptions(
@@ -271,6 +280,10 @@ def run_cmd(
         alerts_format=alerts_format,
         ask_egress=ask_egress,
     )
+    if not wait_for_tree and follows(opts):  # the prompt comes back when the agent exits
+        from spyglass.cli.follow import fork_recorder
+
+        fork_recorder(opts)  # returns in the recorder only
     store = open_store(store_path, create=True)
     result = run_session(opts, store)
     meta = result.meta

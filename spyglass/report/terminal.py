@@ -97,6 +97,10 @@ def _header(data: ReportData) -> list[Line]:
         )
     if m.stopped_by:
         out.append(("bold red", f"  stopped by rule {m.stopped_by}"))
+    following = m.extra.get("following")
+    if m.status == "running" and isinstance(following, dict):
+        out.append(("yellow", f"  still recording: the agent exited ({following.get('agent_exit')}); "
+                              f"following the {len(following.get('pids') or [])} process(es) it left"))
     if m.status == "incomplete":
         out.append(("yellow", "  the monitor stopped before the run ended: the record holds every event up to then"))
     elif m.status == "monitor-lost":

@@ -36,7 +36,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
+from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
 from spyglass.capture.ebpf import libbpf, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
@@ -192,6 +192,8 @@ class EbpfSession:
         self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file, pgid_of=pgid_of)
         chosen = opts.get("descendants", "detach")
         self.descendants = chosen if chosen in DESCENDANTS else "detach"
+        self._following: float | None = None  # when following the leftovers began (monotonic)
+        self._followed = 0
         try:
             self._setup(opts)
             self._rings = [Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("events"), ring)]
@@ -336,9 +338,24 @@ class EbpfSession:
                     self._finish_reading()
                 elif now >= deadline and self.descendants == "kill":
                     self._end_tree(alive)  # the grace period is over: the tree ends with the run
-                elif now >= deadline and self.descendants != "follow":
+                elif now >= deadline and self.descendants == "follow":
+                    if self._following is None:  # recorded until they exit; the caller may return now
+                        self._following, self._followed = time.monotonic(), len(alive)
+                        tell_following(self.spec, alive, *self._root_status())
+                elif now >= deadline:
                     self._finish_reading()  # detach: reported as process.detach, left untouched
         yield from self._finish()
+
+    def _root_status(self) -> tuple[int | None, str | None]:
+        """The root's exit code or signal: from its exit record, else from waiting for it."""
+        if self.decoder.root_exited:
+            return self.decoder.root_exit_code, self.decoder.root_signal
+        rc = self._proc.poll()
+        if rc is None:
+            return None, None
+        if rc < 0:
+            return None, signal.Signals(-rc).name if -rc in signal.valid_signals() else None
+        return rc, None
 
     def _end_tree(self, alive: list[int]) -> None:
         """``descendants: kill``: the processes still alive after the grace period are killed."""
@@ -380,6 +397,8 @@ class EbpfSession:
                 res.signal = signal.Signals(-rc).name if -rc in signal.valid_signals() else None
             else:
                 res.exit_code = rc
+        if self._following is not None:
+            res.notes.append(followed_note(self._followed, time.monotonic() - self._following))
         now = time.time_ns()
         for pid in alive:
             argv = self._argv(pid)

@@ -53,7 +53,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
+from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
 from spyglass.capture.strace import host
 from spyglass.capture.strace.command import strace_command
 from spyglass.capture.strace.parser import StraceParser
@@ -160,6 +160,9 @@ class StraceSession:
         self._ended_tree = False  # we killed the tree at the end of the grace period
         descendants = spec.options.get("descendants", "detach")
         self.descendants = descendants if descendants in DESCENDANTS else "detach"
+        self._follow_from: float | None = None  # follow: when the grace period ends (monotonic)
+        self._following: float | None = None  # follow: when following began (-1: nothing was left)
+        self._followed = 0
         self._dir = tempfile.mkdtemp(prefix="spyglass-strace-")
         fifo = os.path.join(self._dir, "trace")
         try:
@@ -301,6 +304,8 @@ class StraceSession:
                 deadline = time.monotonic() + _KILL_GRACE
             elif deadline is None and parser.root_exited and self.descendants != "follow":
                 deadline = time.monotonic() + max(0.0, grace)
+            elif self.descendants == "follow" and parser.root_exited and self._following is None:
+                self._follow_check(grace)
             if deadline is not None and not self._detached:
                 now = time.monotonic()
                 # at the deadline, first drain what has already arrived (bounded for chatty trees)
@@ -311,8 +316,25 @@ class StraceSession:
                         self._detach()
         yield from self._finish()
 
+    def _follow_check(self, grace: float) -> None:
+        """``descendants: follow``: once the grace period is over, tell the caller what is followed."""
+        now = time.monotonic()
+        if self._follow_from is None:
+            self._follow_from = now + max(0.0, grace)
+        if now < self._follow_from:
+            return
+        with self._lock:
+            alive = [p.pid for p in self.parser.live() if host.running(p.pid)]
+        if alive:
+            self._following, self._followed = now, len(alive)
+            tell_following(self.spec, alive, self.parser.root_exit_code, self.parser.root_signal)
+        else:
+            self._following = -1.0  # nothing left to follow
+
     def _finish(self) -> Iterator[Event]:
         parser, res = self.parser, self._result
+        if self._following is not None and self._following >= 0:
+            res.notes.append(followed_note(self._followed, time.monotonic() - self._following))
         rc = self._proc.poll()
         if rc is None and parser.root_exited:
             try:  # it has exited; give the watcher a moment to reap it
