@@ -1,12 +1,14 @@
 """The run must not change its witness: store (by inode, under any name), policy, rule files, key.
 
-Each attack is a real process under the real strace backend; each has a benign twin that stays silent.
+Each attack is a real process under each real capture backend; each has a benign twin that stays silent.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from spyglass.events import Event
 from spyglass.pipeline import Pipeline, RunContext
@@ -129,6 +131,7 @@ def test_enforce_mode_stops_the_agent_that_rewrites_its_policy(setup: Any) -> No
     assert "same as recorded live" in check.stderr, check.stderr
 
 
+@pytest.mark.backends("auto")  # not about capture
 def test_keys_generate_warns_when_the_agents_user_can_read_the_key(setup: Any, tmp_path: Path) -> None:
     res = setup.spyglass("keys", "generate", str(tmp_path / "mine.key"))
     assert res.returncode == 0 and "warning:" in res.stderr and "readable by you" in res.stderr
