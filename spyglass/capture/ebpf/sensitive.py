@@ -68,8 +68,10 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
         if aim is not None and aim in dec.seen:
             return None  # a signal inside the run, as kill() to a process of the run
         return dec._sensitive(rec, R.signal_name(a[1]) or f"signal {a[1]}", aim)
-    if name == "ioctl":
-        return dec._sensitive(rec, "ioctl TIOCSTI")
+    if name == "ioctl":  # TIOCSTI only (filtered in the kernel); worded as the strace backend does
+        tty = dec._fd_path(rec)
+        fields = path_fields(tty) if tty and tty.startswith("/") else {}
+        return dec._sensitive(rec, f"TIOCSTI into {tty or f'fd {R.s32(a[0])}'}", **fields)
     if name == "name_to_handle_at":
         p = dec._path(rec, 0)
         return dec._sensitive(rec, name, **(path_fields(*p) if p else {}))
