@@ -27,6 +27,8 @@ Realpath = Callable[[int, str], str]
 HostsFile = Callable[[int, str], dict[str, str]]
 #: ``pgid_of(pid) -> process group`` of a live process, or None (for ``kill(0, ...)``)
 PgidOf = Callable[[int], "int | None"]
+#: ``fd_link(pid, fd) -> what the descriptor names`` while the process lives, or None
+FdLink = Callable[[int, int], "str | None"]
 
 
 @dataclass(slots=True)
@@ -43,12 +45,13 @@ class ProcInfo:
 class RecordDecoder:
     def __init__(
         self, boot_offset: int = 0, realpath: Realpath | None = None, hosts_file: HostsFile | None = None,
-        pgid_of: PgidOf | None = None,
+        pgid_of: PgidOf | None = None, fd_link: FdLink | None = None,
     ) -> None:
         self.boot_offset = boot_offset  # epoch ns - boottime ns
         self.realpath = realpath
         self.hosts_file = hosts_file
         self.pgid_of = pgid_of
+        self.fd_link = fd_link
         self.hosts_names: dict[str, str] = {}
         self.procs: dict[int, ProcInfo] = {}
         self.seen: set[int] = set()

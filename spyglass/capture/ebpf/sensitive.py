@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from spyglass.capture.ebpf import records as R
 from spyglass.capture.ebpf.syscalls import BY_NR
+from spyglass.capture.strace.files import open_kind
 from spyglass.capture.strace.state import path_fields
 from spyglass.events.schema import Event
 
@@ -72,6 +73,8 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
         tty = dec._fd_path(rec)
         fields = path_fields(tty) if tty and tty.startswith("/") else {}
         return dec._sensitive(rec, f"TIOCSTI into {tty or f'fd {R.s32(a[0])}'}", **fields)
+    if name == "open_by_handle_at":
+        return _by_handle(dec, rec)
     if name == "name_to_handle_at":
         p = dec._path(rec, 0)
         return dec._sensitive(rec, name, **(path_fields(*p) if p else {}))
@@ -82,3 +85,22 @@ def _pidfd_target(dec: RecordDecoder, rec: R.Record) -> int | None:
     """The pid the pidfd in argument 0 was opened on (seen at its ``pidfd_open``), else None."""
     known = dec._proc(rec.pid).fds.get(R.s32(rec.args[0]), "")
     return int(known[4:]) if known.startswith("pid:") and known[4:].lstrip("-").isdigit() else None
+
+
+def _by_handle(dec: RecordDecoder, rec: R.Record) -> Event:
+    """``open_by_handle_at``: the open it is, on the file the new descriptor names (read from the
+    live process, as the strace backend does for a handle it did not see made), so the credential,
+    scope and witness rules apply; ``sys.sensitive`` when the file cannot be known (the call failed,
+    or the descriptor was closed before it was read)."""
+    flags = R.open_flags(rec.args[2])
+    path: str | None = None
+    if rec.ret >= 0 and dec.fd_link is not None:
+        try:
+            path = dec.fd_link(rec.pid, rec.ret)
+        except Exception:  # a host callback must never break decoding
+            path = None
+    if path is None or not path.startswith("/"):
+        return dec._sensitive(rec, f"open_by_handle_at {flags} (file unknown)")
+    dec._proc(rec.pid).fds[rec.ret] = path
+    kind = open_kind(flags) or "file.read"
+    return dec._event(rec, kind, flags=flags, **path_fields(path))

@@ -43,7 +43,7 @@ from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_l
 from spyglass.capture.ebpf.ring import Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
 from spyglass.capture.ebpf.watchdog import Watchdog
-from spyglass.capture.strace.host import hosts_file, pgid_of
+from spyglass.capture.strace.host import fd_link, hosts_file, pgid_of
 from spyglass.errors import CaptureError
 from spyglass.events.schema import Event
 
@@ -189,7 +189,7 @@ class EbpfSession:
         dump = opts.get("dump_records")  # tests: raw records, each as <u32 length><bytes>
         self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
         self._boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file, pgid_of=pgid_of)
+        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file, pgid_of=pgid_of, fd_link=fd_link)
         chosen = opts.get("descendants", "detach")
         self.descendants = chosen if chosen in DESCENDANTS else "detach"
         self._following: float | None = None  # when following the leftovers began (monotonic)
