@@ -34,6 +34,11 @@ SIGINT or SIGTERM to spyglass is passed on to the agent's processes, which
 get 5 seconds to exit before they are killed (a second signal kills them at
 once); the run is recorded as interrupted.
 
+With --descendants follow, run returns when the agent exits (its exit code,
+or 6/7 for what fired until then) while a recorder in the background keeps
+recording the processes it left and completes the run when they exit
+(`spyglass show` says "still recording" meanwhile); --wait-for-tree waits.
+
 \b
 Examples:
   spyglass run -- python agent.py
