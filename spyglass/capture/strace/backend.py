@@ -319,17 +319,13 @@ class StraceSession:
     def _follow_check(self, grace: float) -> None:
         """``descendants: follow``: once the grace period is over, tell the caller what is followed."""
         now = time.monotonic()
-        if self._follow_from is None:
-            self._follow_from = now + max(0.0, grace)
-        if now < self._follow_from:
-            return
-        with self._lock:
-            alive = [p.pid for p in self.parser.live() if host.running(p.pid)]
-        if alive:
-            self._following, self._followed = now, len(alive)
-            tell_following(self.spec, alive, self.parser.root_exit_code, self.parser.root_signal)
-        else:
-            self._following = -1.0  # nothing left to follow
+        self._follow_from = now + max(0.0, grace) if self._follow_from is None else self._follow_from
+        if now >= self._follow_from:
+            with self._lock:
+                alive = [p.pid for p in self.parser.live() if host.running(p.pid)]
+            self._following, self._followed = (now, len(alive)) if alive else (-1.0, 0)  # -1: none left
+            if alive:
+                tell_following(self.spec, alive, self.parser.root_exit_code, self.parser.root_signal)
 
     def _finish(self) -> Iterator[Event]:
         parser, res = self.parser, self._result
