@@ -144,6 +144,12 @@ def test_killing_the_monitors_helpers_is_critical(tmp_path: Path, capture_backen
         assert any(n.startswith("monitor-helper-lost:") for n in reader.meta.capture["notes"])
 
 
+def test_reading_the_monitors_memory_and_descriptors_is_critical(tmp_path: Path, capture_backend: str) -> None:
+    res, reader, _ = _run(tmp_path, capture_backend, "peek")
+    rules = _rules(reader)
+    assert {"evasion-kill-monitor", "sys-process-memory", "sys-pidfd-getfd"} <= rules, (rules, res.stderr)
+
+
 def test_stopped_monitor_is_resumed_and_reported(tmp_path: Path, capture_backend: str) -> None:
     res, reader, _ = _run(tmp_path, capture_backend, "sigstop")
     assert res.returncode == 0, res.stderr

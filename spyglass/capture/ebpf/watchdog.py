@@ -275,7 +275,8 @@ class Watchdog:
         return self.proc.poll() if self._sock is not None else None
 
     def close(self) -> None:
-        """The run is over: the watchdog exits at once, letting go of the program."""
+        """The run is over: the watchdog exits as soon as it reads this, letting go of the program
+        (not waited for: a watchdog still starting must not delay the end of a short run)."""
         sock, self._sock = self._sock, None
         if sock is None:
             return
@@ -285,10 +286,9 @@ class Watchdog:
         except OSError:
             pass
         sock.close()
-        try:
-            self.proc.wait(timeout=2)
-        except Exception:  # a watchdog still starting: reaped by the interpreter later
-            pass
+        import threading
+
+        threading.Thread(target=self.proc.wait, name="watchdog-reaper", daemon=True).start()
 
 
 def main() -> int:

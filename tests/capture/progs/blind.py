@@ -66,6 +66,16 @@ def main() -> None:
             if int(stat[stat.rfind(b")") + 2 :].split()[1]) == t:
                 os.kill(int(entry), signal.SIGKILL)
         time.sleep(0.5)  # a moment unobserved, then exit
+    elif mode == "peek":  # read the monitor's memory and take a descriptor out of it
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        class IoVec(ctypes.Structure):
+            _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+        buf = ctypes.create_string_buffer(8)
+        local, remote = IoVec(ctypes.cast(buf, ctypes.c_void_p), 8), IoVec(0x1000, 8)
+        libc.syscall(310, t, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)  # process_vm_readv
+        libc.syscall(438, os.pidfd_open(t), 0, 0)  # pidfd_getfd: its stdin
     elif mode == "untraced-work":  # a hidden child that works briefly and exits (followed under eBPF)
         libc = ctypes.CDLL(None, use_errno=True)
         pid = libc.syscall(SYS_CLONE, CLONE_UNTRACED | signal.SIGCHLD, 0, 0, 0, 0)
