@@ -269,7 +269,7 @@ def record(
             wait_descendants=request.wait_descendants,
             wrapper=list(request.wrapper),
             # where a backend's helper notes that spyglass died mid-run (Store.repair reads it)
-            options={**request.backend_options, "monitor_note": str(writer.dir / MONITOR_NOTE),
+            options={**request.backend_options, "monitor_note": os.path.abspath(writer.dir / MONITOR_NOTE),
                      "on_following": _following_hook(request, meta, writer, store, stopped_by)},
             stdio=request.stdio,
         )

@@ -158,6 +158,38 @@ def test_stopped_monitor_is_resumed_and_reported(tmp_path: Path, capture_backend
     assert any((e.detail or "").startswith("monitor-stopped:") for e in reader.events())
 
 
+def test_benign_twin_a_ctrl_z_of_the_whole_job_is_not_an_attack(tmp_path: Path, capture_backend: str) -> None:
+    """Stopping spyglass's whole process group (as Ctrl-Z does; SIGSTOP here, since a group without a
+    terminal ignores SIGTSTP) stops spyglass and the agent alike: job control, left alone (nothing
+    resumes spyglass behind the operator's back, no alert)."""
+    import signal
+
+    store = tmp_path / "store"
+    script = "touch ready; until [ -e go ]; do sleep 0.05; done"
+    argv = [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
+            "sh", "-c", script]
+    with open(tmp_path / "err.txt", "w") as err:
+        proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        try:
+            end = time.monotonic() + 120
+            while not (tmp_path / "ready").exists():
+                assert time.monotonic() < end and proc.poll() is None, (tmp_path / "err.txt").read_text()
+                time.sleep(0.05)
+            os.killpg(proc.pid, signal.SIGSTOP)
+            time.sleep(0.5)  # the watchdog looks every 0.1 s: time to (wrongly) step in
+            os.killpg(proc.pid, signal.SIGCONT)
+            (tmp_path / "go").touch()
+            assert proc.wait(timeout=120) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    s = Store(store)
+    reader = RunReader(s, s.resolve("latest"))
+    assert reader.meta.status == "complete"
+    assert not any((e.detail or "").startswith("monitor-stopped:") for e in reader.events())
+    assert not {a.level for a in reader.alerts()} & {"medium", "high", "critical"}
+
+
 def test_untraced_child_is_never_unobserved(tmp_path: Path, capture_backend: str) -> None:
     """strace cannot follow a CLONE_UNTRACED child: it is killed and reported.  The eBPF program
     follows every child from the fork tracepoint: the hidden child's work is recorded."""

@@ -9,8 +9,9 @@ started next to each run, outside the followed tree and in a session of its
 own, holding duplicates of the program's links and maps and one end of a
 socket pair whose other end only spyglass holds:
 
-* spyglass found stopped (SIGSTOP or SIGTSTP from the run): resumed with
-  SIGCONT, and told so on the socket (the run records ``monitor-stopped:``);
+* spyglass found stopped (SIGSTOP or SIGTSTP from the run) while the agent
+  runs: resumed with SIGCONT, and told so on the socket (the run records
+  ``monitor-stopped:``); both stopped is a Ctrl-Z at the terminal, left alone;
 * the socket closes without ``done`` (spyglass is dead): the links it holds
   keep the program attached, so the tree is still followed in the kernel.  It
   drains the rings (what happened after spyglass died, the signal that killed
@@ -83,7 +84,9 @@ def watch(cfg: dict[str, Any]) -> int:
                     return 0
                 if word == b"root" and arg.isdigit():
                     cfg["root"] = int(arg)
-        if _state(monitor) in (b"T", b"t"):
+        root = int(cfg.get("root") or 0)
+        if _state(monitor) in (b"T", b"t") and not (root and _state(root) == b"T"):
+            # (the agent stopped too is job control, a Ctrl-Z at the terminal: left alone)
             try:
                 os.kill(monitor, signal.SIGCONT)
                 sock.sendall(f"stopped {time.time_ns()}\n".encode())
