@@ -76,48 +76,33 @@ def _spyglass(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_tracer_stopped_by_the_agent_marks_the_run_monitor_lost(tmp_path: Path, capture_backend: str) -> None:
-    """strace: SIGINT by pidfd or killpg, or SIGKILL, ends the tracer: the run is monitor-lost."""
-    if capture_backend != "strace":
-        import pytest
-
-        pytest.skip("strace only: under eBPF the signal reaches spyglass itself (the next tests)")
-    for mode in ("pidfd-sigint", "killpg-sigint", "kill9"):
-        sub = tmp_path / mode
-        sub.mkdir()
-        res, reader, pid = _run(sub, capture_backend, mode)
-        assert reader.meta.status == "monitor-lost", (mode, res.stderr)
-        rules = _rules(reader)
-        assert "evasion-monitor-lost" in rules, mode
-        if mode != "kill9":  # SIGKILL ends strace before it can print the call that killed it
-            assert "evasion-kill-monitor" in rules, mode
-        assert _gone(pid), f"{mode}: the blinded agent was left running"
-        verify = _spyglass(sub, "verify")
-        assert verify.returncode != 0 and "monitor" in (verify.stdout + verify.stderr)
-
-
-def test_sigint_to_spyglass_from_the_run_is_critical_and_stops_the_tree(tmp_path: Path, capture_backend: str) -> None:
-    """eBPF: SIGINT sent to spyglass by pidfd or to its process group is recorded (critical) and,
-    like an operator's Ctrl-C, stops the agent's tree: the run is interrupted, never complete."""
-    if capture_backend != "ebpf":
-        import pytest
-
-        pytest.skip("eBPF only: under strace the signal reaches the tracer (the previous test)")
+def test_sigint_to_the_monitor_by_pidfd_or_killpg_never_leaves_a_blind_run(tmp_path: Path, capture_backend: str
+                                                                           ) -> None:
+    """strace: SIGINT ends the tracer, so the run is monitor-lost, verify fails it and the tree is killed.
+    eBPF: SIGINT reaches spyglass itself, which takes it as an interrupt and goes on recording: the tree
+    is stopped and the run is interrupted.  Either way the signal is a critical alert."""
     for mode in ("pidfd-sigint", "killpg-sigint"):
         sub = tmp_path / mode
         sub.mkdir()
         res, reader, pid = _run(sub, capture_backend, mode)
-        assert reader.meta.status == "interrupted", (mode, res.stderr)
-        assert "evasion-kill-monitor" in _rules(reader), (mode, res.stderr)
+        rules = _rules(reader)
+        assert "evasion-kill-monitor" in rules, (mode, res.stderr)
         assert _gone(pid), f"{mode}: the agent was left running"
+        if capture_backend == "strace":
+            assert reader.meta.status == "monitor-lost" and "evasion-monitor-lost" in rules, (mode, res.stderr)
+            verify = _spyglass(sub, "verify")
+            assert verify.returncode != 0 and "monitor" in (verify.stdout + verify.stderr)
+        else:
+            assert reader.meta.status == "interrupted", (mode, res.stderr)
 
 
 def test_spyglass_killed_by_the_agent_is_monitor_lost_and_the_tree_dies(tmp_path: Path, capture_backend: str) -> None:
     """kill -9 of the monitor: the run is monitor-lost (verify and gate fail it) and the agent dies.
-    Under eBPF the watchdog kills the tree and notes the SIGKILL and its sender (read from the rings
-    after spyglass died)."""
+    Under strace the SIGKILL ends strace before it prints the call; under eBPF the watchdog kills the
+    tree and notes the SIGKILL and its sender (read from the rings after spyglass died)."""
     res, reader, pid = _run(tmp_path, capture_backend, "kill9")
     assert reader.meta.status == "monitor-lost", res.stderr
+    assert "evasion-monitor-lost" in _rules(reader) or capture_backend == "ebpf"  # eBPF: in the note
     assert _gone(pid), "the agent was left running after its monitor died"
     verify = _spyglass(tmp_path, "verify")
     assert verify.returncode != 0 and "monitor" in (verify.stdout + verify.stderr)
