@@ -208,7 +208,6 @@ class EbpfSession:
                 if update(tracked, ctypes.byref(key), ctypes.byref(one), 0):
                     raise OSError("the kernel refused to follow the command")  # never run it unrecorded
 
-            self._watchdog = Watchdog.start(self._obj, opts, (ring, life), self._boot, self._result.notes)
             started = time.time_ns()
             stdin, stdout, stderr = spec.stdio or (None, None, None)
             self._proc = subprocess.Popen(
@@ -216,13 +215,10 @@ class EbpfSession:
                 stdin=stdin, stdout=stdout, stderr=stderr,
             )  # fmt: skip
         except (OSError, LibbpfError, subprocess.SubprocessError) as exc:
-            wd = getattr(self, "_watchdog", None)
-            if wd is not None:
-                wd.close()
             self._obj.close()
             raise CaptureError(f"cannot start the command under eBPF capture: {exc}") from exc
-        if self._watchdog is not None:
-            self._watchdog.send(f"root {self._proc.pid}")
+        # after the command started (it never waits for it): a few ms pass before it watches
+        self._watchdog = Watchdog.start(self._obj, opts, (ring, life), self._boot, self._result.notes, self._proc.pid)
         self._queue.put([self.decoder.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started)])
         self._reader = threading.Thread(target=self._read, name="ebpf-reader", daemon=True)
         self._reader.start()
@@ -242,7 +238,8 @@ class EbpfSession:
     @property
     def helper_pids(self) -> list[int]:
         """spyglass's helpers (the watchdog): a signal from the run to one is an attack on the monitor."""
-        return [self._watchdog.pid] if self._watchdog is not None else []
+        pid = self._watchdog.pid if self._watchdog is not None else None
+        return [pid] if pid is not None else []
 
     def _helper_news(self) -> Iterator[Event]:
         if self._watchdog is not None:

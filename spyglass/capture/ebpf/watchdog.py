@@ -21,9 +21,10 @@ socket pair whose other end only spyglass holds:
   ``monitor-lost`` from that file (``Store.repair``);
 * ``done`` from spyglass: exits at once (spyglass then detaches the program).
 
-It starts as a plain script (no package import: ~0.15 s of interpreter
-start-up, in parallel with the run) and imports the decoder only when
-spyglass is gone.  It is a speed bump, not a wall: an agent that may signal
+It is spawned from a thread once the command has started (the command never
+waits for it; it watches a few milliseconds later), as a plain script (no
+package import: ~0.15 s of interpreter start-up, in parallel with the run),
+and imports the decoder only when spyglass is gone.  It is a speed bump, not a wall: an agent that may signal
 spyglass may signal the watchdog too (that signal is recorded while spyglass
 lives).  docs/threat-model.md says what this does and does not withstand.
 """
@@ -190,12 +191,16 @@ class Watchdog:
     """spyglass's side: start the watchdog, tell it the root, hear from it, end it."""
 
     gone_reported: bool
+    error: str | None  # why it could not be started (said once in the run's notes)
+    proc: Any  # its Popen, once spawned
 
     @classmethod
     def start(
-        cls, obj: BpfObject, opts: dict[str, object], sizes: tuple[int, int], boot: int, notes: list[str]
+        cls, obj: BpfObject, opts: dict[str, object], sizes: tuple[int, int], boot: int, notes: list[str],
+        root: int,
     ) -> Watchdog | None:
-        """The watchdog of a loaded, attached program (``options={"watchdog": False}``: none)."""
+        """The watchdog of a loaded, attached program following ``root`` (``options={"watchdog": False}``:
+        none)."""
         if opts.get("watchdog") is False:
             return None
         ring, life = sizes
@@ -203,11 +208,11 @@ class Watchdog:
         cfg: dict[str, Any] = {
             "links": obj.link_fds(), "tracked": maps[0], "rings": [[maps[1], life], [maps[2], ring]],
             "boot": boot, "note": opts.get("monitor_note"), "keep": opts.get("on_monitor_lost") == "keep",
-            "monitor_pgids": [os.getpgrp()],
+            "monitor_pgids": [os.getpgrp()], "root": root,
         }  # fmt: skip
         try:
             return cls(cfg, [*obj.link_fds(), *maps])
-        except OSError as exc:
+        except OSError as exc:  # no socket pair
             notes.append(f"no watchdog (spyglass's own death would go unnoticed): {exc}")
             return None
 
@@ -215,6 +220,9 @@ class Watchdog:
         """What the watchdog reported, as events: spyglass found stopped, or the watchdog gone."""
         from spyglass.events.schema import Event
 
+        if self.error is not None:
+            notes.append(self.error)
+            self.error = None
         for line in self.news():
             if line.startswith("stopped"):
                 detail = f"monitor-stopped: spyglass (pid {os.getpid()}) was found stopped and resumed by its watchdog"
@@ -230,27 +238,41 @@ class Watchdog:
             yield Event(type="sys.sensitive", ts=time.time_ns(), pid=root, detail=detail)
 
     def __init__(self, cfg: dict[str, Any], fds: list[int]) -> None:
+        """Spawned from a thread: the command (started first) never waits for it, and neither does
+        the reading of its events; until it runs, what spyglass sends waits in the socket."""
+        import threading
+
         mine, theirs = socket.socketpair()
         self._sock: socket.socket | None = mine
-        cfg = {**cfg, "sock": theirs.fileno(), "monitor": os.getpid(),
-               "package_root": str(Path(__file__).resolve().parents[3])}  # fmt: skip
-        import subprocess
-
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-P", str(Path(__file__).resolve()), json.dumps(cfg)],
-                pass_fds=[theirs.fileno(), *fds], start_new_session=True,
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-        finally:
-            theirs.close()
         mine.setblocking(False)
         self._buf = b""
         self.gone_reported = False
+        self.proc = None
+        self.error = None
+        cfg = {**cfg, "sock": theirs.fileno(), "monitor": os.getpid(),
+               "package_root": str(Path(__file__).resolve().parents[3])}  # fmt: skip
+
+        def spawn() -> None:
+            import subprocess
+
+            try:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-P", str(Path(__file__).resolve()), json.dumps(cfg)],
+                    pass_fds=[theirs.fileno(), *fds], start_new_session=True,
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )  # fmt: skip
+            except OSError as exc:
+                self.error = f"no watchdog (spyglass's own death would go unnoticed): {exc}"
+            finally:
+                theirs.close()
+
+        self._spawn = threading.Thread(target=spawn, name="watchdog-spawn", daemon=True)
+        self._spawn.start()
 
     @property
-    def pid(self) -> int:
-        return self.proc.pid
+    def pid(self) -> int | None:
+        self._spawn.join(timeout=5)
+        return self.proc.pid if self.proc is not None else None
 
     def send(self, line: str) -> None:
         if self._sock is not None:
@@ -275,7 +297,10 @@ class Watchdog:
 
     def died(self) -> int | None:
         """The watchdog's exit status if it ended while the run goes on (killed by the run?)."""
-        return self.proc.poll() if self._sock is not None else None
+        if self._sock is None or self.proc is None:
+            return None
+        status: int | None = self.proc.poll()
+        return status
 
     def close(self) -> None:
         """The run is over: the watchdog exits as soon as it reads this, letting go of the program
@@ -291,7 +316,12 @@ class Watchdog:
         sock.close()
         import threading
 
-        threading.Thread(target=self.proc.wait, name="watchdog-reaper", daemon=True).start()
+        def reap() -> None:
+            self._spawn.join()
+            if self.proc is not None:
+                self.proc.wait()
+
+        threading.Thread(target=reap, name="watchdog-reaper", daemon=True).start()
 
 
 def main() -> int:
