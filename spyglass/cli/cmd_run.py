@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from spyglass import phases
 from spyglass.cli.common import store_option
 
 _HELP = """Run CMD under capture and record everything it and its descendants do.
@@ -241,6 +242,7 @@ def run_cmd(
     from spyglass.session import RunOptions, run_session
     from spyglass.store import RunReader
 
+    phases.mark("imports")
     opts = RunOptions(
         argv=list(command),
         policy_file=policy_file,

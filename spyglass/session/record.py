@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from spyglass import __version__
+from spyglass import __version__, phases
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
 from spyglass.errors import EXIT_CANNOT_RUN
 from spyglass.events import Event
@@ -243,11 +243,13 @@ def record(
     meta.extra["monitor_pids"] = ctx.monitor_pids
     meta.extra["monitor_pgids"] = [os.getpgrp()]  # the tracer's group joins once it is known
     pipeline = Pipeline([writer, *sinks], ctx)
+    phases.mark("store")
     stopped_by: list[str] = []
     status = "complete"
     capture = CaptureResult()
     try:
         pipeline.start()
+        phases.mark("sinks start")
         spec = LaunchSpec(
             argv=list(request.argv),
             cwd=cwd,
@@ -265,6 +267,7 @@ def record(
             sig.__exit__()
             raise
         sig.attach(session)
+        phases.mark("capture start")
         chosen: Any = getattr(backend, "inner", backend)  # a sandbox wraps the backend
         meta.backend = chosen.name  # ``auto`` may have fallen back at start
         if getattr(chosen, "reason", None):
@@ -296,6 +299,7 @@ def record(
         if not tracer_known and session.tracer_pid is not None:
             ctx.monitor_pids.append(session.tracer_pid)
         capture = session.result()
+        phases.mark("child run")
         if capture.failed_to_start:
             status = "failed"  # the agent never ran: never "complete"
             capture.notes.append(capture.failed_to_start)
@@ -313,6 +317,7 @@ def record(
         writer.finish("failed" if getattr(exc, "exit_code", None) == EXIT_CANNOT_RUN else "interrupted")
         raise
     pipeline.done()
+    phases.mark("finish: sinks")
     if pipeline.errors:
         meta.extra["evidence"] = {"partial": True, "sink_errors": dict(pipeline.errors)}
     meta = writer.finish(
@@ -330,6 +335,7 @@ def record(
         },
         still_running=[{"pid": s.pid, "argv": s.argv} for s in capture.still_running],
     )
+    phases.mark("finish: store")
     return RunOutcome(meta=meta, capture=capture, sink_errors=pipeline.errors)
 
 
