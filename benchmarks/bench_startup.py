@@ -90,6 +90,7 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="spyglass-bench-startup-"))
     env = dict(os.environ)
     env.pop("SPYGLASS_POLICY", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed spyglass has its bytecode compiled
     env["XDG_CONFIG_HOME"] = str(base / "config")  # no user policy: the built-in defaults
     env["XDG_CACHE_HOME"] = str(base / "cache")
     phase_file = base / "phases.jsonl"

@@ -65,6 +65,7 @@ class RuleEngine(Sink):
         workspace: list[str] | None = None,
         monitor_pids: tuple[int, ...] = (),
         per_path: bool = True,
+        validated: bool = False,
     ) -> None:
         self.ruleset = ruleset
         self.policy = policy or Policy.default()
@@ -81,9 +82,15 @@ class RuleEngine(Sink):
         self.state = RunState()
         self._dedup: set[tuple[str, int, str]] = set()
         self._getters: dict[str, Callable[[Event, FieldContext], Any]] = {}
-        # compile once now so a broken rule stops the run before it starts
-        self.start(RunContext(root_cwd="/", workspace=["/"]))
-        self.ctx = None
+        self._compile_lock = threading.Lock()
+        #: compile every event type's function in start() (else each at its type's first event)
+        self._eager = not validated
+        if not validated:
+            # compile all now so a broken rule stops the run before it starts (``validated``: the
+            # rule cache saw these rules compile for this policy and home before, spyglass/rules/cache.py)
+            self.start(RunContext(root_cwd="/", workspace=["/"]))
+            self.ctx = None
+        self._eager = False
 
     # -- set-up ----------------------------------------------------------------------
     def start(self, ctx: RunContext) -> None:
@@ -184,7 +191,7 @@ class RuleEngine(Sink):
                     th = rule.threshold
                     self._trackers[ri] = ThresholdCounter(th.count, th.within_ns, th.distinct is not None)
         self.compiled = compile_matchers(matchers, lists, self.ruleset.library.macros, home,
-                                         per_path=self._per_path)
+                                         per_path=self._per_path, lazy=not self._eager)
         self._active = self.compiled.active
         for m_idx in self._steps.values():
             for i in m_idx[1:]:
@@ -192,8 +199,29 @@ class RuleEngine(Sink):
         by_type = self.compiled.by_type
         self._fallback = self.compiled.fallback
         self._dispatch: dict[str, MatchFn | None] = {t: by_type.get(t) for t in EVENT_TYPES}
+        if self.compiled.build is not None:  # lazy: each type compiles at its first event
+            self._dispatch.update({t: self._first_of(t) for t in self.compiled.types})
+            self._fallback = self._first_of(None)
         self._matchers = matchers
         self._nprocs = len(ctx.procs.procs)
+
+    def _first_of(self, etype: str | None) -> MatchFn:
+        """A stand-in that compiles ``etype``'s function at the first event of that type, puts
+        it in its place and runs it (the proxy's veto thread may be first: hence the lock)."""
+        compiled = self.compiled
+
+        def first(ev: Event, fx: FieldContext) -> tuple[int, ...]:
+            assert compiled is not None and compiled.build is not None
+            with self._compile_lock:
+                fn = compiled.build(etype)
+                if self.compiled is compiled:  # not restarted meanwhile
+                    if etype is None:
+                        self._fallback = fn
+                    else:
+                        self._dispatch[etype] = fn
+            return fn(ev, fx) if fn is not None else ()
+
+        return first
 
     # -- per event -------------------------------------------------------------------
     def event(self, ev: Event) -> None:

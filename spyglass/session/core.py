@@ -77,8 +77,8 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     """Record ``opts.argv`` with everything the policy and options ask for; the outcome's
     ``verdict_code`` is the exit code ``spyglass run`` reports."""
     from spyglass.rules import fail_on_exceeded
+    from spyglass.rules.cache import load_rules, remember
     from spyglass.rules.engine import RuleEngine
-    from spyglass.rules.ruleset import load_ruleset
 
     check_level(opts.fail_on)
     plan = plan_run(opts, store)
@@ -112,9 +112,11 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
         installed = agent_install(list(opts.argv), plan.env, plan.cwd)
         if installed:
             extra["agent_install"] = installed
-        ruleset = load_ruleset(policy)
+        ruleset, rules_key, checked = load_rules(policy, plan.home, store.root)
         phases.mark("rules load")
-        plan.engine = RuleEngine(ruleset, policy, home=plan.home, mode=mode)
+        plan.engine = RuleEngine(ruleset, policy, home=plan.home, mode=mode, validated=checked)
+        if not checked:  # compiled whole just now, so a broken rule stopped the run: keep it
+            remember(store.root, rules_key, ruleset)
         phases.mark("rules compile")
         if policy.broker:
             from spyglass.sandbox.broker import open_for_run
