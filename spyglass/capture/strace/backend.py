@@ -57,6 +57,7 @@ from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, Stil
 from spyglass.capture.strace import host
 from spyglass.capture.strace.command import strace_command
 from spyglass.capture.strace.parser import StraceParser
+from spyglass.capture.strace.probe import probe_seccomp
 from spyglass.errors import CaptureError, MissingToolError
 from spyglass.events.schema import Event
 
@@ -115,8 +116,7 @@ class StraceBackend:
 
     def _probe_seccomp(self, path: str) -> bool:
         if self._seccomp_ok is None:
-            rc, _ = _run([path, "-f", "--seccomp-bpf", "-o", os.devnull, "true"])
-            self._seccomp_ok = rc == 0
+            self._seccomp_ok = probe_seccomp(path)
         return self._seccomp_ok
 
     def start(self, spec: LaunchSpec) -> StraceSession:
