@@ -42,6 +42,7 @@ from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
 from spyglass.capture.ebpf.ring import Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
+from spyglass.capture.reap import pidfd, wait_exit
 from spyglass.capture.strace.host import hosts_file
 from spyglass.errors import CaptureError
 from spyglass.events.schema import Event
@@ -171,6 +172,7 @@ class EbpfSession:
         self._result = CaptureResult()
         self._queue: queue.SimpleQueue[list[Event] | None] = queue.SimpleQueue()
         self._done = threading.Event()  # ask the reader for a last drain, then to stop
+        self._wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # ... at once, not at its next poll
         self._detached = False
         self._closed = False
         self._killing = False
@@ -203,8 +205,12 @@ class EbpfSession:
             )  # fmt: skip
         except (OSError, LibbpfError, subprocess.SubprocessError) as exc:
             self._obj.close()
+            os.close(self._wake)
             raise CaptureError(f"cannot start the command under eBPF capture: {exc}") from exc
         self._queue.put([self.decoder.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started)])
+        #: readable when the command exits: its exit record is in the ring by then (sched_process_exit
+        #: fires before the exit is notified), so the reader need not wait for its next poll
+        self._root_fd = pidfd(self._proc.pid)
         self._reader = threading.Thread(target=self._read, name="ebpf-reader", daemon=True)
         self._reader.start()
 
@@ -232,6 +238,9 @@ class EbpfSession:
         try:
             for r in self._rings:
                 ep.register(r.fd, select.EPOLLIN)
+            ep.register(self._wake, select.EPOLLIN)
+            if self._root_fd is not None:
+                ep.register(self._root_fd, select.EPOLLIN | select.EPOLLONESHOT)
             if self._stall > 0:
                 time.sleep(self._stall)
             elif self._stall < 0:
@@ -316,6 +325,8 @@ class EbpfSession:
     def _finish_reading(self) -> None:
         if not self._done.is_set():
             self._done.set()
+            if not self._closed:  # _close() closes it (after the reader stopped)
+                os.eventfd_write(self._wake, 1)
 
     def _finish(self) -> Iterator[Event]:
         dec, res = self.decoder, self._result
@@ -323,10 +334,7 @@ class EbpfSession:
         self._close()
         rc = self._proc.poll()
         if rc is None and dec.root_exited:
-            try:
-                rc = self._proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                rc = None
+            rc = wait_exit(self._proc, 2)
         res.root_pid = self._proc.pid
         res.lines, res.unparsed = dec.records, dec.unparsed
         if dec.root_exited:
@@ -352,6 +360,9 @@ class EbpfSession:
         self._detached = True
         self._closed = True
         self._reader.join(timeout=5)
+        for fd in (self._wake, self._root_fd):  # here, never in the reader: _finish_reading writes to one
+            if fd is not None:
+                os.close(fd)
         if self.spec.options.get("kernel_stats"):
             self.kernel_stats = _program_stats(self._obj.program_ids(PROGRAMS + OPTIONAL_PROGRAMS))
         self._obj.detach()

@@ -54,6 +54,7 @@ import time
 from collections.abc import Iterator
 
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
+from spyglass.capture.reap import wait_exit
 from spyglass.capture.strace import host
 from spyglass.capture.strace.command import strace_command
 from spyglass.capture.strace.parser import StraceParser
@@ -314,11 +315,8 @@ class StraceSession:
     def _finish(self) -> Iterator[Event]:
         parser, res = self.parser, self._result
         rc = self._proc.poll()
-        if rc is None and parser.root_exited:
-            try:  # it has exited; give the watcher a moment to reap it
-                rc = self._proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                rc = None
+        if rc is None and parser.root_exited:  # it has exited; give the watcher a moment to reap it
+            rc = wait_exit(self._proc, 2)
         res.root_pid = parser.root_pid
         res.lines, res.unparsed = parser.lines, parser.unparsed
         if parser.root_exited:
