@@ -33,7 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PHASES = [
-    "interpreter", "cli", "imports", "policy", "backend select", "rules load", "rules compile", "sinks",
+    "interpreter", "cli", "imports", "backend select", "policy", "rules load", "rules compile", "sinks",
     "store", "sinks start", "capture start", "child run", "finish: sinks", "finish: store", "exit",
 ]  # fmt: skip
 

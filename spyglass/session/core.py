@@ -81,14 +81,14 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     from spyglass.rules.engine import RuleEngine
 
     check_level(opts.fail_on)
+    backend: CaptureBackend
+    backend, reason = select_backend(opts.backend)  # first: the eBPF program loads meanwhile
+    phases.mark("backend select")
     plan = plan_run(opts, store)
     phases.mark("policy")
     policy, mode = plan.policy, plan.mode
     fail_on = opts.fail_on or policy.fail_on
     signer = _signer(opts, plan)
-    backend: CaptureBackend
-    backend, reason = select_backend(opts.backend)
-    phases.mark("backend select")
     extra: dict[str, object] = {"policy_source": policy.source, "backend_reason": reason,
                                 "policy": policy_record(policy)}
     missing = _command_not_found(opts, plan, store, extra, backend.name)

@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterator
 
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
-from spyglass.capture.ebpf import libbpf, probe
+from spyglass.capture.ebpf import libbpf, preload, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
 from spyglass.capture.ebpf.ring import Ring
@@ -103,27 +103,13 @@ class EbpfBackend:
 
     name = "ebpf"
 
-    def __init__(self) -> None:
-        self._preload: threading.Thread | None = None
-        self._preloaded: BpfObject | LibbpfError | None = None
-
     def status(self) -> BackendStatus:
         return probe.status()
 
     def preload(self) -> None:
         """Load the program now, in a thread, with the default ring sizes: the kernel verifies
         it while spyglass prepares the rest of the run (``start`` then only attaches)."""
-        if self._preload is not None or probe.static_problem() is not None:
-            return
-
-        def load() -> None:
-            try:
-                self._preloaded = _load(_RING, _LIFE)
-            except LibbpfError as exc:
-                self._preloaded = exc
-
-        self._preload = threading.Thread(target=load, name="ebpf-preload", daemon=True)
-        self._preload.start()
+        preload.start()
 
     def start(self, spec: LaunchSpec) -> EbpfSession:
         found = probe.static_problem()
@@ -131,14 +117,12 @@ class EbpfBackend:
             raise CaptureError(f"the eBPF backend cannot run: {found[0]}", hint=found[1])
         ring, life = _sizes(spec.options)
         obj: BpfObject | None = None
-        if self._preload is not None:
-            self._preload.join()
-            pre, self._preloaded, self._preload = self._preloaded, None, None
-            if isinstance(pre, BpfObject):
-                if (ring, life) == (_RING, _LIFE):
-                    obj = pre
-                else:
-                    pre.close()
+        pre = preload.take()
+        if isinstance(pre, BpfObject):
+            if (ring, life) == (_RING, _LIFE):
+                obj = pre
+            else:
+                pre.close()
         if obj is None:
             try:
                 obj = _load(ring, life)
@@ -149,7 +133,7 @@ class EbpfBackend:
         return EbpfSession(spec, obj, ring, life)
 
 
-_RING, _LIFE = 8 << 20, 1 << 20
+_RING, _LIFE = preload.RING, preload.LIFE
 
 
 def _sizes(opts: dict[str, object]) -> tuple[int, int]:
@@ -158,8 +142,7 @@ def _sizes(opts: dict[str, object]) -> tuple[int, int]:
     return ring, life
 
 
-def _load(ring: int, life: int) -> BpfObject:
-    return BpfObject(str(probe.object_path()), {"events": ring, "life": life})
+_load = preload.load_object
 
 
 class EbpfSession:
