@@ -41,6 +41,8 @@ _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "proce
 _TEMPLATE = re.compile(r"\{([a-z_][a-z0-9_.]*)\}")
 MAX_DEDUP = 100_000
 _NO_PIDS: frozenset[int] = frozenset()
+#: the event types of nearly every run, compiled before the agent starts (RuleEngine.warm)
+_WARM_FIRST = ("process.start", "process.exec", "process.exit", "file.read")
 
 
 def _getter(name: str) -> Callable[[Event, FieldContext], Any]:
@@ -204,6 +206,21 @@ class RuleEngine(Sink):
             self._fallback = self._first_of(None)
         self._matchers = matchers
         self._nprocs = len(ctx.procs.procs)
+
+    def warm(self, more: Callable[[], bool] = lambda: False) -> None:
+        """Compile now the functions of the event types every run sees, then of the others in
+        order while ``more()`` says there is idle time (the eBPF program still loading)."""
+        compiled = self.compiled
+        if compiled is None or compiled.build is None:
+            return
+        for i, t in enumerate(_WARM_FIRST + tuple(x for x in EVENT_TYPES if x not in _WARM_FIRST)):
+            if i >= len(_WARM_FIRST) and not more():
+                return
+            if t in compiled.types and self._dispatch.get(t) is not None:
+                with self._compile_lock:
+                    fn = compiled.build(t)
+                    if self.compiled is compiled:
+                        self._dispatch[t] = fn
 
     def _first_of(self, etype: str | None) -> MatchFn:
         """A stand-in that compiles ``etype``'s function at the first event of that type, puts

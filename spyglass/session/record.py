@@ -259,6 +259,8 @@ def record(
             options=dict(request.backend_options),
             stdio=request.stdio,
         )
+        _warm(sinks)
+        phases.mark("warm")
         sig = _Signals(None, ctx.procs)  # from before the agent starts: no window without a handler
         sig.__enter__()
         try:
@@ -337,6 +339,19 @@ def record(
     )
     phases.mark("finish: store")
     return RunOutcome(meta=meta, capture=capture, sink_errors=pipeline.errors)
+
+
+def _warm(sinks: Sequence[object]) -> None:
+    """Sinks with a ``warm(more)`` hook prepare before the agent starts (the rule engine compiles
+    the functions of the commonest event types, and more while the eBPF program still loads)."""
+    import sys
+
+    preload = sys.modules.get("spyglass.capture.ebpf.preload")  # not imported: no load under way
+    more: Callable[[], bool] = preload.pending if preload is not None else lambda: False
+    for sink in sinks:
+        warm = getattr(sink, "warm", None)
+        if warm is not None:
+            warm(more)
 
 
 def _add_group(groups: list[int], pid: int) -> None:

@@ -48,6 +48,12 @@ def start() -> bool:
         return True
 
 
+def pending() -> bool:
+    """Whether a load is still running (the caller may use the wait for other work)."""
+    thread = _thread
+    return thread is not None and thread.is_alive()
+
+
 def take() -> BpfObject | LibbpfError | None:
     """The preloaded program (or why it failed), once the load is over; None if none was started."""
     global _thread, _result
