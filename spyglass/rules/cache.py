@@ -162,7 +162,9 @@ def load_rules(policy: Any, home: str, store_root: str | Path) -> tuple[Any, str
     digest = cache_key(sources, policy, home)
     if not sources.errors:
         cached = RuleCache(store_root).get(digest)
-        if cached is not None and type(cached).__name__ == "RuleSet":
+        from spyglass.rules.model import RuleSet
+
+        if isinstance(cached, RuleSet):
             return cached, digest, True
     from spyglass.rules.ruleset import load_ruleset
 

@@ -28,9 +28,8 @@ from spyglass.rules.compiler import CompiledSet, Matcher, compile_matchers
 from spyglass.rules.context import FieldContext, RunState
 from spyglass.rules.describe import describe, duration, short_command
 from spyglass.rules.fields import FIELDS
-from spyglass.rules.model import Rule
+from spyglass.rules.model import Rule, RuleSet
 from spyglass.rules.pathmemo import MatchFn
-from spyglass.rules.ruleset import RuleSet
 from spyglass.rules.state import ProcRef, SequenceTracker, ThresholdCounter
 
 _STATE_TYPES = frozenset(

@@ -9,13 +9,12 @@ listing every error with ``file:line:col``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spyglass.errors import SourceError
 from spyglass.rules.eventtypes import retype
-from spyglass.rules.model import Library, Rule
+from spyglass.rules.model import Rule, RuleSet
 from spyglass.rules.parse import _FileParser, library_names, parse_rule_text
 from spyglass.rules.sources import RuleSources, pack_dir, policy_rule_paths, read_sources
 from spyglass.rules.tuning import apply_changes, policy_changes
@@ -29,25 +28,6 @@ class RuleSetError(SourceError):
         more = f" (and {len(errors) - 1} more; `spyglass rules lint` lists them)" if len(errors) > 1 else ""
         super().__init__(first.message + more, first.path, first.line, first.col)
         self.errors = errors
-
-
-@dataclass
-class RuleSet:
-    rules: list[Rule] = field(default_factory=list)
-    library: Library = field(default_factory=Library)
-    files: list[str] = field(default_factory=list)
-    #: the changes applied (spyglass/rules/tuning.py), in order
-    changes: list[Any] = field(default_factory=list)
-
-    def get(self, rule_id: str) -> Rule | None:
-        for r in self.rules:
-            if r.id == rule_id:
-                return r
-        return None
-
-    @property
-    def enabled(self) -> list[Rule]:
-        return [r for r in self.rules if r.enabled]
 
 
 def parse_files(paths: Sequence[Path], *, pack: bool = True) -> tuple[RuleSet, list[SourceError]]:
