@@ -36,7 +36,7 @@ from spyglass.rules.sources import RuleSources
 FORMAT = b"spyglass-rule-cache-v1"
 KEY_FILE = "rules.key"
 _MAC = 32
-_CODE = ("rules", "policy")  # packages whose code shapes a parsed rule set
+_CODE = ("rules", "policy", "events")  # packages whose code shapes a parsed rule set
 
 
 def cache_dir(store_root: str | Path) -> Path:

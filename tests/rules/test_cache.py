@@ -173,11 +173,14 @@ def test_an_agent_that_poisons_the_cache_does_not_weaken_the_next_run(tmp_path: 
     entries = sorted(rcache.cache_dir(store).glob("rules-*.bin"), key=lambda p: p.stat().st_mtime_ns)
     assert len(entries) == 2
     weak_entry, real_entry = entries[-1], entries[0]
-    poison = f"import shutil; shutil.copyfile({str(weak_entry)!r}, {str(real_entry)!r})"
+    key_file = rcache.cache_dir(store) / rcache.KEY_FILE
+    poison = (f"import shutil; open({str(key_file)!r}, 'rb').read(); "
+              f"shutil.copyfile({str(weak_entry)!r}, {str(real_entry)!r})")
     attack = _spyglass(store, "run", "-q", "--", sys.executable, "-c", poison, cwd=work, home=home)
     assert attack.returncode == 0, attack.stderr
     reader = RunReader(Store(store), Store(store).resolve("latest"))
-    assert "witness-tamper" in {a.rule_id for a in reader.alerts()}
+    seen = {a.rule_id for a in reader.alerts()}
+    assert {"witness-tamper", "witness-key-read"} <= seen, seen  # the write, and the read of the key
     again = _spyglass(store, *read_key, cwd=work, home=home)
     assert again.returncode == 6, again.stderr
     reader = RunReader(Store(store), Store(store).resolve("latest"))
