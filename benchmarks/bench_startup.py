@@ -84,6 +84,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="3 rounds")
     ap.add_argument("--baseline", type=Path, help="another checkout (its spyglass/ package) to compare with")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    ap.add_argument("--importtime", type=int, default=0, metavar="N",
+                    help="also print the N slowest imports of one eBPF (else strace) run (python -X importtime)")
     args = ap.parse_args()
     rounds = 3 if args.quick else args.repeat
     backends = (["ebpf"] if ebpf_usable() else []) + ["strace"]
@@ -120,8 +122,15 @@ def main() -> None:
             walls[m].append(took)
             if with_phases:
                 phases[m].append(ph)
+    slow = _slowest_imports(backends[0], env, base, true, args.importtime) if args.importtime else []
     shutil.rmtree(base, ignore_errors=True)
     _report(walls, phases, rounds)
+    if slow:
+        print(f"\nslowest imports of `spyglass run -q --backend {backends[0]} -- true` (own time, ms):")
+        total = sum(t for t, _ in slow)
+        for ms, name in slow[: args.importtime]:
+            print(f"  {ms:7.1f}  {name}")
+        print(f"  {total:7.1f}  all imports")
     if args.json:
         print(json.dumps({"wall": walls, "phases": phases}))
 
@@ -136,6 +145,21 @@ def _run_in(argv: list[str], env: dict[str, str], base: Path, tag: str,
     spawned = time.time()
     took = _timed(argv, run_env, cwd)
     return took, (_phases(phase_file, spawned) if phase_file is not None else {})
+
+
+def _slowest_imports(backend: str, env: dict[str, str], base: Path, true: str, n: int) -> list[tuple[float, str]]:
+    """(own import time in ms, module) of one run, slowest first."""
+    cwd = base / "cwd" / "importtime"
+    cwd.mkdir(parents=True)
+    argv = [sys.executable, "-X", "importtime", *_launcher(REPO)[1:], "run", "-q", "--backend", backend, "--", true]
+    proc = subprocess.run(argv, cwd=cwd, env=dict(env, SPYGLASS_STORE=str(base / "store")), capture_output=True,
+                          text=True, check=False)
+    rows: list[tuple[float, str]] = []
+    for line in proc.stderr.splitlines():
+        parts = line.split("|")
+        if line.startswith("import time:") and len(parts) == 3 and parts[0].split(":")[1].strip().isdigit():
+            rows.append((int(parts[0].split(":")[1]) / 1000, parts[2].strip()))
+    return sorted(rows, reverse=True)
 
 
 def _report(walls: dict[str, list[float]], phases: dict[str, list[dict[str, float]]], rounds: int) -> None:
