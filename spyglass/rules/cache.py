@@ -15,8 +15,10 @@ bytes: a planted file, an entry copied from another policy's key, or a truncated
 one fails the check and the rules are parsed from their files again (and the
 entry rewritten).  Nothing is unpickled before the check.  Writes into the store
 are ``witness-tamper`` alerts and reads of the key ``witness-key-read`` alerts
-(spyglass/witness/guard.py); an agent that reads the key and forges an entry is
-seen doing both in the run where it does so.
+(spyglass/witness/guard.py); an agent that reads or replaces the key and forges
+an entry is seen doing so in the run where it does, though the next run uses
+the entry (docs/design.md, the start-up path, says why that is no weaker than
+the installed rule pack).
 """
 
 from __future__ import annotations
@@ -81,19 +83,18 @@ class RuleCache:
 
     def _secret(self, create: bool) -> bytes | None:
         path = self.dir / KEY_FILE
-        try:
-            with open(path, "rb") as f:
+        try:  # a key: 32 bytes in a regular file of ours that only we can read (not a link)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
                 data = f.read(64)
-            if len(data) == 32:
+            if len(data) == 32 and st.st_uid == os.geteuid() and not st.st_mode & 0o077:
                 return data
-            if not create:
-                return None
-        except FileNotFoundError:
-            if not create:
-                return None
         except OSError:
+            pass
+        if not create:
             return None
-        # no key, or not a key: a new one (every older entry then fails its check)
+        # no key, or not one: a new one (every older entry then fails its check)
         try:
             self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             data = secrets.token_bytes(32)

@@ -136,6 +136,18 @@ def test_entries_that_fail_their_check_are_misses_and_never_unpickled(tmp_path: 
     assert cache.get(key) is not None
     (cache.dir / rcache.KEY_FILE).write_bytes(os.urandom(32))
     assert cache.get(key) is None
+    # a key others may read, or a link to a key elsewhere, is no key: nothing hits until a new one is made
+    key_file = cache.dir / rcache.KEY_FILE
+    key_file.chmod(0o644)
+    assert cache._secret(create=False) is None
+    planted = tmp_path / "planted.key"
+    planted.write_bytes(os.urandom(32))
+    planted.chmod(0o600)
+    key_file.unlink()
+    key_file.symlink_to(planted)
+    assert cache._secret(create=False) is None
+    fresh = cache._secret(create=True)
+    assert fresh is not None and fresh != planted.read_bytes() and not key_file.is_symlink()
 
 
 def test_the_cache_key_is_a_secret_of_the_witness_guard(tmp_path: Path) -> None:
