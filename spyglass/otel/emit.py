@@ -35,6 +35,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status,
 
 from spyglass import __version__
 from spyglass.otel.config import OtlpTarget
+from spyglass.otel.logwire import EncodedLogs, LogWire
 from spyglass.otel.mapping import LogRec, SpanRec
 
 _SCOPE = InstrumentationScope("spyglass", __version__)
@@ -88,10 +89,15 @@ class _CountingSpans(SpanExporter):
 class _CountingLogs(LogRecordExporter):
     def __init__(self, inner: LogRecordExporter, tally: Tally, what: str) -> None:
         self.inner, self.tally, self.what = inner, tally, what
+        #: the inner exporter takes a batch already encoded (:mod:`spyglass.otel.logwire`)
+        self.encoded = callable(getattr(inner, "send_encoded", None)) and getattr(inner, "encoded_ok", True)
 
-    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+    def export(self, batch: Sequence[ReadableLogRecord] | EncodedLogs) -> LogRecordExportResult:
         try:
-            result = self.inner.export(batch)
+            if isinstance(batch, EncodedLogs):
+                result: LogRecordExportResult = self.inner.send_encoded(batch)  # type: ignore[attr-defined]
+            else:
+                result = self.inner.export(batch)
         except Exception as exc:
             self.tally.count(len(batch), False, f"{type(exc).__name__}: {exc}")
             return LogRecordExportResult.FAILURE
@@ -163,6 +169,12 @@ class _FileLogs(LogRecordExporter):
         self.out.write(encode_logs(batch))
         return LogRecordExportResult.SUCCESS
 
+    def send_encoded(self, batch: EncodedLogs) -> LogRecordExportResult:
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+        self.out.write(ExportLogsServiceRequest.FromString(batch.data))
+        return LogRecordExportResult.SUCCESS
+
     def shutdown(self) -> None:
         pass
 
@@ -171,10 +183,28 @@ class _FileLogs(LogRecordExporter):
 
 
 def _network_exporters(target: OtlpTarget) -> tuple[SpanExporter, LogRecordExporter]:
+    """The SDK's OTLP exporters for ``target``; the log exporter also sends encoded batches
+    (``send_encoded``): the bytes through the same client, with the same retries."""
     assert target.endpoint is not None
     if target.protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogs
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+        class _GrpcLogs(GrpcLogs):
+            # the mixin's export loop (retries, back-off, reconnection) asks _translate_data for
+            # the request: an encoded batch is parsed back in C, the rest is the SDK's
+            def _translate_data(self, data: Any) -> ExportLogsServiceRequest:
+                if isinstance(data, EncodedLogs):
+                    request: ExportLogsServiceRequest = ExportLogsServiceRequest.FromString(data.data)
+                    return request
+                return super()._translate_data(data)
+
+            def _count_data(self, data: Any) -> int:
+                return len(data)
+
+            def send_encoded(self, batch: EncodedLogs) -> LogRecordExportResult:
+                return self.export(batch)  # type: ignore[arg-type]
 
         endpoint = target.endpoint
         insecure = not endpoint.startswith("https://")
@@ -182,15 +212,25 @@ def _network_exporters(target: OtlpTarget) -> tuple[SpanExporter, LogRecordExpor
         headers = tuple(target.headers.items()) or None
         return (
             GrpcSpans(endpoint=hostport, insecure=insecure, headers=headers, timeout=target.timeout),
-            GrpcLogs(endpoint=hostport, insecure=insecure, headers=headers, timeout=target.timeout),
+            _GrpcLogs(endpoint=hostport, insecure=insecure, headers=headers, timeout=target.timeout),
         )
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogs
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpans
 
+    class _HttpLogs(HttpLogs):
+        @property
+        def encoded_ok(self) -> bool:
+            return callable(getattr(getattr(self, "_client", None), "export", None))
+
+        def send_encoded(self, batch: EncodedLogs) -> LogRecordExportResult:
+            # the exporter's own client: retries with back-off within the timeout, as export() does
+            result = self._client.export(batch.data)
+            return LogRecordExportResult.SUCCESS if result.success else LogRecordExportResult.FAILURE
+
     base = target.endpoint.rstrip("/")
     return (
         HttpSpans(endpoint=f"{base}/v1/traces", headers=dict(target.headers), timeout=target.timeout),
-        HttpLogs(endpoint=f"{base}/v1/logs", headers=dict(target.headers), timeout=target.timeout),
+        _HttpLogs(endpoint=f"{base}/v1/logs", headers=dict(target.headers), timeout=target.timeout),
     )
 
 
@@ -253,6 +293,7 @@ class Emitter:
         batch_size: int = 2048,
         retry_after: float = 5.0,
         on_batch: Callable[[int], None] | None = None,
+        on_send: Callable[[], None] | None = None,
     ) -> None:
         if not logging.getLogger().isEnabledFor(logging.DEBUG):
             # the SDK logs each failed request; the outcome is reported once, at the end
@@ -263,6 +304,8 @@ class Emitter:
         self.retry_after = retry_after
         #: called after each batch with the number of records handled so far (the worker's progress)
         self.on_batch = on_batch
+        #: called before each request to the collector (the worker says a request is under way)
+        self.on_send = on_send
         self.stats = ExportStats(target.describe(), Tally(), Tally())
         self._file: _JsonFile | None = None
         if target.file is not None:
@@ -276,7 +319,8 @@ class Emitter:
         self._logs = _CountingLogs(logs, self.stats.logs, what)
         self.resource = _RunResource(Resource.create(resource).attributes)
         self._span_batch: list[ReadableSpan] = []
-        self._log_batch: list[ReadableLogRecord] = []
+        self._log_batch: list[LogRec] = []
+        self._wire = LogWire(self.resource, _SCOPE, trace_id) if self._logs.encoded else None
         self._contexts: dict[int, Context] = {}
         self._down_until = 0.0
 
@@ -294,6 +338,12 @@ class Emitter:
 
     def log(self, rec: LogRec) -> None:
         self.stats.logs.emitted += 1
+        self._log_batch.append(rec)
+        if len(self._log_batch) >= self.batch_size:
+            self._send_logs()
+
+    def _readable(self, rec: LogRec) -> ReadableLogRecord:
+        """The SDK's record (when the exporter takes only those)."""
         record = LogRecord(
             timestamp=rec.ts,
             observed_timestamp=rec.ts,
@@ -304,11 +354,7 @@ class Emitter:
             attributes=rec.attributes,
             event_name=rec.event_name,
         )
-        self._log_batch.append(
-            ReadableLogRecord(log_record=record, resource=self.resource, instrumentation_scope=_SCOPE)
-        )
-        if len(self._log_batch) >= self.batch_size:
-            self._send_logs()
+        return ReadableLogRecord(log_record=record, resource=self.resource, instrumentation_scope=_SCOPE)
 
     def span(self, rec: SpanRec) -> None:
         self.stats.spans.emitted += 1
@@ -340,7 +386,14 @@ class Emitter:
         if self._down():
             self.stats.logs.count(len(batch), False)
             return
-        if self._logs.export(batch) != LogRecordExportResult.SUCCESS:
+        encoded: Sequence[ReadableLogRecord] | EncodedLogs
+        if self._wire is not None:
+            encoded = EncodedLogs(self._wire.request(batch), len(batch))
+        else:
+            encoded = [self._readable(rec) for rec in batch]
+        if self.on_send is not None:
+            self.on_send()
+        if self._logs.export(encoded) != LogRecordExportResult.SUCCESS:
             self._down_until = time.monotonic() + self.retry_after
         self._progress()
 
@@ -351,6 +404,8 @@ class Emitter:
         if self._down():
             self.stats.spans.count(len(batch), False)
             return
+        if self.on_send is not None:
+            self.on_send()
         if self._spans.export(batch) != SpanExportResult.SUCCESS:
             self._down_until = time.monotonic() + self.retry_after
         self._progress()

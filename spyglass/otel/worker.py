@@ -5,8 +5,9 @@ the run's resource, its id), then one line per record as the run goes:
 ``E`` + an event's JSON, ``A`` + an alert's JSON, and at the end ``D`` + the
 run's metadata and agent view, from which it builds the spans.  It sends in
 batches (a batch is sent when full, or when no line came for half a second)
-and prints ``P N`` on stdout after each batch (N records handled so far) and
-what was sent as one JSON line when stdin closes.
+prints ``S`` on stdout before each request to the collector, ``P N SENT`` after
+each batch (N records handled so far, SENT log records sent so far) and what
+was sent as one JSON line when stdin closes.
 
 Running apart from the recording means the SDK's encoding and the network
 never hold the recorder's interpreter lock; the recorder only writes lines
@@ -68,11 +69,16 @@ def serve(fd: int, out: Any) -> dict[str, Any]:
         source=t.get("source", "option"),
     )
     run_id = header["run_id"]
+
     def progress(n: int) -> None:
-        out.write(f"P {n}\n")
+        out.write(f"P {n} {emitter.stats.logs.sent}\n")
         out.flush()
 
-    emitter = Emitter(target, header["resource"], trace_id_for(run_id), on_batch=progress)
+    def sending() -> None:
+        out.write("S\n")
+        out.flush()
+
+    emitter = Emitter(target, header["resource"], trace_id_for(run_id), on_batch=progress, on_send=sending)
     builder = SpanBuilder(run_id)
     run: Any = None
     for line in gen:
