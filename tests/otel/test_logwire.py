@@ -83,3 +83,31 @@ def test_varint() -> None:
             value |= (byte & 0x7F) << shift
             shift += 7
         assert value == n and all(b & 0x80 for b in out[:-1]) and not out[-1] & 0x80
+
+
+def test_both_paths_deliver_the_same_records_to_a_real_receiver() -> None:
+    """Encoded batches through the SDK exporter's client, and the SDK's own records (the path
+    taken when an exporter cannot take encoded batches), reach the receiver alike."""
+    from spyglass.otel.config import OtlpTarget
+    from spyglass.otel.emit import Emitter
+
+    from .conftest import start_http
+
+    recs = _records()
+    seen = []
+    for encoded in (True, False):
+        receiver = start_http()
+        try:
+            em = Emitter(OtlpTarget(receiver.url), dict(RESOURCE.attributes), TRACE, batch_size=4)
+            assert (em._wire is not None) is True
+            if not encoded:
+                em._wire = None
+            for rec in recs:
+                em.log(rec)
+            stats = em.finish()
+            assert stats.logs.sent == len(recs) and stats.complete
+            assert receiver.got.wait(lambda g: len(g.logs) == len(recs))
+            seen.append(sorted(receiver.got.logs, key=lambda r: (r["ts"], r["event_name"])))
+        finally:
+            receiver.stop()
+    assert seen[0] == seen[1]
