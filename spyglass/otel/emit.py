@@ -379,6 +379,18 @@ class Emitter:
     def _down(self) -> bool:
         return time.monotonic() < self._down_until
 
+    @property
+    def down(self) -> bool:
+        """The collector failed within ``retry_after`` seconds: records are counted as not sent."""
+        return self._down()
+
+    def drop_log(self) -> None:
+        """One log record counted as not sent without being built (the collector is down)."""
+        self.stats.logs.emitted += 1
+        self.stats.logs.count(1, False)
+        if not self.stats.logs.emitted % self.batch_size:
+            self._progress()
+
     def _send_logs(self) -> None:
         batch, self._log_batch = self._log_batch, []
         if not batch:
@@ -421,8 +433,8 @@ class Emitter:
         self._send_spans()
 
     def finish(self) -> ExportStats:
-        """Send the last batches and close the exporters."""
-        self._down_until = 0.0  # one more try at the end
+        """Send the last batches (unless the collector failed within ``retry_after``: then
+        they are counted as not sent at once) and close the exporters."""
         self.flush()
         for exporter in (self._spans, self._logs):
             try:

@@ -88,7 +88,11 @@ def serve(fd: int, out: Any) -> dict[str, Any]:
         kind, body = line[:1], line[1:]
         if kind == b"E":
             ev = _event_dec.decode(body)
-            emitter.log(event_log(ev, builder.feed(ev)))
+            span_id = builder.feed(ev)
+            if emitter.down:  # the collector failed a moment ago: counted, not built
+                emitter.drop_log()
+            else:
+                emitter.log(event_log(ev, span_id))
         elif kind == b"A":
             alert = _alert_dec.decode(body)
             emitter.log(alert_log(alert, _RunView(header), builder.span_of(alert.pid)))
