@@ -14,12 +14,13 @@
 * worker: the worker's CPU per record on this machine, stage by stage (decode,
   mapping, encoding with the SDK's encoder and with spyglass.otel.logwire).
 
-Usage: python benchmarks/bench_otel.py [--events 100000] [--repeat 3] [--quick] [--skip-run]
+Usage: python benchmarks/bench_otel.py [--events 100000] [--repeat 3] [--quick] [--skip-run] [--backend strace]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import socket
@@ -106,10 +107,12 @@ def _workload(events: int) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _run(argv: list[str], store: Path, extra: list[str], env: dict[str, str]) -> tuple[float, dict[str, Any]]:
+def _run(
+    argv: list[str], store: Path, extra: list[str], env: dict[str, str], backend: str = "auto"
+) -> tuple[float, dict[str, Any]]:
     t0 = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "-q", *extra, "--", *argv],
+        [sys.executable, "-m", "spyglass", "run", "-q", "--backend", backend, *extra, "--", *argv],
         env={**env, "SPYGLASS_STORE": str(store)},
         check=True,
         stdout=subprocess.DEVNULL,
@@ -125,7 +128,7 @@ def _load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def bench_runs(events: int, repeat: int) -> None:
+def bench_runs(events: int, repeat: int, backend: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     http, counts = _http_receiver()
     grpc_proc, grpc_port = _grpc_receiver()
@@ -141,7 +144,7 @@ def bench_runs(events: int, repeat: int) -> None:
     recs: dict[str, list[float]] = {m: [] for m in names}
     metas: dict[str, dict[str, Any]] = {}
     argv = _workload(events)
-    print(f"runs: {events} file reads, {repeat} repetitions, {_load()} at the start")
+    print(f"runs: {events} file reads, backend {backend}, {repeat} repetitions, {_load()} at the start")
     try:
         with tempfile.TemporaryDirectory() as tmp:
             store = Path(tmp) / "s"
@@ -151,7 +154,7 @@ def bench_runs(events: int, repeat: int) -> None:
                 if i % 2:
                     order.reverse()
                 for m in order:
-                    wall, meta = _run(argv, store, modes[m], env)
+                    wall, meta = _run(argv, store, modes[m], env, backend)
                     walls[m].append(wall)
                     recs[m].append((meta["ended"] - meta["started"]) / 1e9)
                     metas[m] = meta
@@ -166,7 +169,10 @@ def bench_runs(events: int, repeat: int) -> None:
     base = statistics.median(walls["none"])
     base_rec = statistics.median(recs["none"])
     n_events = metas["none"]["counts"]["events"]
-    print(f"without export: {n_events} events, wall {base:.2f} s (recording {base_rec:.2f} s), median of {repeat}")
+    print(
+        f"without export ({metas['none'].get('backend')} backend): {n_events} events, wall {base:.2f} s "
+        f"(recording {base_rec:.2f} s), median of {repeat}"
+    )
     labels = {"http": "live export, OTLP/HTTP protobuf", "grpc": "live export, OTLP gRPC",
               "stalled": "live export, stalled collector"}
     for m in ("http", "grpc", "stalled"):
@@ -240,8 +246,10 @@ def bench_queue(events: int, bound: int) -> None:
 
 
 def bench_worker(events: int) -> None:
-    """The worker's CPU per record, stage by stage, on synthetic events like the workload's."""
+    """The worker's CPU per record, stage by stage, on synthetic events like the workload's
+    (process CPU time, so that other work on the machine does not count)."""
     import msgspec
+    from google.protobuf.json_format import MessageToDict
     from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 
     from spyglass.otel.emit import Emitter
@@ -250,27 +258,37 @@ def bench_worker(events: int) -> None:
 
     lines = [msgspec.json.encode(_synthetic(i)) for i in range(1, events + 1)]
     dec = msgspec.json.Decoder(Event)
-    t = [time.perf_counter()]
+    # the worker holds one batch at a time; here every stage's output is held, so the cyclic
+    # collector (which would walk all of it again and again) is off while the stages are timed
+    gc.collect()
+    gc.disable()
+    t = [time.process_time()]
     evs = [dec.decode(line) for line in lines]
-    t.append(time.perf_counter())
+    t.append(time.process_time())
     b = SpanBuilder("r1")
     recs = [event_log(ev, b.feed(ev)) for ev in evs]
-    t.append(time.perf_counter())
+    t.append(time.process_time())
     em = Emitter(OtlpTarget("http://127.0.0.1:9"), {"service.name": "spyglass"}, trace_id_for("r1"))
     wire = LogWire(em.resource, em._readable(recs[0]).instrumentation_scope, trace_id_for("r1"))
     for i in range(0, len(recs), 2048):
         wire.request(recs[i:i + 2048])
-    t.append(time.perf_counter())
+    t.append(time.process_time())
     readable = [em._readable(r) for r in recs]
-    t.append(time.perf_counter())
-    for i in range(0, len(readable), 2048):
-        encode_logs(readable[i:i + 2048]).SerializeToString()
-    t.append(time.perf_counter())
+    t.append(time.process_time())
+    requests = [encode_logs(readable[i:i + 2048]) for i in range(0, len(readable), 2048)]
+    for req in requests:
+        req.SerializeToString()
+    t.append(time.process_time())
+    for req in requests:  # what --otlp-file writes: OTLP/JSON from the request
+        json.dumps(MessageToDict(req, use_integers_for_enums=True), separators=(",", ":"))
+    t.append(time.process_time())
+    gc.enable()
     us = [(t[i + 1] - t[i]) / events * 1e6 for i in range(len(t) - 1)]
     print(
         f"worker CPU per record ({events} records): decode {us[0]:.1f} us, mapping {us[1]:.1f} us, "
-        f"encoding {us[2]:.1f} us (spyglass.otel.logwire) against {us[3] + us[4]:.1f} us with the SDK's "
-        f"records and encoder ({us[3]:.1f} + {us[4]:.1f}); {_load()}"
+        f"protobuf encoding {us[2]:.1f} us (spyglass.otel.logwire) against {us[3] + us[4]:.1f} us with the "
+        f"SDK's records and encoder ({us[3]:.1f} + {us[4]:.1f}); OTLP/JSON from the SDK's message "
+        f"{us[5]:.1f} us more; {_load()}"
     )
 
 
@@ -281,11 +299,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="20k events, one repetition (a smoke run)")
     ap.add_argument("--buffer", type=int, default=16 << 20, help="the recorder's buffer bound in bytes")
     ap.add_argument("--skip-run", action="store_true", help="only the queue and worker figures")
+    ap.add_argument("--backend", default="auto", help="the capture backend of the runs (auto, ebpf, strace)")
     args = ap.parse_args()
     events, repeat = (20_000, 1) if args.quick else (args.events, args.repeat)
     bench_worker(min(events, 50_000))
     if not args.skip_run:
-        bench_runs(events, repeat)
+        bench_runs(events, repeat, args.backend)
     bench_queue(events, args.buffer)
 
 

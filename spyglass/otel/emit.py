@@ -1,11 +1,13 @@
 """Handing spans and log records to the OpenTelemetry SDK's OTLP exporters.
 
 Imported only when export is on (the SDK costs import time): by
-``spyglass export`` and by the live export's worker process.  Records are
-built as the SDK's readable spans and log records, sent in batches through
-the SDK's OTLP exporters (HTTP/protobuf or gRPC, with their retries and
-back-off) or written as OTLP/JSON; each exporter's outcome is counted, so the
-caller can say how many records were sent and how many not.
+``spyglass export`` and by the live export's worker process.  Spans are
+built as the SDK's readable spans; log records are encoded a batch at a time
+by :mod:`spyglass.otel.logwire` (or built as the SDK's records when an
+exporter cannot take encoded batches).  Both go in batches through the SDK's
+OTLP exporters (HTTP/protobuf or gRPC, with their retries and back-off) or
+are written as OTLP/JSON; each exporter's outcome is counted, so the caller
+can say how many records were sent and how many not.
 """
 
 from __future__ import annotations
@@ -275,10 +277,11 @@ class ExportStats:
 class Emitter:
     """One run's spans and log records on their way to one OTLP target, in batches.
 
-    Records are built as the SDK's ``ReadableSpan``/``ReadableLogRecord`` and handed
-    to the SDK's OTLP exporters (which retry with back-off within their timeout) a
-    batch at a time, on the caller's thread: the live export runs this in a process
-    of its own (:mod:`spyglass.otel.worker`), ``spyglass export`` in the command.
+    Spans are built as the SDK's ``ReadableSpan``, log records encoded as request
+    bytes (:mod:`spyglass.otel.logwire`), and handed to the SDK's OTLP exporters
+    (which retry with back-off within their timeout) a batch at a time, on the
+    caller's thread: the live export runs this in a process of its own
+    (:mod:`spyglass.otel.worker`), ``spyglass export`` in the command.
     After a batch fails, the next ``retry_after`` seconds' batches are counted as
     not sent without trying, so a collector that is down costs one timeout per
     interval, not one per batch; then sending is tried again.
