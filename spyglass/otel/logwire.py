@@ -31,6 +31,7 @@ from spyglass.otel.mapping import LogRec
 _SMALL: Final = [bytes([i]) for i in range(128)]
 _fixed64 = struct.Struct("<Q").pack
 _CACHE_MAX: Final = 1 << 16  # cached attribute encodings, cleared when full
+_UNIQUE: Final = frozenset({"spyglass.event.seq", "spyglass.alert.seq"})  # int attributes not worth keeping
 
 # tags: (field number << 3) | wire type (0 varint, 1 fixed64, 2 length-delimited, 5 fixed32)
 _T_TIME: Final = b"\x09"  # LogRecord.time_unix_nano (1)
@@ -51,8 +52,15 @@ _BOOL: Final = {True: b"\x12\x02\x10\x01", False: b"\x12\x02\x10\x00"}  # KeyVal
 
 
 def varint(n: int) -> bytes:
+    """A non-negative int as a protobuf varint (unrolled up to four bytes)."""
     if n < 0x80:
         return _SMALL[n]
+    if n < 0x4000:
+        return bytes((n & 0x7F | 0x80, n >> 7))
+    if n < 0x200000:
+        return bytes((n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14))
+    if n < 0x10000000:
+        return bytes((n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14 & 0x7F | 0x80, n >> 21))
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -105,14 +113,18 @@ class LogWire:
             v = varint(value)
             kb = self._key(key)
             # KeyValue{key, value: AnyValue{int_value}}
-            return _T_ATTRIBUTE + varint(len(kb) + 3 + len(v)) + kb + _T_SECOND + _SMALL[1 + len(v)] + b"\x18" + v
-        if t is str or t is bool:
+            enc = _T_ATTRIBUTE + varint(len(kb) + 3 + len(v)) + kb + _T_SECOND + _SMALL[1 + len(v)] + b"\x18" + v
+            if key not in _UNIQUE:  # pids, ports, exit codes repeat; sequence numbers never do
+                if len(self._attrs) >= _CACHE_MAX:
+                    self._attrs.clear()
+                self._attrs[(key, value)] = enc
+            return enc
+        if t is bool:
+            return _field(_T_ATTRIBUTE, self._key(key) + _BOOL[value])
+        if t is str:
             got = self._attrs.get((key, value))
             if got is None:
-                if t is bool:
-                    inner = self._key(key) + _BOOL[value]
-                else:
-                    inner = self._key(key) + _field(_T_SECOND, _field(_T_FIRST, value.encode("utf-8", "replace")))
+                inner = self._key(key) + _field(_T_SECOND, _field(_T_FIRST, value.encode("utf-8", "replace")))
                 got = _field(_T_ATTRIBUTE, inner)
                 if len(self._attrs) >= _CACHE_MAX:
                     self._attrs.clear()
@@ -148,8 +160,13 @@ class LogWire:
 
     def record(self, rec: LogRec) -> bytes:
         """One LogRecord message (fields in number order, proto3 defaults left out)."""
-        attribute = self.attribute
-        parts = [attribute(k, v) for k, v in rec.attributes.items()]
+        attribute, kept = self.attribute, self._attrs
+        # a string or int seen before with this key: its bytes as kept (the common case, inline;
+        # only those two are kept, so that True, 1 and 1.0, equal as keys, never meet)
+        parts = [
+            (kept.get((k, v)) if type(v) is str or type(v) is int else None) or attribute(k, v)
+            for k, v in rec.attributes.items()
+        ]
         ts = _fixed64(rec.ts) if rec.ts else b""
         head = _T_TIME + ts + self._head(rec.severity, rec.severity_text, rec.body) if ts else self._head(
             rec.severity, rec.severity_text, rec.body

@@ -62,6 +62,9 @@ def _records() -> list[LogRec]:
                   pid=5, event_seqs=[3, 4], tags=["attack.t1552"], argv=["cat"])
     recs.append(alert_log(alert, run, b.span_of(5)))
     recs.append(LogRec(0, "", 0, "", "", {"f": 1.5, "neg": -3, "b": True, "nb": False, "none": None}, None))
+    # equal as dict keys, different on the wire: 1, True and 1.0 under one name
+    for i, v in enumerate((1, True, 1.0, 1)):
+        recs.append(LogRec(20 + i, "x", 9, "INFO", "b", {"same": v, "big": 2**40 + i}, 7))
     return recs
 
 
