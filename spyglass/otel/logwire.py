@@ -30,7 +30,10 @@ from spyglass.otel.mapping import LogRec
 
 _SMALL: Final = [bytes([i]) for i in range(128)]
 _fixed64 = struct.Struct("<Q").pack
-_CACHE_MAX: Final = 1 << 16  # cached attribute encodings, cleared when full
+# what is kept is bounded: at most _CACHE_MAX entries a table (cleared when full), and no string
+# over _KEEP_LEN characters, so the tables hold a few MiB at most
+_CACHE_MAX: Final = 8192
+_KEEP_LEN: Final = 256
 _UNIQUE: Final = frozenset({"spyglass.event.seq", "spyglass.alert.seq"})  # int attributes not worth keeping
 
 # tags: (field number << 3) | wire type (0 varint, 1 fixed64, 2 length-delimited, 5 fixed32)
@@ -101,9 +104,10 @@ class LogWire:
         got = self._strings.get((tag, text))
         if got is None:
             got = _field(tag, text.encode("utf-8", "replace"))
-            if len(self._strings) >= _CACHE_MAX:
-                self._strings.clear()
-            self._strings[(tag, text)] = got
+            if len(text) <= _KEEP_LEN:
+                if len(self._strings) >= _CACHE_MAX:
+                    self._strings.clear()
+                self._strings[(tag, text)] = got
         return got
 
     def attribute(self, key: str, value: Any) -> bytes:
@@ -126,9 +130,10 @@ class LogWire:
             if got is None:
                 inner = self._key(key) + _field(_T_SECOND, _field(_T_FIRST, value.encode("utf-8", "replace")))
                 got = _field(_T_ATTRIBUTE, inner)
-                if len(self._attrs) >= _CACHE_MAX:
-                    self._attrs.clear()
-                self._attrs[(key, value)] = got
+                if len(value) <= _KEEP_LEN:
+                    if len(self._attrs) >= _CACHE_MAX:
+                        self._attrs.clear()
+                    self._attrs[(key, value)] = got
             return got
         try:  # everything else as the SDK encodes it (and drops what it cannot encode)
             return _field(_T_ATTRIBUTE, _encode_key_value(key, value).SerializeToString())
@@ -153,9 +158,10 @@ class LogWire:
             got = (_T_SEVERITY + varint(severity) if severity else b"") + (
                 _field(_T_SEVERITY_TEXT, text.encode()) if text else b""
             ) + _field(_T_BODY, _field(_T_FIRST, body.encode("utf-8", "replace")))
-            if len(self._heads) >= _CACHE_MAX:
-                self._heads.clear()
-            self._heads[key] = got
+            if len(body) <= _KEEP_LEN:
+                if len(self._heads) >= _CACHE_MAX:
+                    self._heads.clear()
+                self._heads[key] = got
         return got
 
     def record(self, rec: LogRec) -> bytes:
