@@ -23,6 +23,7 @@ import argparse
 import gc
 import json
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -110,6 +111,7 @@ def _workload(events: int) -> list[str]:
 def _run(
     argv: list[str], store: Path, extra: list[str], env: dict[str, str], backend: str = "auto"
 ) -> tuple[float, dict[str, Any]]:
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "spyglass", "run", "-q", "--backend", backend, *extra, "--", *argv],
@@ -119,8 +121,12 @@ def _run(
         stderr=subprocess.DEVNULL,
     )
     wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     latest = sorted((store / "runs").iterdir())[-1]
     meta = json.loads((latest / "run.json").read_text())
+    # the CPU of spyglass, the agent and the export worker (all waited for): what the run cost the
+    # machine, whatever else runs on it
+    meta["_cpu"] = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     return wall, meta
 
 
@@ -142,6 +148,7 @@ def bench_runs(events: int, repeat: int, backend: str) -> None:
     names = list(modes)
     walls: dict[str, list[float]] = {m: [] for m in names}
     recs: dict[str, list[float]] = {m: [] for m in names}
+    cpus: dict[str, list[float]] = {m: [] for m in names}
     metas: dict[str, dict[str, Any]] = {}
     argv = _workload(events)
     print(f"runs: {events} file reads, backend {backend}, {repeat} repetitions, {_load()} at the start")
@@ -157,6 +164,7 @@ def bench_runs(events: int, repeat: int, backend: str) -> None:
                     wall, meta = _run(argv, store, modes[m], env, backend)
                     walls[m].append(wall)
                     recs[m].append((meta["ended"] - meta["started"]) / 1e9)
+                    cpus[m].append(meta["_cpu"])
                     metas[m] = meta
                 print(f"  repetition {i + 1} ({' '.join(order)}): "
                       + ", ".join(f"{m} {walls[m][-1]:.2f} s" for m in names) + f"; {_load()}")
@@ -168,22 +176,24 @@ def bench_runs(events: int, repeat: int, backend: str) -> None:
         grpc_proc.wait(10)
     base = statistics.median(walls["none"])
     base_rec = statistics.median(recs["none"])
+    base_cpu = statistics.median(cpus["none"])
     n_events = metas["none"]["counts"]["events"]
     print(
         f"without export ({metas['none'].get('backend')} backend): {n_events} events, wall {base:.2f} s "
-        f"(recording {base_rec:.2f} s), median of {repeat}"
+        f"(recording {base_rec:.2f} s), CPU {base_cpu:.2f} s, median of {repeat}"
     )
     labels = {"http": "live export, OTLP/HTTP protobuf", "grpc": "live export, OTLP gRPC",
               "stalled": "live export, stalled collector"}
     for m in ("http", "grpc", "stalled"):
-        w, r = statistics.median(walls[m]), statistics.median(recs[m])
+        w, r, c = statistics.median(walls[m]), statistics.median(recs[m]), statistics.median(cpus[m])
         pairs = [b / a for a, b in zip(walls["none"], walls[m], strict=True)]
         otlp = metas[m]["extra"].get("otlp", {})
         logs, spans = otlp.get("logs", {}), otlp.get("spans", {})
         print(
             f"{labels[m]}: wall {w:.2f} s (ratio {w / base:.3f}; per repetition "
             + " ".join(f"{p:.2f}" for p in pairs)
-            + f"), recording {r:.2f} s (ratio {r / base_rec:.3f}); log records sent {logs.get('sent')}, "
+            + f"), recording {r:.2f} s (ratio {r / base_rec:.3f}), CPU {c:.2f} s (+{c - base_cpu:.2f} s); "
+            f"log records sent {logs.get('sent')}, "
             f"not sent {logs.get('unsent')}; spans sent {spans.get('sent')}"
             + (f"; {otlp.get('error')}" if otlp.get("error") else "")
         )

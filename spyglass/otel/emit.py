@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from google.protobuf.json_format import MessageToDict
 from opentelemetry import trace
 from opentelemetry._logs import LogRecord, SeverityNumber
 from opentelemetry.context import Context
@@ -140,6 +139,8 @@ class _JsonFile:
         self.stream: IO[str] = path.open("w", encoding="utf-8")
 
     def write(self, message: Any) -> None:
+        from google.protobuf.json_format import MessageToDict
+
         line = json.dumps(_hex_ids(MessageToDict(message, use_integers_for_enums=True)), separators=(",", ":"))
         with self.lock:
             self.stream.write(line + "\n")
