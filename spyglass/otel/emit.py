@@ -390,9 +390,10 @@ class Emitter:
 
     def drop_log(self) -> None:
         """One log record counted as not sent without being built (the collector is down)."""
-        self.stats.logs.emitted += 1
-        self.stats.logs.count(1, False)
-        if not self.stats.logs.emitted % self.batch_size:
+        logs = self.stats.logs
+        logs.emitted += 1
+        logs.failed += 1  # on the caller's thread, as every count of this emitter
+        if not logs.emitted % self.batch_size:
             self._progress()
 
     def _send_logs(self) -> None:
