@@ -61,8 +61,8 @@ class OtlpSink(Sink):
         self.flush_timeout = flush_timeout if flush_timeout is not None else target.timeout
         #: the most the end of the run waits in all, progress or not
         self.max_wait = max_wait
-        #: at the end, a request the collector has not answered for this long means it is stalled:
-        #: the rest is counted as not sent at once
+        #: at the end, a request left unanswered this long by a collector that has not taken a
+        #: record yet means it is stalled: the rest is counted as not sent at once
         self.stall_grace = stall_grace
         self.stream = stream
         self.quiet = quiet
@@ -200,8 +200,8 @@ class OtlpSink(Sink):
 
         While the worker reports progress (``P`` after each batch: it is sending, or
         catching up on a long run) the wait goes on; ``flush_timeout`` without progress,
-        ``max_wait`` in all, or a request the collector has left unanswered for
-        ``stall_grace`` ends it."""
+        ``max_wait`` in all, or (from a collector that has not taken a record yet) a request
+        left unanswered for ``stall_grace`` ends it."""
         proc = self.proc
         assert proc is not None and proc.stdout is not None and proc.stdin is not None
         out_fd = proc.stdout.fileno()
@@ -210,12 +210,15 @@ class OtlpSink(Sink):
         stalled = False
         while not self._answer:
             now = time.monotonic()
-            if self._inflight is not None and now - self._inflight >= self.stall_grace:
+            # a collector that has not taken a single record this run, with a request left
+            # unanswered: stalled (one that has answered before may just be slow: the timeout)
+            suspect = self._inflight if not self._sent else None
+            if suspect is not None and now - suspect >= self.stall_grace:
                 stalled = True
                 break
             until = min(deadline, hard)
-            if self._inflight is not None:
-                until = min(until, self._inflight + self.stall_grace)
+            if suspect is not None:
+                until = min(until, suspect + self.stall_grace)
             if now >= min(deadline, hard):
                 break
             if not self.buf and not closed:
