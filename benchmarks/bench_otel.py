@@ -15,6 +15,7 @@
   mapping, encoding with the SDK's encoder and with spyglass.otel.logwire).
 
 Usage: python benchmarks/bench_otel.py [--events 100000] [--repeat 3] [--quick] [--skip-run] [--backend strace]
+       [--compare-with SRC]  (before/after: the exports of another source tree in the same run)
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ def _run(
     subprocess.run(
         [sys.executable, "-m", "spyglass", "run", "-q", "--backend", backend, *extra, "--", *argv],
         env={**env, "SPYGLASS_STORE": str(store)},
+        cwd=store.parent,  # not a checkout: the package comes from the environment (or --compare-with)
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -134,7 +136,7 @@ def _load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def bench_runs(events: int, repeat: int, backend: str) -> None:
+def bench_runs(events: int, repeat: int, backend: str, compare: str | None = None) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     http, counts = _http_receiver()
     grpc_proc, grpc_port = _grpc_receiver()
@@ -145,6 +147,14 @@ def bench_runs(events: int, repeat: int, backend: str) -> None:
         "grpc": ["--otlp", f"http://127.0.0.1:{grpc_port}", "--otlp-protocol", "grpc"],
         "stalled": ["--otlp", f"http://127.0.0.1:{stalled.getsockname()[1]}"],
     }
+    envs = {m: env for m in modes}
+    labels = {"http": "live export, OTLP/HTTP protobuf", "grpc": "live export, OTLP gRPC",
+              "stalled": "live export, stalled collector"}
+    if compare:  # the same exports by another checkout's code (e.g. `git archive main`), in the same run
+        for m in ("http", "stalled"):
+            modes[f"{m}@other"] = modes[m]
+            envs[f"{m}@other"] = {**env, "PYTHONPATH": compare}
+            labels[f"{m}@other"] = f"{labels[m]} ({compare}'s code)"
     names = list(modes)
     walls: dict[str, list[float]] = {m: [] for m in names}
     recs: dict[str, list[float]] = {m: [] for m in names}
@@ -161,7 +171,7 @@ def bench_runs(events: int, repeat: int, backend: str) -> None:
                 if i % 2:
                     order.reverse()
                 for m in order:
-                    wall, meta = _run(argv, store, modes[m], env, backend)
+                    wall, meta = _run(argv, store, modes[m], envs[m], backend)
                     walls[m].append(wall)
                     recs[m].append((meta["ended"] - meta["started"]) / 1e9)
                     cpus[m].append(meta["_cpu"])
@@ -182,9 +192,7 @@ def bench_runs(events: int, repeat: int, backend: str) -> None:
         f"without export ({metas['none'].get('backend')} backend): {n_events} events, wall {base:.2f} s "
         f"(recording {base_rec:.2f} s), CPU {base_cpu:.2f} s, median of {repeat}"
     )
-    labels = {"http": "live export, OTLP/HTTP protobuf", "grpc": "live export, OTLP gRPC",
-              "stalled": "live export, stalled collector"}
-    for m in ("http", "grpc", "stalled"):
+    for m in names[1:]:
         w, r, c = statistics.median(walls[m]), statistics.median(recs[m]), statistics.median(cpus[m])
         pairs = [b / a for a, b in zip(walls["none"], walls[m], strict=True)]
         otlp = metas[m]["extra"].get("otlp", {})
@@ -310,11 +318,13 @@ def main() -> None:
     ap.add_argument("--buffer", type=int, default=16 << 20, help="the recorder's buffer bound in bytes")
     ap.add_argument("--skip-run", action="store_true", help="only the queue and worker figures")
     ap.add_argument("--backend", default="auto", help="the capture backend of the runs (auto, ebpf, strace)")
+    ap.add_argument("--compare-with", metavar="SRC", help="also run the HTTP and stalled exports with the spyglass "
+                    "package from SRC (a source tree, e.g. `git archive main | tar -x -C SRC`)")
     args = ap.parse_args()
     events, repeat = (20_000, 1) if args.quick else (args.events, args.repeat)
     bench_worker(min(events, 50_000))
     if not args.skip_run:
-        bench_runs(events, repeat, args.backend)
+        bench_runs(events, repeat, args.backend, args.compare_with)
     bench_queue(events, args.buffer)
 
 
