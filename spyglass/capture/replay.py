@@ -11,7 +11,7 @@ from pathlib import Path
 
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec
 from spyglass.events import Event
-from spyglass.events.codec import decode_event
+from spyglass.events.codec import decode_event, record_lines
 
 
 class ReplaySession:
@@ -53,9 +53,7 @@ class ReplaySession:
 def read_jsonl(path: Path, result: CaptureResult | None = None) -> Iterator[Event]:
     """Events from a JSONL file; undecodable lines are counted as unparsed."""
     with path.open("rb") as f:
-        for line in f:
-            if not line.strip():
-                continue
+        for _, line in record_lines(f):
             try:
                 yield decode_event(line)
             except Exception:

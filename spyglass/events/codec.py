@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from typing import IO, TypeVar
 
 import msgspec
 
@@ -42,10 +42,32 @@ def to_builtins(obj: object) -> object:
     return msgspec.to_builtins(obj)
 
 
+#: a line of a stored events file that starts so is a block seal of the store, not an event
+SEAL_PREFIX = b'{"seal":'
+
+
+def record_lines(f: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of every record of a JSONL file: blank lines and the store's seal lines skipped."""
+    n = 0
+    rest = b""
+    while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            break
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            n += 1
+            if line and not line.startswith(SEAL_PREFIX) and not line.isspace():
+                yield n, line
+    if rest.strip() and not rest.startswith(SEAL_PREFIX):
+        yield n + 1, rest
+
+
 def iter_events(lines: Iterable[bytes]) -> Iterator[Event]:
     for line in lines:
         line = line.strip()
-        if line:
+        if line and not line.startswith(SEAL_PREFIX):
             yield decode_event(line)
 
 
