@@ -200,8 +200,10 @@ class Pipeline:
             self.seq = ev.seq
         if not ev.ts:
             ev.ts = time.time_ns()
-        self.ctx.procs.update(ev)
-        for sink, hook in self._hooks_for(ev.type):
+        t = ev.type
+        if t.startswith("process."):
+            self.ctx.procs.update(ev)
+        for sink, hook in self._hooks_for(t):
             try:
                 hook(ev)
             except Exception:

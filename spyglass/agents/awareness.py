@@ -146,7 +146,10 @@ class Linker:
         log_complete: bool = False,
         refresh: Callable[[], Sequence[ToolCall] | None] | None = None,
         mcp_servers: Callable[[str, Sequence[str]], Mapping[str, Sequence[str]]] | None = None,
+        evict_other: bool = False,
     ) -> None:
+        #: forget a process outside the agent once it exited (the live sink: memory stays bounded)
+        self.evict_other = evict_other
         self.calls: list[ToolCall] = list(calls)
         self.mcp_servers = mcp_servers
         self._mcp: Mapping[str, Sequence[str]] = {}
@@ -271,7 +274,12 @@ class Linker:
             ended = self.procs.get(pid)
             if ended is not None and ended.link is not None and ended.link.root_pid == pid:
                 ended.link.exit_code, ended.link.signal = ev.exit_code, ev.signal
-        self.pid_stats.note(pid, ev.seq)
+            if self.evict_other and ended is not None and ended.role == OTHER:
+                del self.procs[pid]
+                self.roles.pop(pid, None)
+                return
+        if self.roles.get(pid, OTHER) != OTHER:  # only the agent's processes make tool calls
+            self.pid_stats.note(pid, ev.seq)
 
     def view(self, log_source: str | None = None) -> AgentView:
         """The roles and links so far (event ranges and counts filled in from every event fed)."""
@@ -355,7 +363,7 @@ class AgentAwareness(Sink):
         self.auto_detect = auto_detect
         self._log_stat: tuple[float, int] | None = None
         self._calls: list[ToolCall] | None = None
-        self.linker = Linker(refresh=self._refresh, mcp_servers=self._mcp_servers)
+        self.linker = Linker(refresh=self._refresh, mcp_servers=self._mcp_servers, evict_other=True)
         #: process events, compact, to link tool calls again from the whole agent log at the end
         self._proc_events: list[Compact] = []
         self._strings: dict[str, str] = {}
@@ -400,9 +408,6 @@ class AgentAwareness(Sink):
             for iv in self.asker.take_pending():  # decided in the hook server's thread: recorded here
                 self.ctx.pipeline.feed(iv.to_event())
         if t.startswith("process."):
-            kept = compact(ev, self._strings)
-            if kept is not None:
-                self._proc_events.append(kept)
             adapter = (
                 recognise(ev.exe, ev.argv)
                 if t == "process.exec" and self.auto_detect and self.agent_log is None and ev.ok
@@ -423,6 +428,12 @@ class AgentAwareness(Sink):
         ):
             self.agent_log = ev.path
         self.linker.feed(ev)
+        if t.startswith("process.") and self.linker.roles.get(ev.pid, OTHER) != OTHER:
+            # kept (compact) to link again from the whole log at the end; a process outside the
+            # agent stays outside it whatever the log says, and is not kept
+            kept = compact(ev, self._strings)
+            if kept is not None:
+                self._proc_events.append(kept)
 
     def done(self, ctx: RunContext) -> None:
         calls: list[ToolCall] = []

@@ -37,7 +37,7 @@ class ProcessTable:
 
     With ``evict`` (the pipeline's table, live and in replays) memory stays
     bounded by the processes alive: a process that exited is dropped once it
-    has no child left in the table (at the next event, so that every sink
+    has no child left in the table (at the next process event, so that every sink
     still finds it while its exit event goes round), and its parent with it
     when that one exited too; a process alive keeps its whole ancestry, which
     is what rules ask about.  Reused pids keep no history then.

@@ -57,7 +57,6 @@ class RunState:
         #: pid -> files it created since its exec
         self.created_by: dict[int, list[str]] = {}
         self.read_secret: set[int] = set()
-        self.deleted: set[str] = set()
         #: pid -> the file it created last, until it reads or execs (a redirection about to be inherited)
         self.pending_out: dict[int, str] = {}
 
@@ -149,8 +148,6 @@ class RunState:
         elif t == "file.delete":
             if ev.path:
                 self.written.discard(ev.path)
-                if len(self.deleted) < self.MAX_PATHS:
-                    self.deleted.add(ev.path)
         elif t == "net.dns" and ev.dns_answers and ev.dns_name:
             if len(self.dns) > self.MAX_DNS:
                 self.dns.clear()
