@@ -14,7 +14,12 @@ its own), measures:
   default policy;
 * check: ``spyglass check`` of the generated run (the real CLI, start-up
   included);
-* verify: ``spyglass verify`` of it.
+* verify: ``spyglass verify`` of it;
+* floor: what compiled code alone costs per event on this machine: the
+  stored lines decoded a run at a time (msgspec, C), encoded again (msgspec)
+  and block-sealed (hashlib, zlib) with no Python per event beyond the loop:
+  the ceiling a compiled decode-pipeline-writer path could approach, against
+  which the Python pipeline's rate is a ratio.
 
 Each line gives events/s, peak RSS and the issue's target (replay and check:
 >= 500k events/s, <= 150 MB).  ``--profile`` writes a cProfile of the replay
@@ -36,6 +41,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+import msgspec
 
 from spyglass.events import Event
 from spyglass.store import RunMeta, RunWriter, Store, new_run_id
@@ -152,6 +159,24 @@ def phase_replay(store_dir: Path, run_id: str, profile: str | None) -> dict[str,
     return {"seconds": time.perf_counter() - t0}
 
 
+def phase_floor(store_dir: Path, run_id: str) -> dict[str, object]:
+    from spyglass.events.codec import iter_event_stream
+    from spyglass.store.chain import BlockChain
+
+    path = Store(store_dir).run_dir(run_id) / "events.jsonl"
+    chain = BlockChain(run_id, "floor")
+    encode = msgspec.json.Encoder().encode
+    t0 = time.perf_counter()
+    n = 0
+    with path.open("rb") as f:
+        for ev in iter_event_stream(f, lambda n, w: None):
+            if chain.add(encode(ev)):
+                chain.seal()
+            n += 1
+    chain.seal()
+    return {"events": n, "seconds": time.perf_counter() - t0}
+
+
 def _child(args: list[str]) -> tuple[dict[str, object], float, float]:
     """Run a phase in a child process: its JSON result, wall seconds, peak RSS in MB."""
     t0 = time.perf_counter()
@@ -181,7 +206,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--store", type=Path, default=None, help="work here (default: a temp dir, removed)")
     ap.add_argument("--profile", default=None, help="write a cProfile of the replay phase here")
-    ap.add_argument("--phase", choices=["write", "replay"], help=argparse.SUPPRESS)
+    ap.add_argument("--phase", choices=["write", "replay", "floor"], help=argparse.SUPPRESS)
     ap.add_argument("--run", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.phase == "write":
@@ -189,6 +214,9 @@ def main() -> None:
         return
     if args.phase == "replay":
         print(json.dumps(phase_replay(args.store, args.run, args.profile)))
+        return
+    if args.phase == "floor":
+        print(json.dumps(phase_floor(args.store, args.run)))
         return
 
     tmp = Path(tempfile.mkdtemp(prefix="spyglass-bench-pipeline-")) if args.store is None else None
@@ -208,10 +236,15 @@ def main() -> None:
         _, wall, rss = _child([*me, "--phase", "replay", "--run", run_id,
                                *(["--profile", args.profile] if args.profile else [])])
         _line("replay (store, awareness, rules)", n, wall, rss)
+        replay_rate = n / wall
         _, wall, rss = _child([*spyglass, "check", "--store", str(store_dir), "--format", "json", run_id])
         _line("spyglass check", n, wall, rss)
         _, wall, rss = _child([*spyglass, "verify", "--store", str(store_dir), "--format", "json", run_id])
         _line("spyglass verify", n, wall, rss, target=False)
+        fl, wall, rss = _child([*me, "--phase", "floor", "--run", run_id])
+        floor_rate = n / float(fl["seconds"])  # type: ignore[arg-type]
+        print(f"  floor: decode + encode + seal in C   {floor_rate / 1000:8.1f}k events/s  "
+              f"(the replay runs at {replay_rate / floor_rate:.2f}x of it; peak RSS {rss:.1f} MB)")
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
