@@ -25,7 +25,7 @@ Each line gives events/s, peak RSS and the issue's target (replay and check:
 >= 500k events/s, <= 150 MB).  ``--profile`` writes a cProfile of the replay
 phase.  Usage:
 
-    python benchmarks/bench_pipeline.py [--events 10000000] [--store DIR] [--profile FILE]
+    python benchmarks/bench_pipeline.py [--events 10000000 | --quick] [--store DIR] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -204,11 +204,14 @@ def _line(label: str, n: int, seconds: float, rss: float, target: bool = True) -
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--events", type=int, default=10_000_000)
+    ap.add_argument("--quick", action="store_true", help="200,000 events (a shared machine)")
     ap.add_argument("--store", type=Path, default=None, help="work here (default: a temp dir, removed)")
     ap.add_argument("--profile", default=None, help="write a cProfile of the replay phase here")
     ap.add_argument("--phase", choices=["write", "replay", "floor"], help=argparse.SUPPRESS)
     ap.add_argument("--run", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.quick:
+        args.events = 200_000
     if args.phase == "write":
         print(json.dumps(phase_write(args.store, args.events)))
         return

@@ -268,6 +268,8 @@ def _block_format(stream: str, path: Path, cp: dict[str, Any] | None) -> bool:
     """Whether the stream is block-sealed: the checkpoint says so, else its first lines do."""
     if cp is not None and cp.get(f"{stream}_format") is not None:
         return cp.get(f"{stream}_format") == "block"
+    if stream != "events":
+        return False  # alerts are chained per record
     try:
         with path.open("rb") as f:
             head = f.read(1 << 16).split(b"\n")

@@ -167,3 +167,24 @@ def test_flushes_seal_small_blocks_and_the_run_verifies(make_run: MakeRun, tmp_p
     assert len(seals) == 6 and all(parse_seal(s.rstrip(b"\n")) is not None for s in seals)
     assert [e.seq for e in reader.events()] == list(range(1, 31))
     assert verify_run(reader.dir).status == "verified"
+
+
+def test_a_run_recorded_before_block_sealing_still_verifies(run: RunReader) -> None:
+    """Older runs: one chain value per line and no events_format in the checkpoint."""
+    from spyglass.events.codec import decode_event, encode_canonical
+    from spyglass.store.chain import Chain
+
+    chain = Chain(run.id, "events")
+    old = [chain.add(encode_canonical(decode_event(ln))) + b"\n" for ln in _lines(run.events_path) if not is_seal(ln)]
+    _put(run.events_path, old)
+    cp_path = run.dir / "evidence" / "checkpoint.json"
+    cp = json.loads(cp_path.read_text())
+    del cp["events_format"]
+    cp["events_head"] = chain.head
+    cp_path.write_text(json.dumps(cp))
+    assert verify_run(run.dir).status == "verified"
+    assert [e.seq for e in run.events()][:3] == [1, 2, 3]
+    old[41] = old[41].replace(b"f41.py", b"f41.pz")
+    _put(run.events_path, old)
+    first = verify_run(run.dir).first_problem
+    assert first is not None and (first.line, first.kind) == (42, "edited")
