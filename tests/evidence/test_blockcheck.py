@@ -188,3 +188,17 @@ def test_a_run_recorded_before_block_sealing_still_verifies(run: RunReader) -> N
     _put(run.events_path, old)
     first = verify_run(run.dir).first_problem
     assert first is not None and (first.line, first.kind) == (42, "edited")
+
+
+def test_a_file_larger_than_one_read_verifies_and_an_edit_past_it_is_named(make_run: MakeRun) -> None:
+    """Blocks that straddle the verifier's 4 MiB reads are found whole."""
+    long = "/ws/" + "d" * 300
+    big = make_run([ev("file.read", 100, path=f"{long}/f{i}.py") for i in range(14_000)], flush_interval=3600)
+    assert big.events_path.stat().st_size > 4 << 20
+    assert verify_run(big.dir).status == "verified"
+    lines = _lines(big.events_path)
+    i = _line_of_seq(lines, 13_000)
+    lines[i] = lines[i].replace(b"/f12999.py", b"/f12999.pz")
+    _put(big.events_path, lines)
+    r = verify_run(big.dir)
+    assert [(p.line, p.kind) for p in r.problems] == [(i + 1, "edited")]
