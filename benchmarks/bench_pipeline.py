@@ -21,6 +21,10 @@ its own), measures:
   the ceiling a compiled decode-pipeline-writer path could approach, against
   which the Python pipeline's rate is a ratio.
 
+With ``--live``, a live run under ``spyglass run --backend strace`` of a
+shell loop (cat, ls, find: about 20k events) gives the bytes per event on disk
+of real events.
+
 Each line gives events/s, peak RSS and the issue's target (replay and check:
 >= 500k events/s, <= 150 MB).  ``--profile`` writes a cProfile of the replay
 phase.  Usage:
@@ -195,6 +199,23 @@ def _child(args: list[str]) -> tuple[dict[str, object], float, float]:
     return res if isinstance(res, dict) else {"output": res}, wall, usage.ru_maxrss / 1024
 
 
+LIVE_LOOP = ("for i in $(seq 150); do cat /etc/hostname > /dev/null; ls /usr/lib > /dev/null; "
+             "find /usr/share/doc/python3* -maxdepth 1 > /dev/null; done")
+
+
+def live_bytes(spyglass: list[str], store_dir: Path) -> None:
+    """A live strace run of a shell loop: events on disk and bytes per event."""
+    t0 = time.perf_counter()
+    subprocess.run([*spyglass, "run", "-q", "--backend", "strace", "--store", str(store_dir), "--",
+                    "sh", "-c", LIVE_LOOP], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    store = Store(store_dir)
+    run = store.run_dir(store.resolve("latest"))
+    n = store.read_meta(store.resolve("latest")).counts.get("events", 0)
+    size = (run / "events.jsonl").stat().st_size
+    print(f"  live strace run (shell loop): {n} events in {wall:.1f} s, on disk {size / max(n, 1):.1f} bytes/event")
+
+
 def _line(label: str, n: int, seconds: float, rss: float, target: bool = True) -> None:
     rate = n / seconds
     goal = f"   target >= {TARGET_RATE / 1000:.0f}k/s, <= {TARGET_RSS_MB} MB" if target else ""
@@ -205,6 +226,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--quick", action="store_true", help="200,000 events (a shared machine)")
+    ap.add_argument("--live", action="store_true", help="also a live strace run: bytes per real event")
     ap.add_argument("--store", type=Path, default=None, help="work here (default: a temp dir, removed)")
     ap.add_argument("--profile", default=None, help="write a cProfile of the replay phase here")
     ap.add_argument("--phase", choices=["write", "replay", "floor"], help=argparse.SUPPRESS)
@@ -244,6 +266,8 @@ def main() -> None:
         _line("spyglass check", n, wall, rss)
         _, wall, rss = _child([*spyglass, "verify", "--store", str(store_dir), "--format", "json", run_id])
         _line("spyglass verify", n, wall, rss, target=False)
+        if args.live:
+            live_bytes(spyglass, store_dir.parent / "live")
         fl, wall, rss = _child([*me, "--phase", "floor", "--run", run_id])
         floor_rate = n / float(fl["seconds"])  # type: ignore[arg-type]
         print(f"  floor: decode + encode + seal in C   {floor_rate / 1000:8.1f}k events/s  "
