@@ -77,6 +77,14 @@ class RunState:
         else:
             self.redirect.pop(pid, None)
 
+    def note_exit(self, pid: int) -> None:
+        """A process ended: what was kept about it alone goes (memory stays bounded by the living)."""
+        self.recent.pop(pid, None)
+        self.redirect.pop(pid, None)
+        self.created_by.pop(pid, None)
+        self.pending_out.pop(pid, None)
+        self.read_secret.discard(pid)
+
     def note_read(self, ev: Event, secret: bool) -> None:
         """A successful read (called by the engine, which knows what is secret)."""
         path = ev.path
