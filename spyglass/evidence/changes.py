@@ -16,7 +16,6 @@ gives each change's length in it (:func:`stored_form`, :func:`attach_patch`).
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -90,6 +89,8 @@ def unified_diff(rel: str, old: bytes | None, new: bytes | None) -> str:
     fromfile = "/dev/null" if old is None else f"a/{rel}"
     tofile = "/dev/null" if new is None else f"b/{rel}"
     out: list[str] = []
+    import difflib  # only when there is a diff to show (not at every run's start)
+
     for line in difflib.unified_diff(a, b, fromfile, tofile, n=3):
         if line.startswith(("---", "+++")):
             out.append(line.rstrip("\n") + "\n")
