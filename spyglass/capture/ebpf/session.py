@@ -46,7 +46,7 @@ from spyglass.capture.strace.host import hosts_file
 from spyglass.errors import CaptureError
 from spyglass.events.schema import Event
 
-PROGRAMS = ["sys_enter", "sys_exit", "on_fork", "on_exec", "on_exit"]
+PROGRAMS = ["sys_exit", "on_fork", "on_exec", "on_exit"]
 OPTIONAL_PROGRAMS = ["on_uring"]  # io_uring may be compiled out
 
 _POLL = 0.02
