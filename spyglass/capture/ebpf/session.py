@@ -204,6 +204,11 @@ class EbpfSession:
         except (OSError, LibbpfError, subprocess.SubprocessError) as exc:
             self._obj.close()
             raise CaptureError(f"cannot start the command under eBPF capture: {exc}") from exc
+        try:  # the root's exit wakes the reader at once (otherwise its next 20 ms poll sees it)
+            settings = struct.pack("<II", self._drop_dirs, self._proc.pid)
+            map_update(self._obj.map_fd("settings"), _U32.pack(0), settings)
+        except LibbpfError:
+            pass
         self._queue.put([self.decoder.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started)])
         self._reader = threading.Thread(target=self._read, name="ebpf-reader", daemon=True)
         self._reader.start()
@@ -212,8 +217,8 @@ class EbpfSession:
         descs = self._obj.map_fd("descs")
         for row in TABLE:
             map_update(descs, _U32.pack(row.nr), row.packed())
-        drop_dirs = opts.get("drop_dir_reads", True) is not False
-        map_update(self._obj.map_fd("settings"), _U32.pack(0), struct.pack("<II", int(drop_dirs), 0))
+        self._drop_dirs = int(opts.get("drop_dir_reads", True) is not False)
+        map_update(self._obj.map_fd("settings"), _U32.pack(0), struct.pack("<II", self._drop_dirs, 0))
         self._obj.attach(PROGRAMS)
         try:
             self._obj.attach(OPTIONAL_PROGRAMS)
@@ -240,7 +245,7 @@ class EbpfSession:
                     time.sleep(0.05)
             while True:
                 last = self._done.is_set()
-                ep.poll(_POLL)
+                ep.poll(0 if last else _POLL)  # the last drain takes what is there, it does not wait
                 batch: list[Event] = []
                 for r in self._rings:
                     for data in r.read():
