@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+# SPYGLASS_BENCH_CODE: another checkout's spyglass package (--baseline runs this script's
+# functions on it)
+sys.path.insert(0, os.environ.get("SPYGLASS_BENCH_CODE") or str(REPO))
 
 from spyglass.capture.strace.backend import strace_command  # noqa: E402
 
@@ -209,6 +211,19 @@ def timed_ebpf_capture(argv: list[str], cwd: Path, rules: bool = False) -> float
     return dt
 
 
+def timed_baseline(code: Path, argv: list[str], cwd: Path) -> float:
+    """``ebpf+rules`` with another checkout's spyglass (its own eBPF object), in a child process."""
+    import json
+
+    prog = "import json, sys; import bench_capture as b; "
+    prog += "print(b.timed_ebpf_capture(json.loads(sys.argv[1]), b.Path(sys.argv[2]), rules=True))"
+    env = dict(os.environ, SPYGLASS_BENCH_CODE=str(code), PYTHONPATH=str(REPO / "benchmarks"))
+    out = subprocess.run(
+        [sys.executable, "-c", prog, json.dumps(argv), str(cwd)], env=env, capture_output=True, text=True, check=True
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 _RULES: list[object] = []
 CONSUMER_CPU: list[float] = []  # CPU seconds of this process (reader, decoder, rules) per in-process capture
 
@@ -301,6 +316,12 @@ def main() -> None:
         help="comma-separated modes to time (bare is always timed): strace, strace+fd, sg-strace, sg-ebpf, "
         "ebpf-capture, ebpf+rules; default all",
     )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (e.g. `git archive main`, its eBPF object built): adds sg-ebpf@base and "
+        "ebpf+rules@base, the same measures with its code, in the same run",
+    )
     args = ap.parse_args()
     from spyglass.capture.ebpf.probe import static_problem
 
@@ -335,16 +356,20 @@ def main() -> None:
                 "strace+fd": lambda argv=argv, cwd=cwd: timed(
                     strace_command(str(trace_out), argv, fd_tracking=True), cwd
                 ),
-                "sg-strace": lambda argv=argv, cwd=cwd: timed(
-                    [*sg_run, "--backend", "strace", "--", *argv], cwd, env
-                ),
+                "sg-strace": lambda argv=argv, cwd=cwd: timed([*sg_run, "--backend", "strace", "--", *argv], cwd, env),
             }
             if ebpf_problem is None:
                 modes["sg-ebpf"] = sg_ebpf
                 modes["ebpf-capture"] = lambda argv=argv, cwd=cwd: timed_ebpf_capture(argv, cwd)
                 modes["ebpf+rules"] = lambda argv=argv, cwd=cwd: timed_ebpf_capture(argv, cwd, rules=True)
+            if ebpf_problem is None and args.baseline is not None:
+                base_env = dict(env, PYTHONPATH=str(args.baseline.resolve()))
+                modes["sg-ebpf@base"] = lambda argv=argv, cwd=cwd, e=base_env: timed(
+                    [*sg_run, "--backend", "ebpf", "--", *argv], cwd, e
+                )
+                modes["ebpf+rules@base"] = lambda argv=argv, cwd=cwd: timed_baseline(args.baseline.resolve(), argv, cwd)
             if wanted_modes is not None:
-                modes = {m: f for m, f in modes.items() if m == "bare" or m in wanted_modes}
+                modes = {m: f for m, f in modes.items() if m == "bare" or m.split("@")[0] in wanted_modes}
             times: dict[str, list[float]] = {m: [] for m in modes}
             order = list(modes)
             for i in range(args.repeat):
@@ -400,11 +425,11 @@ def print_table(rows: list[tuple[str, dict[str, float]]], lost: dict[str, int]) 
     def startup(mode: str) -> float:
         return 0.0 if start is None or mode not in start else start[mode] - start["bare"]
 
-    modes = ["strace", "sg-strace", "sg-ebpf", "ebpf-capture", "ebpf+rules"]
+    modes = ["strace", "sg-strace", "sg-ebpf", "sg-ebpf@base", "ebpf-capture", "ebpf+rules", "ebpf+rules@base"]
     modes = [m for m in modes if any(m in med for _, med in rows)]
     head = "| workload | bare s |" + "".join(f" {m} s |" for m in modes)
     head += "".join(f" {m}/bare |" for m in modes)
-    net = [m for m in ("sg-strace", "sg-ebpf", "ebpf+rules") if m in modes]
+    net = [m for m in ("sg-strace", "sg-ebpf@base", "sg-ebpf", "ebpf+rules@base", "ebpf+rules") if m in modes]
     head += "".join(f" {m} net/bare |" for m in net)
     if "sg-ebpf" in modes:
         head += " ebpf lost |"

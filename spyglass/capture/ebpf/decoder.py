@@ -49,8 +49,6 @@ class RecordDecoder:
         self.procs: dict[int, ProcInfo] = {}
         self.seen: set[int] = set()
         self.root_pid: int | None = None
-        #: kernel time of the root's first exec: before it, the root runs spyglass's own code
-        self.root_exec_ts: int | None = None
         self.root_exited = False
         self.root_exit_code: int | None = None
         self.root_signal: str | None = None
@@ -118,8 +116,6 @@ class RecordDecoder:
         )  # fmt: skip
 
     def _exec(self, rec: R.Record) -> Event:
-        if rec.pid == self.root_pid and self.root_exec_ts is None:
-            self.root_exec_ts = rec.ts
         proc = self.procs.get(rec.pid)
         if proc is None:  # first seen at its exec (a record lost, or a fixture without the fork)
             proc = self.procs[rec.pid] = ProcInfo(rec.pid, None)
@@ -224,9 +220,6 @@ class RecordDecoder:
             self.unparsed += 1
             return None
         name = desc.name
-        if rec.nr == _BPF and rec.pid == self.root_pid and (self.root_exec_ts is None or rec.ts < self.root_exec_ts):
-            return None  # the root putting itself in the tracked map, between fork and exec (the rings are
-            # decoded one after the other: the exec record may come first)
         handler = _HANDLERS.get(name)
         if handler is None:
             return self._sensitive(rec, name)
@@ -443,9 +436,6 @@ class RecordDecoder:
 
     def _other(self, rec: R.Record) -> Event | None:
         return sensitive_event(self, rec)
-
-
-_BPF = 321
 
 
 def _id(v: int) -> int | None:

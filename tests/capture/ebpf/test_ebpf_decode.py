@@ -166,22 +166,6 @@ def test_signals_to_processes_outside_the_tree_only() -> None:
     assert evs[2].errno == "ENOTTY" and not evs[2].ok
 
 
-def test_the_roots_own_enrollment_is_not_its_bpf_call() -> None:
-    """Between fork and exec the root runs spyglass's code, which puts it in the tracked map with
-    bpf(): that call is not the command's, whichever ring is decoded first; a later one is."""
-    enroll = R.build(R.REC_SYS, nr=321, pid=100, tid=100, ts=10, args=(2, 0, 0, 0, 0, 0))
-    exec_ = R.build(R.REC_EXEC, nr=59, pid=100, tid=100, ts=20, blobs=(b"/bin/x\0", b"x\0", b"", b""))
-    later = R.build(R.REC_SYS, nr=321, pid=100, tid=100, ts=30, args=(5, 0, 0, 0, 0, 0))
-    other = R.build(R.REC_SYS, nr=321, pid=101, tid=101, ts=5, args=(2, 0, 0, 0, 0, 0))
-    for order in ([enroll, exec_, later, other], [exec_, enroll, later, other]):
-        dec = RecordDecoder()
-        dec.add_root(100, "/", 0, 0, 0)
-        evs, _ = _decode(order, dec)
-        assert [(e.type, e.pid, e.ts) for e in evs if e.type == "sys.sensitive"] == [
-            ("sys.sensitive", 100, 30), ("sys.sensitive", 101, 5),
-        ]  # fmt: skip
-
-
 def test_io_uring_opcodes_once_per_process() -> None:
     recs = [R.build(R.REC_URING, pid=9, tid=9, args=(18, 0, 0, 0, 0, 0)) for _ in range(3)]
     evs, _ = _decode(recs)

@@ -103,7 +103,9 @@ struct rec {
 
 struct cfg {
 	__u32 drop_dir_reads; // read-only O_DIRECTORY opens are not reported
-	__u32 root_tgid;      // the command: its exit wakes the reader at once (the run's end)
+	__u32 root_tgid;      // the command (set at its fork): its exit wakes the reader at once
+	__u32 enroll_tid;     // user space: the next process this thread forks is the command
+	__u32 pad;
 };
 
 struct {
@@ -158,6 +160,12 @@ struct {
 static __always_inline int is_tracked(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
+}
+
+static __always_inline struct cfg *get_cfg(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&settings, &zero);
 }
 
 static __always_inline struct scratch *get_scratch(void)
@@ -468,8 +476,7 @@ static __always_inline int skip_call(struct desc *d, struct pt_regs *regs, long 
 		return regs->si != TIOCSTI;
 	if (d->special == SP_OPEN) {
 		__u64 fl = d->flags_arg == 1 ? regs->si : regs->dx; // open: arg 1, openat: arg 2
-		__u32 zero = 0;
-		struct cfg *c = bpf_map_lookup_elem(&settings, &zero);
+		struct cfg *c = get_cfg();
 		// read-only directory opens (find, git status, ls ...): no rule or analysis uses them
 		return c && c->drop_dir_reads && (fl & O_DIRECTORY) && (fl & O_ACCMODE) == 0 &&
 		       !(fl & (O_CREAT | O_TRUNC));
@@ -532,15 +539,26 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
-	if (!is_tracked(ptgid))
-		return 0;
 	__u32 cpid = BPF_CORE_READ(child, pid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	int root = 0;
+	if (!is_tracked(ptgid)) {
+		// the command itself: forked by the thread user space named (no code runs in the
+		// child before exec, so the parent can use vfork); user space reports its start
+		struct cfg *c = get_cfg();
+		if (!c || !c->enroll_tid || cpid != ctgid || c->enroll_tid != BPF_CORE_READ(parent, pid))
+			return 0;
+		c->enroll_tid = 0;
+		c->root_tgid = ctgid;
+		root = 1;
+	}
 	if (cpid != ctgid)
 		return 0; // a thread: its process is already followed
 	__u8 one = 1;
 	if (bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY))
 		count_lost(CAT_FORK); // the table is full: this process is not followed (and it says so)
+	if (root)
+		return 0;
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
@@ -564,8 +582,12 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
-	if (!is_tracked(tgid))
+	if (!is_tracked(tgid)) {
+		struct cfg *c = get_cfg();
+		if (c && c->root_tgid && c->root_tgid == tgid)
+			bpf_send_signal(9); // the command could not be followed: it never runs unrecorded
 		return 0;
+	}
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
@@ -602,6 +624,10 @@ int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
 	if (!group_dead)
 		return 0;
 	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct cfg *c = get_cfg();
+	int root = c && c->root_tgid && c->root_tgid == tgid;
+	if (root)
+		c->root_tgid = 0; // its pid may be reused by a process on_exec must not kill
 	if (!is_tracked(tgid))
 		return 0;
 	bpf_map_delete_elem(&tracked, &tgid);
@@ -618,10 +644,8 @@ int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
 	if (!code)
 		code = BPF_CORE_READ(p, signal, group_exit_code);
 	r->ret = code;
-	__u32 zero = 0;
-	struct cfg *c = bpf_map_lookup_elem(&settings, &zero);
-	emit_flags(&life, s, sizeof(struct rec), CAT_EXIT,
-		   c && c->root_tgid == tgid ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	// the command's exit is the run's end: wake the reader now rather than at its next poll
+	emit_flags(&life, s, sizeof(struct rec), CAT_EXIT, root ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
