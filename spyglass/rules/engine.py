@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from spyglass.agents import known_state
 from spyglass.agents.adapters import adapter_named, agent_state_globs
+from spyglass.agents.launch import install_trees
 from spyglass.events import EVENT_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink, default_home
 from spyglass.policy import Policy
@@ -393,17 +393,12 @@ _OWNERS = frozenset({"ssh", "scp", "sftp", "ssh-add", "ssh-agent", "ssh-keygen",
                      "git", "git-remote-http", "git-remote-https", "kubectl", "aws", "gcloud", "gh", "docker"})
 
 
-#: known_state's agent kinds -> adapter names
-_ADAPTER_OF = {"codex": "codex", "claude_code": "claude", "mini": "mini"}
-
-
 def _agent_state(kind: str | None, home: str) -> list[str]:
-    """The own state files of the agent the user launched: the known-state list and its adapter's."""
-    globs = known_state.state_globs(kind)
-    name = _ADAPTER_OF.get(kind or "")
-    if name:
-        globs += adapter_named(name).state_globs(home)
-    return globs
+    """The own state files of the agent the user launched, as its adapter declares them."""
+    try:
+        return adapter_named(kind).state_globs(home) if kind else []
+    except KeyError:  # an agent this version has no adapter for
+        return []
 
 
 def _resolvers() -> list[str]:
@@ -425,7 +420,7 @@ def _record_launch(meta: Any, home: str) -> None:
     configured name servers go into the run's metadata, so a replay sees the same."""
     extra = meta.extra
     if "launch" not in extra and getattr(meta, "command", None):
-        extra["launch"] = known_state.install_trees(list(meta.command), meta.cwd or "/", home=home)
+        extra["launch"] = install_trees(list(meta.command), meta.cwd or "/", home=home)
     if "resolvers" not in extra:
         extra["resolvers"] = _resolvers()
 

@@ -12,14 +12,17 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from spyglass.errors import SourceError
 from spyglass.policy.loader import read_source
+from spyglass.policy.yamlsrc import Pos
 from spyglass.rules.eventtypes import retype
 from spyglass.rules.model import Library, Rule
 from spyglass.rules.parse import _FileParser, library_names, parse_rule_text, rule_files
 from spyglass.rules.tuning import apply_changes, policy_changes
+
+_T = TypeVar("_T")
 
 
 class RuleSetError(SourceError):
@@ -98,24 +101,9 @@ def parse_files(paths: Sequence[Path], *, pack: bool = True) -> tuple[RuleSet, l
         parsed = parse_rule_text(text, shown, macros, lists)
         errors += parsed.errors
         rs.changes += parsed.changes
-        for name, vals in parsed.library.lists.items():
-            if name in rs.library.lists:
-                where = parsed.library.list_pos[name][1]
-                first = rs.library.list_pos[name]
-                errors.append(SourceError(f"list {name!r} is already defined at {first[0]}:{first[1].line}",
-                                          shown, where.line, where.col))
-                continue
-            rs.library.lists[name] = vals
-            rs.library.list_pos[name] = parsed.library.list_pos[name]
-        for name, sel in parsed.library.macros.items():
-            if name in rs.library.macros:
-                where = parsed.library.macro_pos[name][1]
-                first = rs.library.macro_pos[name]
-                errors.append(SourceError(f"macro {name!r} is already defined at {first[0]}:{first[1].line}",
-                                          shown, where.line, where.col))
-                continue
-            rs.library.macros[name] = sel
-            rs.library.macro_pos[name] = parsed.library.macro_pos[name]
+        lib, new = rs.library, parsed.library
+        errors += _define("list", lib.lists, lib.list_pos, new.lists, new.list_pos, shown)
+        errors += _define("macro", lib.macros, lib.macro_pos, new.macros, new.macro_pos, shown)
         for rule in parsed.rules:
             if rule.id in seen:
                 other = seen[rule.id]
@@ -129,6 +117,28 @@ def parse_files(paths: Sequence[Path], *, pack: bool = True) -> tuple[RuleSet, l
         errors += apply_changes(rs, rs.changes)
     _retype(rs)
     return rs, errors
+
+
+def _define(
+    kind: str,
+    names: dict[str, _T],
+    pos: dict[str, tuple[str, Pos]],
+    new: dict[str, _T],
+    new_pos: dict[str, tuple[str, Pos]],
+    shown: str,
+) -> list[SourceError]:
+    """Add a file's lists or macros (``kind``) to the set's; a name defined twice is an error."""
+    errors = []
+    for name, value in new.items():
+        if name in names:
+            where = new_pos[name][1]
+            first = pos[name]
+            errors.append(SourceError(f"{kind} {name!r} is already defined at {first[0]}:{first[1].line}",
+                                      shown, where.line, where.col))
+            continue
+        names[name] = value
+        pos[name] = new_pos[name]
+    return errors
 
 
 def _retype(rs: RuleSet) -> None:
