@@ -467,6 +467,26 @@ __noinline int sys_net(__u32 nr, __s64 ret)
 	return off;
 }
 
+// Argument i of the call, from the saved user registers (x86_64 syscall order).
+static __always_inline __u64 reg_arg(struct pt_regs *regs, __s8 i)
+{
+	switch (i) {
+	case 0:
+		return regs->di;
+	case 1:
+		return regs->si;
+	case 2:
+		return regs->dx;
+	case 3:
+		return regs->r10;
+	case 4:
+		return regs->r8;
+	case 5:
+		return regs->r9;
+	}
+	return 0;
+}
+
 // Cheap per-call filters, before the tracked-process lookup: true when the call is not reported.
 static __always_inline int skip_call(struct desc *d, struct pt_regs *regs, long ret)
 {
@@ -475,7 +495,7 @@ static __always_inline int skip_call(struct desc *d, struct pt_regs *regs, long 
 	if (d->special == SP_IOCTL)
 		return regs->si != TIOCSTI;
 	if (d->special == SP_OPEN) {
-		__u64 fl = d->flags_arg == 1 ? regs->si : regs->dx; // open: arg 1, openat: arg 2
+		__u64 fl = reg_arg(regs, d->flags_arg);
 		struct cfg *c = get_cfg();
 		// read-only directory opens (find, git status, ls ...): no rule or analysis uses them
 		return c && c->drop_dir_reads && (fl & O_DIRECTORY) && (fl & O_ACCMODE) == 0 &&
