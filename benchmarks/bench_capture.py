@@ -431,7 +431,8 @@ def print_table(rows: list[tuple[str, dict[str, float]]], lost: dict[str, int]) 
     head += "".join(f" {m}/bare |" for m in modes)
     net = [m for m in ("sg-strace", "sg-ebpf@base", "sg-ebpf", "ebpf+rules@base", "ebpf+rules") if m in modes]
     head += "".join(f" {m} net/bare |" for m in net)
-    if "sg-ebpf" in modes:
+    with_lost = bool(lost) and any("ebpf" in m for m in modes)
+    if with_lost:
         head += " ebpf lost |"
     fd = any("strace+fd" in med and "strace" in med for _, med in rows)
     if fd:
@@ -445,7 +446,7 @@ def print_table(rows: list[tuple[str, dict[str, float]]], lost: dict[str, int]) 
         for m in net:
             v = med.get(m)
             line += " - |" if v is None or name.startswith("true") else f" {(v - startup(m)) / b:.2f} |"
-        if "sg-ebpf" in modes:
+        if with_lost:
             line += f" {lost.get(name, 0)} |"
         if fd:
             line += f" {med['strace+fd'] / med['strace']:.2f} |"
