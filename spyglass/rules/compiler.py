@@ -81,6 +81,10 @@ class CompiledSet:
     active: list[bool] = field(default_factory=list)
     #: event type -> generated source of its full function (for `spyglass rules` debugging)
     source: dict[str, str] = field(default_factory=dict)
+    #: lazy sets: event type (None: the fallback) -> its function, compiled at the first call
+    #: (``by_type`` and ``fallback`` stay empty); ``types`` are those some matcher may match
+    build: Callable[[str | None], MatchFn | None] | None = None
+    types: frozenset[str] = frozenset()
 
 
 class _Shared:
@@ -345,11 +349,14 @@ def compile_matchers(
     home: str | None,
     *,
     per_path: bool = True,
+    lazy: bool = False,
 ) -> CompiledSet:
     """Generate and compile the functions of every event type over ``matchers``.
 
     ``per_path=False`` turns off the per-path memo (every event runs its type's
-    full function); the alerts are the same either way.
+    full function); the alerts are the same either way.  ``lazy`` compiles
+    nothing now: ``CompiledSet.build(etype)`` compiles one type's function when
+    it is first needed (a run sees a few of the event types), once.
     """
     active = [True] * len(matchers)
     out = CompiledSet(matchers=matchers, active=active)
@@ -367,18 +374,33 @@ def compile_matchers(
                 by_type[t].append(i)
         if types is None:
             by_type[None].append(i)
-    for etype, idxs in by_type.items():
-        tc = _TypeCompiler(etype, idxs, matchers, lists, macros, home, shared)
-        if not tc.idxs:
+    built: dict[str | None, MatchFn | None] = {}
+
+    def build(etype: str | None) -> MatchFn | None:
+        if etype in built:
+            return built[etype]
+        tc = _TypeCompiler(etype, by_type.get(etype, []), matchers, lists, macros, home, shared)
+        fn: MatchFn | None = None
+        if tc.idxs:
+            fn, src = tc.function(tc.idxs)
+            out.source[etype or "*"] = src
+            kinds = tc.key_kinds()
+            if per_path and etype is not None and etype.startswith("file.") and "path" in kinds:
+                with_target = "target" in kinds
+                pre = tc.prefilter(frozenset({"path", "target"} if with_target else {"path"}))
+                fn = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
+                                   with_target=with_target)
+        built[etype] = fn
+        return fn
+
+    if lazy:
+        out.build = build
+        out.types = frozenset(t for t, idxs in by_type.items() if idxs and t is not None)
+        return out
+    for etype in by_type:
+        fn = build(etype)
+        if fn is None:
             continue
-        fn, src = tc.function(tc.idxs)
-        out.source[etype or "*"] = src
-        kinds = tc.key_kinds()
-        if per_path and etype is not None and etype.startswith("file.") and "path" in kinds:
-            with_target = "target" in kinds
-            pre = tc.prefilter(frozenset({"path", "target"} if with_target else {"path"}))
-            fn = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
-                               with_target=with_target)
         if etype is None:
             out.fallback = fn
         else:

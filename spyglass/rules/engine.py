@@ -28,9 +28,8 @@ from spyglass.rules.compiler import CompiledSet, Matcher, compile_matchers
 from spyglass.rules.context import FieldContext, RunState
 from spyglass.rules.describe import describe, duration, short_command
 from spyglass.rules.fields import FIELDS
-from spyglass.rules.model import Rule
+from spyglass.rules.model import Rule, RuleSet
 from spyglass.rules.pathmemo import MatchFn
-from spyglass.rules.ruleset import RuleSet
 from spyglass.rules.state import ProcRef, SequenceTracker, ThresholdCounter
 
 _STATE_TYPES = frozenset(
@@ -41,6 +40,8 @@ _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "proce
 _TEMPLATE = re.compile(r"\{([a-z_][a-z0-9_.]*)\}")
 MAX_DEDUP = 100_000
 _NO_PIDS: frozenset[int] = frozenset()
+#: the event types of nearly every run, compiled before the agent starts (RuleEngine.warm)
+_WARM_FIRST = ("process.start", "process.exec", "process.exit", "file.read")
 
 
 def _getter(name: str) -> Callable[[Event, FieldContext], Any]:
@@ -65,6 +66,7 @@ class RuleEngine(Sink):
         workspace: list[str] | None = None,
         monitor_pids: tuple[int, ...] = (),
         per_path: bool = True,
+        validated: bool = False,
     ) -> None:
         self.ruleset = ruleset
         self.policy = policy or Policy.default()
@@ -81,9 +83,15 @@ class RuleEngine(Sink):
         self.state = RunState()
         self._dedup: set[tuple[str, int, str]] = set()
         self._getters: dict[str, Callable[[Event, FieldContext], Any]] = {}
-        # compile once now so a broken rule stops the run before it starts
-        self.start(RunContext(root_cwd="/", workspace=["/"]))
-        self.ctx = None
+        self._compile_lock = threading.Lock()
+        #: compile every event type's function in start() (else each at its type's first event)
+        self._eager = not validated
+        if not validated:
+            # compile all now so a broken rule stops the run before it starts (``validated``: the
+            # rule cache saw these rules compile for this policy and home before, spyglass/rules/cache.py)
+            self.start(RunContext(root_cwd="/", workspace=["/"]))
+            self.ctx = None
+        self._eager = False
 
     # -- set-up ----------------------------------------------------------------------
     def start(self, ctx: RunContext) -> None:
@@ -184,7 +192,7 @@ class RuleEngine(Sink):
                     th = rule.threshold
                     self._trackers[ri] = ThresholdCounter(th.count, th.within_ns, th.distinct is not None)
         self.compiled = compile_matchers(matchers, lists, self.ruleset.library.macros, home,
-                                         per_path=self._per_path)
+                                         per_path=self._per_path, lazy=not self._eager)
         self._active = self.compiled.active
         for m_idx in self._steps.values():
             for i in m_idx[1:]:
@@ -192,8 +200,44 @@ class RuleEngine(Sink):
         by_type = self.compiled.by_type
         self._fallback = self.compiled.fallback
         self._dispatch: dict[str, MatchFn | None] = {t: by_type.get(t) for t in EVENT_TYPES}
+        if self.compiled.build is not None:  # lazy: each type compiles at its first event
+            self._dispatch.update({t: self._first_of(t) for t in self.compiled.types})
+            self._fallback = self._first_of(None)
         self._matchers = matchers
         self._nprocs = len(ctx.procs.procs)
+
+    def warm(self, more: Callable[[], bool] = lambda: False) -> None:
+        """Compile now the functions of the event types every run sees, then of the others in
+        order while ``more()`` says there is idle time (the eBPF program still loading)."""
+        compiled = self.compiled
+        if compiled is None or compiled.build is None:
+            return
+        for i, t in enumerate(_WARM_FIRST + tuple(x for x in EVENT_TYPES if x not in _WARM_FIRST)):
+            if i >= len(_WARM_FIRST) and not more():
+                return
+            if t in compiled.types and self._dispatch.get(t) is not None:
+                with self._compile_lock:
+                    fn = compiled.build(t)
+                    if self.compiled is compiled:
+                        self._dispatch[t] = fn
+
+    def _first_of(self, etype: str | None) -> MatchFn:
+        """A stand-in that compiles ``etype``'s function at the first event of that type, puts
+        it in its place and runs it (the proxy's veto thread may be first: hence the lock)."""
+        compiled = self.compiled
+
+        def first(ev: Event, fx: FieldContext) -> tuple[int, ...]:
+            assert compiled is not None and compiled.build is not None
+            with self._compile_lock:
+                fn = compiled.build(etype)
+                if self.compiled is compiled:  # not restarted meanwhile
+                    if etype is None:
+                        self._fallback = fn
+                    else:
+                        self._dispatch[etype] = fn
+            return fn(ev, fx) if fn is not None else ()
+
+        return first
 
     # -- per event -------------------------------------------------------------------
     def event(self, ev: Event) -> None:

@@ -207,20 +207,17 @@ def test_a_command_the_kernel_cannot_follow_never_runs(tmp_path: Path) -> None:
     import struct
 
     from spyglass.capture.base import LaunchSpec
-    from spyglass.capture.ebpf import EbpfBackend
-    from spyglass.capture.ebpf.libbpf import BpfObject, map_update
+    from spyglass.capture.ebpf import preload
+    from spyglass.capture.ebpf.libbpf import map_update
+    from spyglass.capture.ebpf.session import EbpfSession
 
-    backend = EbpfBackend()
-    backend.preload()
-    assert backend._preload is not None
-    backend._preload.join()
-    obj = backend._preloaded
-    assert isinstance(obj, BpfObject)
+    obj = preload.load_object(preload.RING, preload.LIFE)
     fd = obj.map_fd("tracked")
     for i in range(65536):  # above any pid_max: never a real process
         map_update(fd, struct.pack("<I", 0x7FFF0000 + i), b"\x01")
     marker = tmp_path / "ran"
-    session = backend.start(LaunchSpec(["/bin/sh", "-c", f"touch {marker}"], str(tmp_path), wait_descendants=0))
+    spec = LaunchSpec(["/bin/sh", "-c", f"touch {marker}"], str(tmp_path), wait_descendants=0)
+    session = EbpfSession(spec, obj, preload.RING, preload.LIFE)
     events = list(session.events())
     res = session.result()
     assert not marker.exists()
