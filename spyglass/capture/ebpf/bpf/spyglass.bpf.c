@@ -103,7 +103,7 @@ struct rec {
 
 struct cfg {
 	__u32 drop_dir_reads; // read-only O_DIRECTORY opens are not reported
-	__u32 root_tgid;      // the command (set at its fork): its exit wakes the reader at once
+	__u32 root_tgid;      // the command (set at its fork, cleared at its exit)
 	__u32 enroll_tid;     // user space: the next process this thread forks is the command
 	__u32 pad;
 };
@@ -312,21 +312,18 @@ static __always_inline void read_creds(struct task_struct *task, struct rec *r)
 	r->egid = BPF_CORE_READ(c, egid.val);
 }
 
-static __always_inline void emit_flags(void *ring, struct scratch *s, __u32 size, __u32 cat, __u64 flags)
+// The reader polls every 20 ms (and wakes at the command's exit through its pidfd); the
+// program wakes it early only when more than 256 KiB are pending.
+static __always_inline void emit(void *ring, struct scratch *s, __u32 size, __u32 cat)
 {
-	if (flags != BPF_RB_FORCE_WAKEUP && bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) > (256 << 10))
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) > (256 << 10))
 		flags = BPF_RB_FORCE_WAKEUP;
 	BOUND(size, 0x3fff);
 	if (size < sizeof(struct rec))
 		return;
 	if (bpf_ringbuf_output(ring, s->buf, size, flags))
 		count_lost(cat);
-}
-
-// The reader polls every 20 ms; it is woken early only when more than 256 KiB are pending.
-static __always_inline void emit(void *ring, struct scratch *s, __u32 size, __u32 cat)
-{
-	emit_flags(ring, s, size, cat, BPF_RB_NO_WAKEUP);
 }
 
 static __always_inline __u32 put_user_str(struct scratch *s, __u32 off, __u64 ptr)
@@ -645,8 +642,7 @@ int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
 		return 0;
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct cfg *c = get_cfg();
-	int root = c && c->root_tgid && c->root_tgid == tgid;
-	if (root)
+	if (c && c->root_tgid && c->root_tgid == tgid)
 		c->root_tgid = 0; // its pid may be reused by a process on_exec must not kill
 	if (!is_tracked(tgid))
 		return 0;
@@ -664,8 +660,7 @@ int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
 	if (!code)
 		code = BPF_CORE_READ(p, signal, group_exit_code);
 	r->ret = code;
-	// the command's exit is the run's end: wake the reader now rather than at its next poll
-	emit_flags(&life, s, sizeof(struct rec), CAT_EXIT, root ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	emit(&life, s, sizeof(struct rec), CAT_EXIT);
 	return 0;
 }
 
