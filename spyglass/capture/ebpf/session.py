@@ -1,11 +1,14 @@
 """The eBPF capture backend: loads the CO-RE program, runs the command, streams its events.
 
 Start: the program is loaded through the system libbpf (ctypes), the syscall
-table is written into its ``descs`` map and its six programs are attached.
-The command (behind ``spec.wrapper``, if any) is started with ``Popen``; in
-the child, between fork and exec, its own pid is put into the ``tracked``
-map, so the kernel follows it and every process it forks from its very first
-instruction (``sched_process_fork`` adds each child).  Nothing is injected
+table is written into its ``descs`` map and its five programs are attached.
+The command (behind ``spec.wrapper``, if any) is started with ``Popen``; the
+thread that calls it is named in the ``settings`` map first, and the kernel
+puts that thread's next child into the ``tracked`` map at its fork, so it
+follows the command and every process it forks from its very first
+instruction (``sched_process_fork`` adds each child; a command the table
+cannot take is killed at its exec).  No code runs in the child, so Popen
+can use vfork.  Nothing is injected
 into the processes: when recording ends the programs are detached and
 whatever still runs goes on untouched.
 
@@ -25,7 +28,6 @@ running are reported as ``process.detach`` events and in
 
 from __future__ import annotations
 
-import ctypes
 import os
 import queue
 import select
@@ -37,7 +39,7 @@ import time
 from collections.abc import Iterator
 
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
-from spyglass.capture.ebpf import libbpf, preload, probe
+from spyglass.capture.ebpf import preload, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
 from spyglass.capture.ebpf.ring import Ring
@@ -48,7 +50,7 @@ from spyglass.capture.strace.host import fd_link, hosts_file, pgid_of
 from spyglass.errors import CaptureError
 from spyglass.events.schema import Event
 
-PROGRAMS = ["sys_enter", "sys_exit", "on_fork", "on_exec", "on_exit"]
+PROGRAMS = ["sys_exit", "on_fork", "on_exec", "on_exit"]
 OPTIONAL_PROGRAMS = ["on_uring"]  # io_uring may be compiled out
 
 _POLL = 0.02
@@ -57,6 +59,7 @@ DESCENDANTS = ("kill", "follow", "detach")
 _DETACHED = "left running, no longer recorded (nothing of spyglass stays inside it)"
 _KILL_GRACE = 5.0
 _U32 = struct.Struct("<I")
+_CFG = struct.Struct("<IIII")  # the program's struct cfg: drop_dir_reads, root_tgid, enroll_tid, pad
 _TS = struct.Struct("<Q")  # a record's CLOCK_BOOTTIME stamp, at offset 16 of its header
 
 
@@ -183,22 +186,19 @@ class EbpfSession:
             self._setup(opts)
             self._rings = [Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("events"), ring)]
             cwd = os.path.realpath(spec.cwd)
-            tracked = self._obj.map_fd("tracked")
-
-            key, one = ctypes.c_uint32(0), ctypes.c_uint8(1)
-            update = libbpf.lib().lib.bpf_map_update_elem
-
-            def enroll() -> None:  # in the child, before exec: the kernel follows it from here
-                key.value = os.getpid()  # no allocation between fork and exec
-                if update(tracked, ctypes.byref(key), ctypes.byref(one), 0):
-                    raise OSError("the kernel refused to follow the command")  # never run it unrecorded
-
             started = time.time_ns()
             stdin, stdout, stderr = spec.stdio or (None, None, None)
-            self._proc = subprocess.Popen(
-                [*spec.wrapper, *spec.argv], cwd=cwd, env=spec.env, close_fds=True, preexec_fn=enroll,
-                stdin=stdin, stdout=stdout, stderr=stderr,
-            )  # fmt: skip
+            # the kernel follows the next process this thread forks from its first instruction
+            # (on_fork); nothing runs in the child before exec, so Popen can use vfork
+            me = threading.get_native_id()
+            map_update(self._obj.map_fd("settings"), _U32.pack(0), _CFG.pack(self._drop_dirs, 0, me, 0))
+            try:
+                self._proc = subprocess.Popen(
+                    [*spec.wrapper, *spec.argv], cwd=cwd, env=spec.env, close_fds=True,
+                    stdin=stdin, stdout=stdout, stderr=stderr,
+                )  # fmt: skip
+            finally:
+                self._disarm(me)
         except (OSError, LibbpfError, subprocess.SubprocessError) as exc:
             self._obj.close()
             os.close(self._wake)
@@ -216,13 +216,20 @@ class EbpfSession:
         descs = self._obj.map_fd("descs")
         for row in TABLE:
             map_update(descs, _U32.pack(row.nr), row.packed())
-        drop_dirs = opts.get("drop_dir_reads", True) is not False
-        map_update(self._obj.map_fd("settings"), _U32.pack(0), struct.pack("<II", int(drop_dirs), 0))
+        self._drop_dirs = int(opts.get("drop_dir_reads", True) is not False)
+        map_update(self._obj.map_fd("settings"), _U32.pack(0), _CFG.pack(self._drop_dirs, 0, 0, 0))
         self._obj.attach(PROGRAMS)
         try:
             self._obj.attach(OPTIONAL_PROGRAMS)
         except LibbpfError:
             self._result.notes.append("io_uring tracepoints unavailable: io_uring opcodes are not recorded")
+
+    def _disarm(self, tid: int) -> None:
+        """No fork matched (Popen failed before it): the thread's next fork must not be followed."""
+        fd = self._obj.map_fd("settings")
+        raw = map_lookup(fd, _U32.pack(0), _CFG.size)
+        if raw is not None and _CFG.unpack(raw)[2] == tid:
+            map_update(fd, _U32.pack(0), _CFG.pack(self._drop_dirs, 0, 0, 0))
 
     @property
     def helper_pids(self) -> list[int]:

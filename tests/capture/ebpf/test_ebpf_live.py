@@ -245,3 +245,28 @@ def test_dns_answers_from_recvfrom_and_recvmsg_name_connections(tmp_path: Path) 
     assert ("recvmsg", "example.test", ["127.0.0.9"], "127.0.0.1", port) in dns
     conn = next(e for e in cap.events if e.type == "net.connect" and e.address == "127.0.0.9")
     assert conn.domain == "example.test" and conn.transport == "tcp" and not conn.ok
+
+
+def test_a_command_the_kernel_cannot_follow_never_runs(tmp_path: Path) -> None:
+    """The tracked table full (filled here with pids no process can have): the command's fork
+    cannot enter it, so the kernel kills it at exec, before its first instruction, and the run
+    counts the lost fork."""
+    import struct
+
+    from spyglass.capture.base import LaunchSpec
+    from spyglass.capture.ebpf import preload
+    from spyglass.capture.ebpf.libbpf import map_update
+    from spyglass.capture.ebpf.session import EbpfSession
+
+    obj = preload.load_object(preload.RING, preload.LIFE)
+    fd = obj.map_fd("tracked")
+    for i in range(65536):  # above any pid_max: never a real process
+        map_update(fd, struct.pack("<I", 0x7FFF0000 + i), b"\x01")
+    marker = tmp_path / "ran"
+    spec = LaunchSpec(["/bin/sh", "-c", f"touch {marker}"], str(tmp_path), wait_descendants=0)
+    session = EbpfSession(spec, obj, preload.RING, preload.LIFE)
+    events = list(session.events())
+    res = session.result()
+    assert not marker.exists()
+    assert res.signal == "SIGKILL" and res.lost >= 1 and any("fork 1" in n for n in res.notes), res
+    assert not [e for e in events if e.type == "process.exec" and e.ok]
