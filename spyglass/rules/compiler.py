@@ -81,6 +81,9 @@ class CompiledSet:
     active: list[bool] = field(default_factory=list)
     #: event type -> generated source of its full function (for `spyglass rules` debugging)
     source: dict[str, str] = field(default_factory=dict)
+    #: the fast lane's functions (only the matchers given as ``early``), per event type and the fallback
+    early_by_type: dict[str, MatchFn] = field(default_factory=dict)
+    early_fallback: MatchFn | None = None
 
 
 class _Shared:
@@ -311,6 +314,11 @@ class _TypeCompiler:
         fn: Callable[[Event, FieldContext], tuple[bool | None, ...]] = self._compile(fname, src)
         return fn
 
+    def early(self, early: frozenset[int]) -> MatchFn | None:
+        """The function over just the fast lane's matchers of this type (None: it has none)."""
+        idxs = [i for i in self.idxs if i in early]
+        return self.function(idxs, "_early")[0] if idxs else None
+
     def specialized(self, cands: tuple[int, ...], full: MatchFn) -> MatchFn | None:
         """The function for events that only these matchers can match (None: no matcher can)."""
         if not cands:
@@ -345,11 +353,13 @@ def compile_matchers(
     home: str | None,
     *,
     per_path: bool = True,
+    early: frozenset[int] | None = None,
 ) -> CompiledSet:
     """Generate and compile the functions of every event type over ``matchers``.
 
     ``per_path=False`` turns off the per-path memo (every event runs its type's
-    full function); the alerts are the same either way.
+    full function); the alerts are the same either way.  ``early``: the indexes
+    of the matchers the fast lane evaluates (``CompiledSet.early_by_type``).
     """
     active = [True] * len(matchers)
     out = CompiledSet(matchers=matchers, active=active)
@@ -374,13 +384,20 @@ def compile_matchers(
         fn, src = tc.function(tc.idxs)
         out.source[etype or "*"] = src
         kinds = tc.key_kinds()
+        has_early = bool(early) and any(i in early for i in tc.idxs)  # type: ignore[operator]
+        fast: MatchFn | None = None
         if per_path and etype is not None and etype.startswith("file.") and "path" in kinds:
             with_target = "target" in kinds
             pre = tc.prefilter(frozenset({"path", "target"} if with_target else {"path"}))
-            fn = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
-                               with_target=with_target)
+            fn, fast = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
+                                     with_target=with_target, early=early if has_early else None)
+        elif has_early and early is not None:
+            fast = tc.early(early)
         if etype is None:
             out.fallback = fn
+            out.early_fallback = fast
         else:
             out.by_type[etype] = fn
+            if fast is not None:
+                out.early_by_type[etype] = fast
     return out

@@ -256,7 +256,21 @@ def record(
             wrapper=list(request.wrapper),
             options=dict(request.backend_options),
             stdio=request.stdio,
+            urgent=pipeline.urgent_hook(),  # the rule engine's fast lane, on the capture's thread
         )
+        started: list[CaptureSession] = []
+        stop_lock = threading.Lock()
+
+        def stop_agent(reason: str) -> None:
+            # also from the capture's reader thread (the fast lane), maybe before start() returned
+            with stop_lock:
+                if not stopped_by:
+                    stopped_by.append(reason)
+                live = started[0] if started else None
+            if live is not None:
+                live.kill_tree()
+
+        ctx.stop_agent = stop_agent
         sig = _Signals(None, ctx.procs)  # from before the agent starts: no window without a handler
         sig.__enter__()
         try:
@@ -264,19 +278,17 @@ def record(
         except BaseException:
             sig.__exit__()
             raise
+        with stop_lock:
+            started.append(session)
+            stop_now = bool(stopped_by)
+        if stop_now:  # a kill rule fired while the capture was starting
+            session.kill_tree()
         sig.attach(session)
         chosen: Any = getattr(backend, "inner", backend)  # a sandbox wraps the backend
         meta.backend = chosen.name  # ``auto`` may have fallen back at start
         if getattr(chosen, "reason", None):
             meta.extra["backend_reason"] = chosen.reason
         pipeline.launched()
-
-        def stop_agent(reason: str) -> None:
-            if not stopped_by:
-                stopped_by.append(reason)
-            session.kill_tree()
-
-        ctx.stop_agent = stop_agent
         if on_started is not None:
             on_started(meta)
         groups = meta.extra["monitor_pgids"]
@@ -327,6 +339,7 @@ def record(
             "root_pid": capture.root_pid,
             "notes": capture.notes,
             "sink_errors": pipeline.errors,
+            **({"handover": capture.handover} if capture.handover else {}),
         },
         still_running=[{"pid": s.pid, "argv": s.argv} for s in capture.still_running],
     )

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import queue
 import select
 import signal
 import struct
@@ -42,6 +41,7 @@ from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
 from spyglass.capture.ebpf.ring import Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
+from spyglass.capture.handover import MAX_QUEUED_DROPPING, Empty, Handover
 from spyglass.capture.strace.host import hosts_file
 from spyglass.errors import CaptureError
 from spyglass.events.schema import Event
@@ -169,7 +169,8 @@ class EbpfSession:
         opts = spec.options
         self._obj = obj
         self._result = CaptureResult()
-        self._queue: queue.SimpleQueue[list[Event] | None] = queue.SimpleQueue()
+        # bounded (deeper than strace's: a reader kept waiting lets the rings fill and drop)
+        self._queue = Handover(MAX_QUEUED_DROPPING, urgent=spec.urgent)
         self._done = threading.Event()  # ask the reader for a last drain, then to stop
         self._detached = False
         self._closed = False
@@ -286,7 +287,7 @@ class EbpfSession:
         while True:
             try:
                 batch = self._queue.get(timeout=0.1)
-            except queue.Empty:
+            except Empty:
                 batch = []
             if batch is None:
                 break
@@ -316,6 +317,7 @@ class EbpfSession:
     def _finish_reading(self) -> None:
         if not self._done.is_set():
             self._done.set()
+            self._queue.close()  # the last drain never waits for the consumer
 
     def _finish(self) -> Iterator[Event]:
         dec, res = self.decoder, self._result
@@ -329,6 +331,7 @@ class EbpfSession:
                 rc = None
         res.root_pid = self._proc.pid
         res.lines, res.unparsed = dec.records, dec.unparsed
+        res.handover = self._queue.stats()
         if dec.root_exited:
             res.exit_code, res.signal = dec.root_exit_code, dec.root_signal
         elif rc is not None:

@@ -9,8 +9,9 @@ status is exact even if strace dies), a Ctrl-C at the terminal reaches the
 command but not strace, and interrupting strace never kills the command
 (strace kills its *own* child when interrupted).  strace writes to a FIFO in
 a private temporary directory (removed as soon as strace has opened it); a
-reader thread parses lines as they arrive and queues the events, which
-:meth:`StraceSession.events` yields.
+reader thread parses lines as they arrive and queues the events (a bounded
+:class:`~spyglass.capture.handover.Handover`: a consumer that falls behind
+slows strace), which :meth:`StraceSession.events` yields.
 
 End of run: when the root process's exit line arrives, a grace period of
 ``spec.wait_descendants`` seconds starts.  If strace is still running when it
@@ -44,7 +45,6 @@ cheaper, but it has two costs:
 from __future__ import annotations
 
 import os
-import queue
 import shutil
 import signal
 import subprocess
@@ -54,6 +54,7 @@ import time
 from collections.abc import Iterator
 
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
+from spyglass.capture.handover import Empty, Handover
 from spyglass.capture.strace import host
 from spyglass.capture.strace.command import strace_command
 from spyglass.capture.strace.parser import StraceParser
@@ -151,7 +152,8 @@ class StraceSession:
         # guards the parser and the FIFO ends across threads; re-entrant because stop() and
         # kill_tree() may run in a signal handler while this thread is inside parser.feed()
         self._lock = threading.RLock()
-        self._queue: queue.SimpleQueue[list[Event] | None] = queue.SimpleQueue()
+        # bounded: a consumer that falls behind slows strace (and the tree) instead of growing memory
+        self._queue = Handover(urgent=spec.urgent)
         self._detached = False
         self._killing = False
         self._tracer: int | None = None  # strace's own pid (it runs as the command's grandchild)
@@ -287,7 +289,7 @@ class StraceSession:
             timeout = 0.5 if deadline is None or self._detached else max(0.0, deadline - time.monotonic())
             try:
                 batch = self._queue.get(timeout=timeout)
-            except queue.Empty:
+            except Empty:
                 batch = self._resume_stopped_tracer()
             if batch is None:
                 break
@@ -321,6 +323,7 @@ class StraceSession:
                 rc = None
         res.root_pid = parser.root_pid
         res.lines, res.unparsed = parser.lines, parser.unparsed
+        res.handover = self._queue.stats()
         if parser.root_exited:
             res.exit_code, res.signal = parser.root_exit_code, parser.root_signal
         elif rc is not None:  # strace missed the exit (or never ran): the command's own status
@@ -397,6 +400,7 @@ class StraceSession:
 
     def _drain(self) -> None:
         """After the stream was abandoned: discard the rest, then clean up (and reap strace)."""
+        self._queue.close()
         while self._queue.get() is not None:
             pass
         self._cleanup()
