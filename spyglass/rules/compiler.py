@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spyglass.events import EVENT_TYPES, Event
-from spyglass.policy.paths import DirSet
+from spyglass.policy.paths import DirSet, GlobMatcher
 from spyglass.rules.condition import And, AtLeast, Cond, Macro, Not, Or, Sel
 from spyglass.rules.context import FieldContext
 from spyglass.rules.fields import FIELDS
@@ -94,7 +94,7 @@ class _Shared:
         self.keys: dict[str, str] = {}
 
     def const(self, value: Any) -> str:
-        if isinstance(value, re.Pattern | DirSet | NetSet) or callable(value):
+        if isinstance(value, re.Pattern | DirSet | NetSet | GlobMatcher) or callable(value):
             key = f"id:{id(value)}"
         else:
             key = repr((type(value).__name__, value))
@@ -124,6 +124,7 @@ class _Emitter:
         self.pure = pure
         self.vars: dict[str, str] = {}  # field -> local var for the raw value (derived)
         self.lvars: dict[str, str] = {}  # field -> local var for the lower-cased value
+        self.two: set[str] = set()  # (pure) expressions known to be True or False, never None
 
     def const(self, value: Any) -> str:
         return self.shared.const(value)
@@ -166,8 +167,55 @@ class _Emitter:
         if self.pure is not None:
             if FIELDS[t.field].key not in self.pure:
                 return "None"
-            return f"bool({self._test(t, values)})"
+            return self._two(f"bool({self._test(t, values)})")
         return self._test(t, values)
+
+    # -- three-valued logic (``pure``), folded while generating -------------------------
+    def _two(self, expr: str) -> str:
+        """``expr`` is two-valued (True or False, never None)."""
+        self.two.add(expr)
+        return expr
+
+    def k_and(self, parts: list[str]) -> str:
+        parts = [p for p in parts if p != "True"]
+        if "False" in parts:
+            return "False"
+        rest = [p for p in parts if p != "None"]
+        unknown = len(rest) < len(parts)
+        if not rest:
+            return "None" if unknown else "True"
+        if all(p in self.two for p in rest):  # Python's own and: False, else True (or None)
+            if len(rest) == 1 and not unknown:
+                return rest[0]
+            text = "(" + " and ".join([*rest, *(["None"] if unknown else [])]) + ")"
+            return text if unknown else self._two(text)
+        if len(rest) == 1 and not unknown:
+            return rest[0]
+        return "_kand(" + ", ".join([*rest, *(["None"] if unknown else [])]) + ")"
+
+    def k_or(self, parts: list[str]) -> str:
+        parts = [p for p in parts if p != "False"]
+        if "True" in parts:
+            return "True"
+        rest = [p for p in parts if p != "None"]
+        unknown = len(rest) < len(parts)
+        if not rest:
+            return "None" if unknown else "False"
+        if all(p in self.two for p in rest):  # Python's own or: True, else False (or None)
+            if len(rest) == 1 and not unknown:
+                return rest[0]
+            text = "(" + " or ".join([*rest, *(["None"] if unknown else [])]) + ")"
+            return text if unknown else self._two(text)
+        if len(rest) == 1 and not unknown:
+            return rest[0]
+        return "_kor(" + ", ".join([*rest, *(["None"] if unknown else [])]) + ")"
+
+    def k_not(self, x: str) -> str:
+        if x in ("None", "True", "False"):
+            return {"None": "None", "True": "False", "False": "True"}[x]
+        if x in self.two:
+            return self._two(f"(not {x})")
+        return f"_knot({x})"
 
     def _test(self, t: FieldTest, values: list[Any]) -> str:
         return MODIFIERS[t.operator].emit(self, t, values)
@@ -205,18 +253,18 @@ class _Emitter:
             if "False" in parts:
                 continue
             parts = [p for p in parts if p != "True"] or ["True"]
-            if len(parts) == 1:
+            if self.pure is not None:
+                alts.append(self.k_and(parts))
+            elif len(parts) == 1:
                 alts.append(parts[0])
-            elif self.pure is not None:
-                alts.append("_kand(" + ", ".join(parts) + ")")
             else:
                 alts.append("(" + " and ".join(parts) + ")")
         if not alts:
             return "False"
+        if self.pure is not None:
+            return self.k_or(alts)
         if len(alts) == 1:
             return alts[0]
-        if self.pure is not None:
-            return "_kor(" + ", ".join(alts) + ")"
         return "(" + " or ".join(alts) + ")"
 
     def cond(self, c: Cond, sels: dict[str, Selection]) -> str:
@@ -227,13 +275,13 @@ class _Emitter:
         k = self.pure is not None
         if isinstance(c, Not):
             inner = self.cond(c.expr, sels)
-            return f"_knot({inner})" if k else f"(not {inner})"
+            return self.k_not(inner) if k else f"(not {inner})"
         if isinstance(c, And):
             items = [self.cond(i, sels) for i in c.items]
-            return ("_kand(" + ", ".join(items) + ")") if k else ("(" + " and ".join(items) + ")")
+            return self.k_and(items) if k else ("(" + " and ".join(items) + ")")
         if isinstance(c, Or):
             items = [self.cond(i, sels) for i in c.items]
-            return ("_kor(" + ", ".join(items) + ")") if k else ("(" + " or ".join(items) + ")")
+            return self.k_or(items) if k else ("(" + " or ".join(items) + ")")
         if isinstance(c, AtLeast):
             items = [self.cond(i, sels) for i in c.items]
             if k:

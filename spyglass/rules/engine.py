@@ -24,7 +24,7 @@ from spyglass.pipeline import RunContext, Sink, default_home
 from spyglass.policy import Policy
 from spyglass.policy import defaults as pdefaults
 from spyglass.policy.hosts import HostMatcher
-from spyglass.policy.paths import DirSet, compile_globs, expand_home
+from spyglass.policy.paths import DirSet, GlobMatcher, expand_home
 from spyglass.rules.compiler import CompiledSet, Matcher, compile_matchers
 from spyglass.rules.context import FieldContext, RunState
 from spyglass.rules.describe import describe, duration, short_command
@@ -133,10 +133,10 @@ class RuleEngine(Sink):
             temp=DirSet(expand_home(d, home) for d in pdefaults.WRITABLE_TEMP),
             home=home,
             trusted=DirSet(trusted_dirs),
-            trusted_re=compile_globs(ws_trusted, home),
-            secrets_re=compile_globs(secret_globs, home),
-            secret_exceptions_re=compile_globs(pdefaults.SECRET_EXCEPTIONS, home),
-            honeytokens_re=compile_globs(honeytokens, home),
+            trusted_re=GlobMatcher(ws_trusted, home),
+            secrets_re=GlobMatcher(secret_globs, home),
+            secret_exceptions_re=GlobMatcher(pdefaults.SECRET_EXCEPTIONS, home),
+            honeytokens_re=GlobMatcher(honeytokens, home),
             hosts=HostMatcher(pol.network.effective_allow, pol.network.deny),
             monitor_pids=frozenset(monitors),
             live_monitors=ctx.monitor_pids,
@@ -145,7 +145,7 @@ class RuleEngine(Sink):
             launch_programs=frozenset(launch.get("programs") or ()),
             launch_interpreters=frozenset(launch.get("interpreters") or ()),
             launch_trees=DirSet(launch.get("trees") or ()),
-            agent_state_re=compile_globs(_agent_state(launch.get("kind"), home), home),
+            agent_state_re=GlobMatcher(_agent_state(launch.get("kind"), home), home),
             resolvers=frozenset(extra.get("resolvers") or ()),
         )
         self.fx = FieldContext(**fx_args)

@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""The live per-event path: ``spyglass run -q --backend strace`` against raw strace with the
+same flags, and the alert latency (the secret read -> its alert line on spyglass's stderr).
+
+Ratios (issue 19's targets: <= 1.10x): each workload runs bare, under raw strace
+(``strace_command``: the backend's flags, writing to a file) and under ``spyglass run -q
+--backend strace`` (and ``--backend ebpf`` with ``--ebpf``), the modes alternating in a
+rotating order; medians of ``--repeat``.  Workloads on tmpfs (/dev/shm): untar of ~48 MB
+in ~12k files of the Python standard library, ``git status`` x5 in a repository of 10k
+files, ``compileall`` of part of the standard library, 1000 execs of /bin/true.
+
+Alert latency (target: p99 <= 50 ms under bursts): one ``spyglass run --backend strace``
+whose agent forks a child per trial; the child notes CLOCK_REALTIME and reads a decoy
+``~/.ssh/id_rsa`` (the HOME is a temporary directory); the benchmark reads spyglass's
+stderr as it comes and stamps the ``cred-secret-read`` line of that pid.  ``idle``: nothing
+else runs; ``burst``: a second child creates new files without pause the whole time.
+
+Usage: .venv/bin/python benchmarks/bench_live.py [--quick] [--repeat 3] [--trials 60] [--ebpf]
+       [--only untar,git,...] [--no-latency] [--no-ratios]
+Run it from another checkout's root to measure that checkout (the spyglass it runs is the one
+beside this script: PYTHONPATH).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from spyglass.capture.strace.command import strace_command  # noqa: E402
+
+Workload = tuple[list[str], Path, Callable[[], None]]
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def _stdlib_files(limit_files: int, limit_bytes: int) -> list[Path]:
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    out: list[Path] = []
+    size = 0
+    for p in sorted(lib.rglob("*")):
+        if "__pycache__" in p.parts or not p.is_file() or p.is_symlink():
+            continue
+        if p.stat().st_size > 64 << 10:  # many files of source-tree sizes, not a few big archives
+            continue
+        out.append(p)
+        size += p.stat().st_size
+        if len(out) >= limit_files or size >= limit_bytes:
+            break
+    return out
+
+
+def make_workloads(base: Path, quick: bool) -> dict[str, Workload]:
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    files = _stdlib_files(3000 if quick else 12000, (12 if quick else 48) << 20)
+    tar_path = base / "lib.tar"
+    with tarfile.open(tar_path, "w") as tf:
+        for p in files:
+            tf.add(p, arcname=str(p.relative_to(lib.parent)), recursive=False)
+    untar_dir = base / "untar"
+
+    def reset_untar() -> None:
+        shutil.rmtree(untar_dir, ignore_errors=True)
+        untar_dir.mkdir()
+
+    repo = base / "repo"
+    for i in range(3000 if quick else 10000):
+        d = repo / f"d{i % 100}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i}.txt").write_text(f"file {i}\n")
+    git = ["git", "-c", "user.email=b@x", "-c", "user.name=b"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=repo, check=True)
+    src = base / "pysrc"
+    for sub in ["json", "email", "http", "xml"] + ([] if quick else ["asyncio", "importlib", "logging", "urllib"]):
+        shutil.copytree(lib / sub, src / sub, ignore=shutil.ignore_patterns("__pycache__", "test*"))
+
+    def reset_compile() -> None:
+        for p in src.rglob("__pycache__"):
+            shutil.rmtree(p, ignore_errors=True)
+
+    execs = 300 if quick else 1000
+    return {
+        f"untar {sum(p.stat().st_size for p in files) >> 20} MB ({len(files)} files)": (
+            ["tar", "xf", str(tar_path), "-C", str(untar_dir)], base, reset_untar),
+        "git status x5": (["sh", "-c", "for i in 1 2 3 4 5; do git status -s >/dev/null; done"], repo, lambda: None),
+        "compileall": ([sys.executable, "-m", "compileall", "-q", str(src)], base, reset_compile),
+        f"{execs} execs": (["sh", "-c", f"i=0; while [ $i -lt {execs} ]; do /bin/true; i=$((i+1)); done"], base,
+                           lambda: None),
+    }  # fmt: skip
+
+
+def ratios(base: Path, args: argparse.Namespace, env: dict[str, str]) -> None:
+    workloads = make_workloads(base, args.quick)
+    if args.only:
+        wanted = tuple(args.only.split(","))
+        workloads = {k: v for k, v in workloads.items() if k.startswith(wanted)}
+    spyglass = [sys.executable, "-m", "spyglass", "run", "-q"]
+    trace = base / "trace.txt"
+    rows = []
+    for name, (argv, cwd, reset) in workloads.items():
+        modes: dict[str, Callable[[], float]] = {
+            "bare": lambda argv=argv, cwd=cwd: timed(argv, cwd),
+            "strace": lambda argv=argv, cwd=cwd: timed(strace_command(str(trace), argv), cwd),
+            "sg strace": lambda argv=argv, cwd=cwd: timed([*spyglass, "--backend", "strace", "--", *argv], cwd, env),
+        }
+        if args.ebpf:
+            modes["sg ebpf"] = lambda argv=argv, cwd=cwd: timed([*spyglass, "--backend", "ebpf", "--", *argv], cwd, env)
+        times: dict[str, list[float]] = {m: [] for m in modes}
+        order = list(modes)
+        for i in range(args.repeat):
+            for mode in order[i % len(order):] + order[: i % len(order)]:
+                reset()
+                times[mode].append(modes[mode]())
+        rows.append((name, {m: statistics.median(v) for m, v in times.items()}))
+        print(f"  {name}: done", file=sys.stderr, flush=True)
+    head = "| workload | bare s | strace s | sg strace s | sg strace / strace |"
+    if args.ebpf:
+        head += " sg ebpf s | sg ebpf / bare |"
+    print("\n" + head)
+    print("|---" + "|---:" * (head.count("|") - 2) + "|")
+    for name, med in rows:
+        line = (f"| {name} | {med['bare']:.3f} | {med['strace']:.3f} | {med['sg strace']:.3f} | "
+                f"{med['sg strace'] / med['strace']:.2f}x |")
+        if args.ebpf:
+            line += f" {med['sg ebpf']:.3f} | {med['sg ebpf'] / med['bare']:.2f}x |"
+        print(line)
+    print("(target: sg strace / strace <= 1.10x)")
+
+
+AGENT = r"""
+import os, random, sys, time
+trials, burst_dir, stamps = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+key = os.path.expanduser("~/.ssh/id_rsa")
+burster = None
+if burst_dir != "-":
+    burster = os.fork()
+    if burster == 0:  # a burst of new files for as long as the trials run
+        os.makedirs(burst_dir, exist_ok=True)
+        i = 0
+        while True:
+            open(os.path.join(burst_dir, str(i)), "w").close()
+            i += 1
+    time.sleep(0.3)
+out = open(stamps, "w")
+for _ in range(trials):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        t0 = time.time_ns()
+        with open(key) as f:
+            f.read()
+        os.write(w, str(t0).encode())
+        os._exit(0)
+    os.close(w)
+    t0 = os.read(r, 64).decode()
+    os.close(r)
+    os.waitpid(pid, 0)
+    out.write(f"{pid} {t0}\n")
+    out.flush()
+    time.sleep(random.uniform(0.02, 0.06))
+if burster:
+    os.kill(burster, 9)
+    os.waitpid(burster, 0)
+"""
+
+
+def latency(base: Path, args: argparse.Namespace, env: dict[str, str], backend: str) -> None:
+    home = base / "lat-home"
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n")
+    agent = base / "lat-agent.py"
+    agent.write_text(AGENT)
+    print(f"\nalert latency, {backend}: secret read -> alert line ({args.trials} trials each)")
+    print("| load | trials | alerts seen | p50 ms | p90 ms | p99 ms | max ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for load in ("idle", "burst"):
+        burst = base / f"burst-{load}-{backend}"
+        shutil.rmtree(burst, ignore_errors=True)
+        stamps = base / f"stamps-{load}-{backend}"
+        argv = [sys.executable, "-m", "spyglass", "run", "--backend", backend, "--", sys.executable, str(agent),
+                str(args.trials), str(burst) if load == "burst" else "-", str(stamps)]
+        run_env = dict(env, HOME=str(home))
+        seen: dict[int, int] = {}
+        ws = base / "lat-ws"
+        ws.mkdir(exist_ok=True)
+        proc = subprocess.Popen(argv, cwd=ws, env=run_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        assert proc.stderr is not None
+
+        def read(stream: object = proc.stderr) -> None:
+            for raw in iter(proc.stderr.readline, b""):  # type: ignore[union-attr]
+                now = time.time_ns()
+                line = raw.decode(errors="replace")
+                if "cred-secret-read" in line and " pid " in line:
+                    try:
+                        seen.setdefault(int(line.split(" pid ", 1)[1].split()[0]), now)
+                    except ValueError:
+                        pass
+
+        t = threading.Thread(target=read, daemon=True)
+        t.start()
+        proc.wait()
+        t.join(timeout=10)
+        shutil.rmtree(burst, ignore_errors=True)
+        lat = []
+        for row in stamps.read_text().split("\n"):
+            if row.strip():
+                pid, t0 = (int(x) for x in row.split())
+                if pid in seen:
+                    lat.append((seen[pid] - t0) / 1e6)
+        lat.sort()
+        if not lat:
+            print(f"| {load} | {args.trials} | 0 | - | - | - | - |")
+            continue
+
+        def q(p: float, lat: list[float] = lat) -> float:
+            return lat[min(len(lat) - 1, int(p * len(lat)))]
+
+        print(f"| {load} | {args.trials} | {len(lat)} | {q(0.5):.1f} | {q(0.9):.1f} | {q(0.99):.1f} | {lat[-1]:.1f} |")
+    print("(target: p99 <= 50 ms under bursts)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--trials", type=int, default=60)
+    ap.add_argument("--quick", action="store_true", help="smaller workloads and fewer trials (a smoke run)")
+    ap.add_argument("--only", help="comma-separated workload name prefixes")
+    ap.add_argument("--ebpf", action="store_true", help="also spyglass run --backend ebpf (root)")
+    ap.add_argument("--no-latency", action="store_true")
+    ap.add_argument("--no-ratios", action="store_true")
+    args = ap.parse_args()
+    if args.quick:
+        args.repeat = min(args.repeat, 2)
+        args.trials = min(args.trials, 20)
+    load = os.getloadavg()
+    print(f"spyglass live path, {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, kernel "
+          f"{os.uname().release}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+          f"{' (quick)' if args.quick else ''}, code: {REPO}")
+    root = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="spyglass-bench-live-", dir=root) as tmp:
+        base = Path(tmp)
+        env = dict(os.environ, SPYGLASS_STORE=str(base / "store"), PYTHONDONTWRITEBYTECODE="1",
+                   PYTHONPATH=str(REPO))
+        if not args.no_ratios:
+            ratios(base, args, env)
+        if not args.no_latency:
+            latency(base, args, env, "strace")
+            if args.ebpf:
+                latency(base, args, env, "ebpf")
+    load = os.getloadavg()
+    print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
