@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -184,6 +185,18 @@ if burster:
 """
 
 
+def _read_alerts(stream: IO[bytes], seen: dict[int, int]) -> None:
+    """Stamp each cred-secret-read line of spyglass's stderr as it arrives (pid -> time ns)."""
+    for raw in iter(stream.readline, b""):
+        now = time.time_ns()
+        line = raw.decode(errors="replace")
+        if "cred-secret-read" in line and " pid " in line:
+            try:
+                seen.setdefault(int(line.split(" pid ", 1)[1].split()[0]), now)
+            except ValueError:
+                pass
+
+
 def latency(base: Path, args: argparse.Namespace, env: dict[str, str], backend: str) -> None:
     home = base / "lat-home"
     (home / ".ssh").mkdir(parents=True, exist_ok=True)
@@ -206,17 +219,7 @@ def latency(base: Path, args: argparse.Namespace, env: dict[str, str], backend: 
         proc = subprocess.Popen(argv, cwd=ws, env=run_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         assert proc.stderr is not None
 
-        def read(stream: object = proc.stderr) -> None:
-            for raw in iter(proc.stderr.readline, b""):  # type: ignore[union-attr]
-                now = time.time_ns()
-                line = raw.decode(errors="replace")
-                if "cred-secret-read" in line and " pid " in line:
-                    try:
-                        seen.setdefault(int(line.split(" pid ", 1)[1].split()[0]), now)
-                    except ValueError:
-                        pass
-
-        t = threading.Thread(target=read, daemon=True)
+        t = threading.Thread(target=_read_alerts, args=(proc.stderr, seen), daemon=True)
         t.start()
         proc.wait()
         t.join(timeout=10)

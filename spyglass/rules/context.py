@@ -8,7 +8,6 @@ process event changes the tree (``procs_changed``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 

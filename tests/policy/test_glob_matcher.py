@@ -17,7 +17,8 @@ SHAPES = [
     "**/.git/config", "**/.git/hooks/*", "**/.ssh/authorized_keys*", "*/x/", "q/**", "**/a\\*b/c", "[ab]/q",
     "/etc/cron.*/**", "~/.local/state/**/*.log", "a/**/b", "x**y", "/proc/*/environ", "/Etc/K\u212ay/**",
 ]  # fmt: skip
-WORDS = ["/", "A", "SSH", "\u017f", "\u212a", "Env", "a", ".ssh", ".env", "home", "dev", "x", "deep", "id_rsa", ".key", "spy", "*", ".", "etc", "shadow",
+WORDS = ["/", "A", "SSH", "\u017f", "\u212a", "Env",
+         "a", ".ssh", ".env", "home", "dev", "x", "deep", "id_rsa", ".key", "spy", "*", ".", "etc", "shadow",
          "ssh_host_1_key", "ssh", "q", ".example", ".git", "config", "hooks", "authorized_keys", "b", "a*b", "c",
          "cron.d", "local", "state", ".log", "y", "\n", "proc", "12", "environ"]
 

@@ -131,3 +131,45 @@ def test_benign_twin_burst_without_secret_is_silent(tmp_path: Path) -> None:
     assert not [a for a in engine.alerts if a.rule_id == "cred-secret-read"]
     assert not [r for r, _ in witness.announced if r == "cred-secret-read"]
     assert outcome.exit_code == 0
+
+
+def test_the_lane_running_ahead_changes_no_alert() -> None:
+    """The lane sees the whole stream before the engine sees any of it (a reader far ahead of a
+    busy pipeline): the recorded alerts are exactly those of the engine alone, and every alert
+    the lane announced is among them."""
+    import msgspec
+
+    from spyglass.pipeline import Pipeline, RunContext
+    from spyglass.rules.engine import RuleEngine
+    from spyglass.rules.ruleset import load_ruleset
+    from tests.rules.test_engine import HOME, WS, stream
+
+    rs = load_ruleset()
+    for seed in (1, 2):
+        events = stream(3000, seed)
+        runs = []
+        announced: list[Any] = []
+        for lane in (False, True):
+
+            class Heard:
+                def __init__(self, into: list[Any]) -> None:
+                    self.into = into
+
+                def announce(self, alert: Any) -> None:
+                    self.into.append(alert)
+
+            engine = RuleEngine(rs, home=HOME, fast_lane=lane)
+            pipe = Pipeline([engine, Heard(announced)], RunContext(root_cwd=WS, workspace=[WS]))
+            pipe.start()
+            copies = [msgspec.structs.replace(ev) for ev in events]
+            if lane:
+                for ev in copies:
+                    engine.urgent(ev)
+            for ev in copies:
+                pipe.feed(ev, renumber=False)
+            pipe.done()
+            runs.append([msgspec.to_builtins(a) for a in engine.alerts])
+        assert runs[0] == runs[1]
+        assert announced
+        recorded = {(a["rule_id"], a["pid"], a["message"]) for a in runs[1]}
+        assert all((a.rule_id, a.pid, a.message) in recorded for a in announced)
