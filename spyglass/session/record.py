@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,6 +33,9 @@ from spyglass.store.writer import Signer
 
 if TYPE_CHECKING:
     from spyglass.policy import Policy
+
+
+_SWITCH_INTERVAL = 0.001  # seconds
 
 
 @dataclass
@@ -293,18 +297,25 @@ def record(
             on_started(meta)
         groups = meta.extra["monitor_pgids"]
         tracer_known = False
-        with sig:
-            for ev in session.events():
-                if not tracer_known:  # the tracer's pid, for rules about killing the monitor
-                    tracer = session.tracer_pid
-                    if tracer is not None:
-                        ctx.monitor_pids.append(tracer)
-                        _add_group(groups, tracer)
-                        tracer_known = True
-                pipeline.feed(ev)
-                if sig.pending:
-                    sig.drain(pipeline)
-            sig.drain(pipeline)
+        # the capture's reader thread (and the fast lane on it) waits for the interpreter lock at most
+        # this long while the pipeline is busy (the default, 5 ms, let a burst delay alerts)
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(switch, _SWITCH_INTERVAL))
+        try:
+            with sig:
+                for ev in session.events():
+                    if not tracer_known:  # the tracer's pid, for rules about killing the monitor
+                        tracer = session.tracer_pid
+                        if tracer is not None:
+                            ctx.monitor_pids.append(tracer)
+                            _add_group(groups, tracer)
+                            tracer_known = True
+                    pipeline.feed(ev)
+                    if sig.pending:
+                        sig.drain(pipeline)
+                sig.drain(pipeline)
+        finally:
+            sys.setswitchinterval(switch)
         if not tracer_known and session.tracer_pid is not None:
             ctx.monitor_pids.append(session.tracer_pid)
         capture = session.result()

@@ -65,6 +65,7 @@ from spyglass.events.schema import Event
 DESCENDANTS = ("kill", "follow", "detach")
 _DETACH_SECCOMP = "left running with strace's seccomp filter: its traced system calls now fail with ENOSYS"
 _KILL_GRACE = 5.0  # seconds to let a killed tree report its deaths before detaching anyway
+_FIFO_BYTES = 64 << 10
 _DRAIN_LIMIT = 0.25  # seconds spent draining queued output before detaching
 _FIX_INSTALL = "sudo apt-get install strace"
 _FIX_PTRACE = (
@@ -171,7 +172,9 @@ class StraceSession:
             # command is gone: an early strace failure cannot leave the reader blocked forever
             self._wfd: int | None = os.open(fifo, os.O_WRONLY)
             os.set_blocking(self._rfd, True)
-            host.grow_pipe(self._rfd)
+            # big enough for strace's bursts while the reader waits for the interpreter, small enough
+            # that what waits in it (unseen by the fast lane) stays short: the bounded queue holds the rest
+            host.grow_pipe(self._rfd, _FIFO_BYTES)
             cmd = strace_command(
                 fifo,
                 [*spec.wrapper, *spec.argv],
