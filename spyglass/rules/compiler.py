@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,9 +82,11 @@ class CompiledSet:
     active: list[bool] = field(default_factory=list)
     #: event type -> generated source of its full function (for `spyglass rules` debugging)
     source: dict[str, str] = field(default_factory=dict)
-    #: the fast lane's functions (only the matchers given as ``early``), per event type and the fallback
+    #: the fast lane's functions (only the matchers given as ``early``), per event type and the fallback;
+    #: compiled when the lane first needs them (``early_compile``: event type or None -> compile it)
     early_by_type: dict[str, MatchFn] = field(default_factory=dict)
     early_fallback: MatchFn | None = None
+    early_compile: dict[str | None, Callable[[], MatchFn | None]] = field(default_factory=dict)
 
 
 class _Shared:
@@ -92,6 +95,9 @@ class _Shared:
     def __init__(self, ns: dict[str, Any]) -> None:
         self.ns = ns
         self.keys: dict[str, str] = {}
+        #: functions are also compiled after start, on two threads (the engine's specialized ones,
+        #: the fast lane's): one at a time, so constants never get the same name
+        self.lock = threading.RLock()
 
     def const(self, value: Any) -> str:
         if isinstance(value, re.Pattern | DirSet | NetSet | GlobMatcher) or callable(value):
@@ -341,6 +347,10 @@ class _TypeCompiler:
         return em.cond(det.condition, det.selections)
 
     def function(self, idxs: Iterable[int], suffix: str = "") -> tuple[MatchFn, str]:
+        with self.shared.lock:
+            return self._function(idxs, suffix)
+
+    def _function(self, idxs: Iterable[int], suffix: str) -> tuple[MatchFn, str]:
         em = _Emitter(self.etype, self.lists, self.macros, self.home, self.shared)
         body: list[str] = []
         for i in idxs:
@@ -373,10 +383,13 @@ class _TypeCompiler:
             return None
         fn = self._specialized.get(cands, _MISS)
         if fn is _MISS:
-            if len(self._specialized) >= SPECIALIZE_MAX:
-                return full
-            fn = self.function(cands, f"_{len(self._specialized)}")[0]
-            self._specialized[cands] = fn
+            with self.shared.lock:
+                fn = self._specialized.get(cands, _MISS)
+                if fn is _MISS:
+                    if len(self._specialized) >= SPECIALIZE_MAX:
+                        return full
+                    fn = self.function(cands, f"_{len(self._specialized)}")[0]
+                    self._specialized[cands] = fn
         return fn  # type: ignore[return-value]
 
     def _compile(self, fname: str, src: str) -> Any:
@@ -440,7 +453,7 @@ def compile_matchers(
             fn, fast = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
                                      with_target=with_target, early=early if has_early else None)
         elif has_early and early is not None:
-            fast = tc.early(early)
+            out.early_compile[etype] = functools.partial(tc.early, early)
         if etype is None:
             out.fallback = fn
             out.early_fallback = fast

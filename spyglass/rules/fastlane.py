@@ -29,16 +29,18 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from spyglass.events import Alert, Event
+from spyglass.events import EVENT_TYPES, Alert, Event
 from spyglass.rules.compiler import CompiledSet, Matcher
 from spyglass.rules.context import FieldContext
 from spyglass.rules.model import Rule
+from spyglass.rules.pathmemo import MatchFn
 
 if TYPE_CHECKING:
     from spyglass.rules.engine import RuleEngine
 
 #: actions of the rules the lane decides
 FAST_ACTIONS = frozenset({"alert", "kill"})
+_MISSING: MatchFn = lambda ev, fx: ()  # noqa: E731 - "not looked up yet"
 _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
 
 
@@ -58,8 +60,10 @@ class FastLane:
         self.engine = engine
         self.fx = fx
         self.early = early
-        self._dispatch = compiled.early_by_type
+        self._dispatch: dict[str, MatchFn | None] = dict(compiled.early_by_type)
         self._fallback = compiled.early_fallback
+        self._compile = compiled.early_compile
+        self._fallback_ready = None not in self._compile
         self._nprocs = 0
         self.lock = threading.Lock()
         #: (rule id, pid, message) of the alerts announced and not yet recorded
@@ -82,7 +86,9 @@ class FastLane:
             n = len(procs.procs)
             fx.procs_changed(t == "process.start" or n != self._nprocs)
             self._nprocs = n
-        fn = self._dispatch.get(t, self._fallback)
+        fn = self._dispatch.get(t, _MISSING)
+        if fn is _MISSING:
+            fn = self._first(t)
         if fn is not None:
             hits = fn(ev, fx)
             if hits:
@@ -90,6 +96,21 @@ class FastLane:
                     if i in self.early:  # a specialized function may be the type's full one
                         self._hit(i, ev)
         self.engine.track(ev, fx, fx.state)
+
+    def _first(self, t: str) -> MatchFn | None:
+        """The lane's function for an event type it meets for the first time (compiled now)."""
+        make = self._compile.get(t)
+        if make is not None:
+            fn = self._dispatch[t] = make()
+            return fn
+        if t in EVENT_TYPES:  # no fast rule for this type
+            self._dispatch[t] = None
+            return None
+        if not self._fallback_ready:  # a type outside the schema: the rules for any type
+            self._fallback_ready = True
+            make = self._compile.get(None)
+            self._fallback = make() if make is not None else None
+        return self._fallback
 
     def _hit(self, i: int, ev: Event) -> None:
         eng = self.engine
