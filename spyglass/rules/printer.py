@@ -29,7 +29,8 @@ class AlertPrinter:
     """Pipeline sink: prints every alert raised by any sink.
 
     An alert the rule engine's fast lane announced ahead of the stream is printed
-    when announced (on the capture's reader thread) and not again when recorded."""
+    when announced (on the capture's reader thread) and not again when recorded
+    (``json``: when recorded, with its ``seq`` and event)."""
 
     name = "alert-printer"
 
@@ -46,6 +47,8 @@ class AlertPrinter:
         self._unsaved = ctx.unsaved_alerts
 
     def announce(self, alert: Alert) -> None:
+        if self.fmt == "json":  # machines get the alert whole (its seq, its event), when recorded
+            return
         with self._lock:
             self._announced.add((alert.rule_id, alert.pid, alert.message))
             self._print(alert)
