@@ -36,7 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -242,6 +242,56 @@ def latency(base: Path, args: argparse.Namespace, env: dict[str, str], backend: 
     print("(target: p99 <= 50 ms under bursts)")
 
 
+def per_event(base: Path, args: argparse.Namespace) -> None:
+    """CPU time per strace line (parser) and per event (rule engine, full pack), in this process."""
+    import inspect
+
+    from spyglass.capture.strace.parser import StraceParser
+    from spyglass.events import Event
+    from spyglass.pipeline import Pipeline, RunContext
+    from spyglass.policy import Policy
+    from spyglass.rules.engine import RuleEngine
+    from spyglass.rules.ruleset import load_ruleset
+
+    files = _stdlib_files(2000, 16 << 20)
+    tar_path, out, trace = base / "pe.tar", base / "pe-out", base / "pe.trace"
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    with tarfile.open(tar_path, "w") as tf:
+        for p in files:
+            tf.add(p, arcname=str(p.relative_to(lib.parent)), recursive=False)
+    out.mkdir()
+    timed(strace_command(str(trace), ["tar", "xf", str(tar_path), "-C", str(out)]), base)
+    lines = trace.read_text(errors="surrogateescape").splitlines() * 5
+    best = min(_cpu_each(StraceParser(cwd="/").feed, lines) for _ in range(3))
+    print(f"\nper event (CPU time, best of 3): strace parser {best / len(lines) * 1e6:.2f} us/line "
+          f"({len(lines):,} lines of an untar trace)")
+    home, ws = "/home/dev", "/home/dev/project"
+    rs = load_ruleset(Policy.default())
+    has_lane = "fast_lane" in inspect.signature(RuleEngine).parameters
+    for lane in (False, True) if has_lane else (False,):
+        evs = [Event(type="process.start", pid=100, ppid=1, ts=1),
+               Event(type="process.exec", pid=100, exe="/usr/bin/tar", argv=["tar", "xf"], ts=2)]
+        for i in range(20000):
+            path = f"{ws}/l{lane}/d{i % 50}/f{i}.py"
+            evs.append(Event(type="file.create", pid=100, path=path, flags="O_WRONLY|O_CREAT|O_EXCL", ts=3 + i))
+            evs.append(Event(type="file.chmod", pid=100, path=path, mode="0644", ts=3 + i))
+        engine = RuleEngine(rs, home=home, workspace=[ws], **({"fast_lane": lane} if has_lane else {}))
+        pipe = Pipeline([engine], RunContext(run_id="x", root_cwd=ws, workspace=[ws], home=home))
+        pipe.start()
+        lane_s = _cpu_each(engine.urgent, evs) if lane else 0.0  # type: ignore[attr-defined]
+        feed_s = _cpu_each(pipe.feed, evs)
+        print(f"rule engine, new paths (file.create + file.chmod each), fast lane {'on' if lane else 'off'}: "
+              f"{(lane_s + feed_s) / len(evs) * 1e6:.2f} us/event"
+              + (f" (lane {lane_s / len(evs) * 1e6:.2f} + pipeline {feed_s / len(evs) * 1e6:.2f})" if lane else ""))
+
+
+def _cpu_each(fn: Callable[[Any], object], items: list[Any]) -> float:
+    t0 = time.process_time()
+    for x in items:
+        fn(x)
+    return time.process_time() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
@@ -251,6 +301,7 @@ def main() -> None:
     ap.add_argument("--ebpf", action="store_true", help="also spyglass run --backend ebpf (root)")
     ap.add_argument("--no-latency", action="store_true")
     ap.add_argument("--no-ratios", action="store_true")
+    ap.add_argument("--no-per-event", action="store_true")
     args = ap.parse_args()
     if args.quick:
         args.repeat = min(args.repeat, 2)
@@ -266,6 +317,8 @@ def main() -> None:
                    PYTHONPATH=str(REPO))
         if not args.no_ratios:
             ratios(base, args, env)
+        if not args.no_per_event:
+            per_event(base, args)
         if not args.no_latency:
             latency(base, args, env, "strace")
             if args.ebpf:
