@@ -16,7 +16,10 @@ stderr as it comes and stamps the ``cred-secret-read`` line of that pid.  ``idle
 else runs; ``burst``: a second child creates new files without pause the whole time.
 
 Usage: .venv/bin/python benchmarks/bench_live.py [--quick] [--repeat 3] [--trials 60] [--ebpf]
-       [--only untar,git,...] [--no-latency] [--no-ratios]
+       [--only untar,git,...] [--no-latency] [--no-ratios] [--no-per-event] [--compare OTHER_CHECKOUT]
+
+``--compare DIR`` runs another checkout's spyglass (e.g. an export of main) in the same run,
+alternating with this one, for before/after figures on a noisy machine.
 Run it from another checkout's root to measure that checkout (the spyglass it runs is the one
 beside this script: PYTHONPATH).
 """
@@ -109,7 +112,7 @@ def make_workloads(base: Path, quick: bool) -> dict[str, Workload]:
     }  # fmt: skip
 
 
-def ratios(base: Path, args: argparse.Namespace, env: dict[str, str]) -> None:
+def ratios(base: Path, args: argparse.Namespace, env: dict[str, str], other: dict[str, str] | None) -> None:
     workloads = make_workloads(base, args.quick)
     if args.only:
         wanted = tuple(args.only.split(","))
@@ -123,6 +126,9 @@ def ratios(base: Path, args: argparse.Namespace, env: dict[str, str]) -> None:
             "strace": lambda argv=argv, cwd=cwd: timed(strace_command(str(trace), argv), cwd),
             "sg strace": lambda argv=argv, cwd=cwd: timed([*spyglass, "--backend", "strace", "--", *argv], cwd, env),
         }
+        if other is not None:
+            modes["sg other"] = lambda argv=argv, cwd=cwd: timed(
+                [*spyglass, "--backend", "strace", "--", *argv], cwd, other)
         if args.ebpf:
             modes["sg ebpf"] = lambda argv=argv, cwd=cwd: timed([*spyglass, "--backend", "ebpf", "--", *argv], cwd, env)
         times: dict[str, list[float]] = {m: [] for m in modes}
@@ -134,6 +140,8 @@ def ratios(base: Path, args: argparse.Namespace, env: dict[str, str]) -> None:
         rows.append((name, {m: statistics.median(v) for m, v in times.items()}))
         print(f"  {name}: done", file=sys.stderr, flush=True)
     head = "| workload | bare s | strace s | sg strace s | sg strace / strace |"
+    if other is not None:
+        head += " --compare s | --compare / strace |"
     if args.ebpf:
         head += " sg ebpf s | sg ebpf / bare |"
     print("\n" + head)
@@ -141,6 +149,8 @@ def ratios(base: Path, args: argparse.Namespace, env: dict[str, str]) -> None:
     for name, med in rows:
         line = (f"| {name} | {med['bare']:.3f} | {med['strace']:.3f} | {med['sg strace']:.3f} | "
                 f"{med['sg strace'] / med['strace']:.2f}x |")
+        if other is not None:
+            line += f" {med['sg other']:.3f} | {med['sg other'] / med['strace']:.2f}x |"
         if args.ebpf:
             line += f" {med['sg ebpf']:.3f} | {med['sg ebpf'] / med['bare']:.2f}x |"
         print(line)
@@ -197,48 +207,61 @@ def _read_alerts(stream: IO[bytes], seen: dict[int, int]) -> None:
                 pass
 
 
-def latency(base: Path, args: argparse.Namespace, env: dict[str, str], backend: str) -> None:
+def _latency_run(base: Path, env: dict[str, str], backend: str, load: str, trials: int, tag: str) -> list[float]:
+    """One ``spyglass run`` of ``trials`` secret reads: the latencies (ms) of the alert lines seen."""
     home = base / "lat-home"
     (home / ".ssh").mkdir(parents=True, exist_ok=True)
     (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n")
     agent = base / "lat-agent.py"
     agent.write_text(AGENT)
-    print(f"\nalert latency, {backend}: secret read -> alert line ({args.trials} trials each)")
-    print("| load | trials | alerts seen | p50 ms | p90 ms | p99 ms | max ms |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    burst = base / f"burst-{tag}"
+    shutil.rmtree(burst, ignore_errors=True)
+    stamps = base / f"stamps-{tag}"
+    argv = [sys.executable, "-m", "spyglass", "run", "--backend", backend, "--", sys.executable, str(agent),
+            str(trials), str(burst) if load == "burst" else "-", str(stamps)]
+    seen: dict[int, int] = {}
+    ws = base / "lat-ws"
+    ws.mkdir(exist_ok=True)
+    proc = subprocess.Popen(argv, cwd=ws, env=dict(env, HOME=str(home)), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    t = threading.Thread(target=_read_alerts, args=(proc.stderr, seen), daemon=True)
+    t.start()
+    proc.wait()
+    t.join(timeout=10)
+    shutil.rmtree(burst, ignore_errors=True)
+    lat = []
+    for row in stamps.read_text().split("\n"):
+        if row.strip():
+            pid, t0 = (int(x) for x in row.split())
+            if pid in seen:
+                lat.append((seen[pid] - t0) / 1e6)
+    return lat
+
+
+def latency(base: Path, args: argparse.Namespace, codes: dict[str, dict[str, str]], backend: str) -> None:
+    """Alert latency per load and code; with several codes, runs alternate between them (3 rounds)."""
+    rounds = 3 if len(codes) > 1 else 1
+    per_run = max(1, args.trials // rounds)
+    print(f"\nalert latency, {backend}: secret read -> alert line ({per_run * rounds} trials each"
+          f"{f', {rounds} alternating runs per code' if rounds > 1 else ''})")
+    print("| load | code | alerts seen | p50 ms | p90 ms | p99 ms | max ms |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for load in ("idle", "burst"):
-        burst = base / f"burst-{load}-{backend}"
-        shutil.rmtree(burst, ignore_errors=True)
-        stamps = base / f"stamps-{load}-{backend}"
-        argv = [sys.executable, "-m", "spyglass", "run", "--backend", backend, "--", sys.executable, str(agent),
-                str(args.trials), str(burst) if load == "burst" else "-", str(stamps)]
-        run_env = dict(env, HOME=str(home))
-        seen: dict[int, int] = {}
-        ws = base / "lat-ws"
-        ws.mkdir(exist_ok=True)
-        proc = subprocess.Popen(argv, cwd=ws, env=run_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        assert proc.stderr is not None
+        got: dict[str, list[float]] = {c: [] for c in codes}
+        for r in range(rounds):
+            for i, (code, env) in enumerate(codes.items()):
+                got[code] += _latency_run(base, env, backend, load, per_run, f"{load}-{backend}-{r}-{i}")
+        for code, lat in got.items():
+            lat.sort()
+            if not lat:
+                print(f"| {load} | {code} | 0 | - | - | - | - |")
+                continue
 
-        t = threading.Thread(target=_read_alerts, args=(proc.stderr, seen), daemon=True)
-        t.start()
-        proc.wait()
-        t.join(timeout=10)
-        shutil.rmtree(burst, ignore_errors=True)
-        lat = []
-        for row in stamps.read_text().split("\n"):
-            if row.strip():
-                pid, t0 = (int(x) for x in row.split())
-                if pid in seen:
-                    lat.append((seen[pid] - t0) / 1e6)
-        lat.sort()
-        if not lat:
-            print(f"| {load} | {args.trials} | 0 | - | - | - | - |")
-            continue
+            def q(p: float, lat: list[float] = lat) -> float:
+                return lat[min(len(lat) - 1, int(p * len(lat)))]
 
-        def q(p: float, lat: list[float] = lat) -> float:
-            return lat[min(len(lat) - 1, int(p * len(lat)))]
-
-        print(f"| {load} | {args.trials} | {len(lat)} | {q(0.5):.1f} | {q(0.9):.1f} | {q(0.99):.1f} | {lat[-1]:.1f} |")
+            print(f"| {load} | {code} | {len(lat)} | {q(0.5):.1f} | {q(0.9):.1f} | {q(0.99):.1f} | {lat[-1]:.1f} |")
     print("(target: p99 <= 50 ms under bursts)")
 
 
@@ -302,6 +325,8 @@ def main() -> None:
     ap.add_argument("--no-latency", action="store_true")
     ap.add_argument("--no-ratios", action="store_true")
     ap.add_argument("--no-per-event", action="store_true")
+    ap.add_argument("--compare", metavar="DIR", help="another checkout's root: its spyglass measured alongside, "
+                    "alternating (ratios and latency)")
     args = ap.parse_args()
     if args.quick:
         args.repeat = min(args.repeat, 2)
@@ -315,14 +340,20 @@ def main() -> None:
         base = Path(tmp)
         env = dict(os.environ, SPYGLASS_STORE=str(base / "store"), PYTHONDONTWRITEBYTECODE="1",
                    PYTHONPATH=str(REPO))
+        other = None
+        codes = {"this": env}
+        if args.compare:
+            other = dict(env, PYTHONPATH=str(Path(args.compare).resolve()))
+            codes["--compare"] = other
+            print(f"--compare: {Path(args.compare).resolve()}")
         if not args.no_ratios:
-            ratios(base, args, env)
+            ratios(base, args, env, other)
         if not args.no_per_event:
             per_event(base, args)
         if not args.no_latency:
-            latency(base, args, env, "strace")
+            latency(base, args, codes, "strace")
             if args.ebpf:
-                latency(base, args, env, "ebpf")
+                latency(base, args, codes, "ebpf")
     load = os.getloadavg()
     print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
