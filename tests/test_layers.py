@@ -76,14 +76,10 @@ def test_only_the_callers_of_a_session_import_it() -> None:
     assert bad == []
 
 
-#: modules being split elsewhere (rules/parse.py becomes one class per rule modifier)
-OVER_500_FOR_NOW = {"rules/parse.py"}
-
-
 def test_no_module_is_over_500_lines() -> None:
     long = [
         f"spyglass/{rel}: {n} lines"
         for rel, p in _modules()
-        if rel not in OVER_500_FOR_NOW and (n := len(p.read_text().splitlines())) > 500
+        if (n := len(p.read_text().splitlines())) > 500
     ]
     assert long == []

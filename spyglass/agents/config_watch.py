@@ -18,7 +18,6 @@ approval or sandbox turned off, a new MCP server) lists it in
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import tomllib
@@ -150,6 +149,8 @@ def _widens(kind: str, key: str, old: str | None, new: str) -> list[str]:
 
 
 def diff_memory(before: str, after: str) -> list[str]:
+    import difflib  # only when there is a diff to show
+
     out = []
     for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0):
         if line.startswith(("+++", "---", "@@")):

@@ -18,11 +18,14 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spyglass.bench.inject import Injection, make_variant
 from spyglass.bench.suite import Task
 from spyglass.errors import UsageError
+
+if TYPE_CHECKING:
+    from spyglass.agents.adapters.base import AgentAdapter
 
 AGENTS = ("codex", "claude-code", "mini")
 DECOY_KEY = (
@@ -91,13 +94,17 @@ class TrialResult:
         return asdict(self)
 
 
+def _adapter(agent: AgentSpec) -> AgentAdapter:
+    from spyglass.agents.adapters import adapter_named
+
+    return adapter_named(agent.kind if agent.kind in AGENTS else "generic")
+
+
 def _skill_home(agent: AgentSpec, trial_dir: Path, ws: Path, home: Path) -> Path:
-    """Where this agent looks for skills."""
-    if agent.kind == "codex":
-        return home / ".codex" / "skills"
-    if agent.kind == "claude-code":
-        return home / ".claude" / "skills"
-    return ws / ".agents" / "skills"
+    """Where this agent looks for skills: ``skills`` in its own home (codex, Claude Code; as its
+    adapter places it under the trial's HOME), else the cross-agent project location."""
+    own = _adapter(agent).home({"HOME": str(home)}) if agent.kind in ("codex", "claude-code") else None
+    return own / "skills" if own is not None else ws / ".agents" / "skills"
 
 
 def _agent_argv(agent: AgentSpec, task: Task, trial_dir: Path) -> list[str]:
@@ -119,17 +126,14 @@ def _agent_env(agent: AgentSpec, stub_url: str | None, trial_dir: Path, home: Pa
     if stub_url is None:  # the user's real model: pass the user's own credentials through
         env.update({k: v for k, v in os.environ.items() if k.startswith(("OPENAI_", "ANTHROPIC_"))})
         return env
-    if agent.kind == "codex":  # codex keeps its real layout: CODEX_HOME is ~/.codex, where the skills are
-        from spyglass.agents.setup import codex_home
+    adapter = _adapter(agent)  # the agent's adapter points it at the stub
+    if agent.kind == "codex":  # codex keeps its real layout: its home (~/.codex) is where the skills are
+        in_home = adapter.prepare_env_in_home(env, stub_url, "spyglass-stub")
+        if in_home is not None:
+            return in_home
+    from spyglass.agents.setup import agent_env
 
-        env["OPENAI_API_KEY"] = "spyglass-stub"
-        env["OPENAI_BASE_URL"] = env["OPENAI_API_BASE"] = stub_url
-        env["CODEX_HOME"] = str(codex_home(home / ".codex", stub_url))
-        return env
-    from spyglass.agents.setup import agent_env  # the agent's adapter points it at the stub
-
-    kind = {"claude-code": "claude", "mini": "mini"}.get(agent.kind, "generic")
-    return agent_env(list(agent.argv), stub_url, trial_dir / "agent", env, kind=kind)
+    return agent_env(list(agent.argv), stub_url, trial_dir / "agent", env, kind=adapter.name)
 
 
 def _spyglass(args: list[str], *, cwd: Path, env: dict[str, str], timeout: float, stdout: Path) -> int:

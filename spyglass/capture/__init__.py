@@ -29,6 +29,10 @@ def select_backend(name: str, *, preload: bool = True) -> tuple[CaptureBackend, 
         from spyglass.capture.strace.backend import StraceBackend
 
         return StraceBackend(), "requested: strace"
+    if preload and name in ("ebpf", "auto"):
+        from spyglass.capture.ebpf import preload as ebpf_preload
+
+        ebpf_preload.start()  # before the backend's modules are imported: the load overlaps them
     if name == "ebpf":
         from spyglass.capture.ebpf import EbpfBackend
 

@@ -13,10 +13,8 @@ class AutoBackend:
     def __init__(self, *, preload: bool = True) -> None:
         from spyglass.capture.ebpf import EbpfBackend
         from spyglass.capture.ebpf.probe import static_problem
-        from spyglass.capture.strace.backend import StraceBackend
 
         self._ebpf = EbpfBackend()
-        self._strace = StraceBackend()
         found = static_problem()
         if found is None:
             self._chosen: CaptureBackend = self._ebpf
@@ -24,9 +22,16 @@ class AutoBackend:
                 self._ebpf.preload()
             self.reason = "auto: eBPF (privileged, kernel BTF, program built)"
         else:
-            self._chosen = self._strace
+            self._chosen = self._strace()
             self.reason = f"auto: strace, because eBPF is unavailable: {found[0]}"
         self.name = self._chosen.name
+
+    @staticmethod
+    def _strace() -> CaptureBackend:
+        """The fallback, imported only when it is used (the strace parser is not small)."""
+        from spyglass.capture.strace.backend import StraceBackend
+
+        return StraceBackend()
 
     def status(self) -> BackendStatus:
         return self._chosen.status()
@@ -36,7 +41,7 @@ class AutoBackend:
             try:
                 return self._ebpf.start(spec)
             except CaptureError as exc:
-                self._chosen = self._strace
-                self.name = self._strace.name
+                self._chosen = self._strace()
+                self.name = self._chosen.name
                 self.reason = f"auto: strace, because the eBPF program was refused: {exc}"
-        return self._strace.start(spec)
+        return self._chosen.start(spec)

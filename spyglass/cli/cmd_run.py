@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from spyglass import phases
 from spyglass.cli.common import store_option
 
 _HELP = """Run CMD under capture and record everything it and its descendants do.
@@ -235,12 +236,12 @@ def run_cmd(
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
-    from spyglass.cli.cmd_agents import parse_vars
     from spyglass.cli.common import open_store
-    from spyglass.report.terminal import print_run_summary
     from spyglass.session import RunOptions, run_session
-    from spyglass.store import RunReader
 
+    if model_vars:
+        from spyglass.cli.cmd_agents import parse_vars
+    phases.mark("imports")
     opts = RunOptions(
         argv=list(command),
         policy_file=policy_file,
@@ -260,7 +261,7 @@ def run_cmd(
         record_tty=record_tty,
         live_alerts=not quiet,
         model_script=model_script,
-        model_vars=parse_vars(model_vars),
+        model_vars=parse_vars(model_vars) if model_vars else {},
         model_port=model_port,
         ask=ask,
         agent_hooks=agent_hooks,
@@ -281,6 +282,9 @@ def run_cmd(
             click.echo(f"spyglass: {note}", err=True)
         sys.exit(result.verdict_code if result.verdict_code is not None else result.exit_code)
     if not quiet and alerts_format == "text":  # with JSON alerts, stderr stays JSON lines
+        from spyglass.report.terminal import print_run_summary
+        from spyglass.store import RunReader
+
         try:
             print_run_summary(RunReader(store, meta.id), sys.stderr)
         except Exception as exc:  # a store that could not be written may not be readable either

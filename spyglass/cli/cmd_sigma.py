@@ -28,9 +28,9 @@ def rules_import_sigma(output: Path | None, fmt: str, paths: tuple[Path, ...]) -
     import yaml
 
     from spyglass.errors import EXIT_FINDINGS
-    from spyglass.rules.parse import rule_files
     from spyglass.rules.ruleset import parse_files
     from spyglass.rules.sigma import convert_text
+    from spyglass.rules.sources import rule_files
 
     results = []
     for p in paths:

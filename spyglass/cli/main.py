@@ -1,9 +1,10 @@
 """The ``spyglass`` command.
 
 Subcommands live in ``spyglass/cli/cmd_*.py`` modules; each exposes
-``COMMANDS`` (a list of click commands).  They are found by name and
-imported only when the CLI starts, so each area of the tool adds its
-commands without touching this file.
+``COMMANDS`` (a list of click commands).  Only the module of the command
+invoked is imported (``COMMAND_MODULES`` says which one holds which command;
+a name not listed there, and ``--help``, load them all, so a new module works
+before it is listed; tests/cli/test_main.py checks the table is complete).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import click
 
-from spyglass import __version__
+from spyglass import __version__, phases
 from spyglass.errors import EXIT_USAGE, SpyglassError
 
 
@@ -75,19 +76,67 @@ def cli(verbose: int, color: str | None) -> None:
     logging.basicConfig(level=max(level, logging.DEBUG), format="spyglass: %(levelname)s: %(message)s")
 
 
-def _load_commands() -> None:
+#: command name -> the modules that define it (cmd_sigma adds ``rules import-sigma``)
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "agents": ("cmd_agents",), "model-stub": ("cmd_agents",),
+    "profile": ("cmd_analysis",), "compare": ("cmd_analysis",), "diff": ("cmd_analysis",),
+    "coverage": ("cmd_analysis",), "unexplained": ("cmd_analysis",),
+    "bench": ("cmd_bench",),
+    "verify": ("cmd_evidence",), "gate": ("cmd_evidence",), "changes": ("cmd_evidence",), "keys": ("cmd_evidence",),
+    "export": ("cmd_otel",),
+    "prune": ("cmd_retention",),
+    "check": ("cmd_rules",), "alerts": ("cmd_rules",), "rules": ("cmd_rules", "cmd_sigma"),
+    "policy": ("cmd_rules",), "report": ("cmd_rules",),
+    "run": ("cmd_run",), "demo": ("cmd_run",),
+    "ls": ("cmd_runs",), "show": ("cmd_runs",), "events": ("cmd_runs",), "doctor": ("cmd_runs",),
+    "sandbox": ("cmd_sandbox",),
+    "skill": ("cmd_skill",),
+    "terminal": ("cmd_terminal",),
+    "ui": ("cmd_ui",),
+}  # fmt: skip
+_LOADED: set[str] = set()
+
+
+def _load_module(name: str) -> None:
+    if name in _LOADED:
+        return
+    _LOADED.add(name)
+    module = importlib.import_module(f"spyglass.cli.{name}")
+    for command in getattr(module, "COMMANDS", []):
+        cli.add_command(command)
+
+
+def all_command_modules() -> list[str]:
     import spyglass.cli as pkg
 
-    for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if not mod.name.startswith("cmd_"):
+    return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name.startswith("cmd_"))
+
+
+def _load_commands(only: str | None = None) -> None:
+    """Import the modules of command ``only`` (every module when None or not listed)."""
+    mods = COMMAND_MODULES.get(only) if only is not None else None
+    for name in mods if mods is not None else all_command_modules():
+        _load_module(name)
+
+
+def _invoked(argv: list[str]) -> str | None:
+    """The subcommand named on the command line (None: none, or help)."""
+    for i, arg in enumerate(argv):
+        if arg in ("-h", "--help", "--version"):
+            return None
+        if arg == "--color":  # the group's only option with a value
             continue
-        module = importlib.import_module(f"spyglass.cli.{mod.name}")
-        for command in getattr(module, "COMMANDS", []):
-            cli.add_command(command)
+        if arg.startswith("-"):
+            continue
+        if i > 0 and argv[i - 1] == "--color":
+            continue
+        return arg
+    return None
 
 
 def main(argv: list[str] | None = None) -> None:
-    _load_commands()
+    _load_commands(_invoked(sys.argv[1:] if argv is None else argv))
+    phases.mark("cli")
     try:
         cli.main(args=argv, prog_name="spyglass", standalone_mode=True)
     except SpyglassError as exc:  # raised outside a command (should not happen)

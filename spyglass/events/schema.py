@@ -48,20 +48,8 @@ EVENT_TYPES: Final = (
     "agent.intervention",
 )
 
-FILE_WRITE_TYPES: Final = frozenset(
-    {
-        "file.write",
-        "file.create",
-        "file.delete",
-        "file.rename",
-        "file.link",
-        "file.symlink",
-        "file.chmod",
-        "file.chown",
-        "file.mkdir",
-        "file.truncate",
-    }
-)
+#: every file event but a read: what changes a file or its name, links, mode or owner
+FILE_WRITE_TYPES: Final = frozenset(t for t in EVENT_TYPES if t.startswith("file.") and t != "file.read")
 
 
 def _f(name: str, default: object = None) -> Any:

@@ -9,7 +9,6 @@ Files outside the workspace that the events show written are listed beside.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -78,6 +77,8 @@ def unified_diff(rel: str, old: bytes | None, new: bytes | None) -> str:
     fromfile = "/dev/null" if old is None else f"a/{rel}"
     tofile = "/dev/null" if new is None else f"b/{rel}"
     out: list[str] = []
+    import difflib  # only when there is a diff to show (not at every run's start)
+
     for line in difflib.unified_diff(a, b, fromfile, tofile, n=3):
         if line.startswith(("---", "+++")):
             out.append(line.rstrip("\n") + "\n")

@@ -22,7 +22,7 @@ from spyglass.evidence.changes import WorkspaceChanges
 from spyglass.evidence.claims import ClaimedCommand, ClaimedFile, Claims
 from spyglass.evidence.facts import CommandRun, RunFacts
 from spyglass.evidence.gateinputs import resolve_claim_path, tests_outcome
-from spyglass.evidence.outcome import FAIL, PASS, UNCHECKED, Evidence, Outcome
+from spyglass.evidence.outcome import FAIL, UNCHECKED, Evidence, Outcome, judged
 
 
 def _split(cmd: str) -> list[str] | None:
@@ -154,17 +154,13 @@ def _files_outcome(
                 missing.append(f.path)
                 ev.details.append(f"{f.path}: no such write recorded")
     if missing:
-        return Outcome(
-            name=label,
-            kind="claim",
-            status=FAIL,
-            evidence=ev,
-            summary=f"false completion: {len(missing)} of {len(files)} claimed file(s) were not "
+        return judged(
+            label, "claim", False,
+            f"false completion: {len(missing)} of {len(files)} claimed file(s) were not "
             f"{kind}: {', '.join(missing[:5])}",
+            ev,
         )
-    return Outcome(
-        name=label, kind="claim", status=PASS, evidence=ev, summary=f"all {len(files)} claimed file(s) {kind}"
-    )
+    return judged(label, "claim", True, f"all {len(files)} claimed file(s) {kind}", ev)
 
 
 def _command_outcome(claim: ClaimedCommand, facts: RunFacts) -> Outcome:
@@ -174,13 +170,7 @@ def _command_outcome(claim: ClaimedCommand, facts: RunFacts) -> Outcome:
     ev = Evidence(details=[f"claimed in {claim.where}"] if claim.where else [])
     matches = [r for r in facts.commands if command_matches(claim, r)]
     if not matches:
-        return Outcome(
-            name=name,
-            kind="claim",
-            status=FAIL,
-            evidence=ev,
-            summary="false completion: no such command was executed",
-        )
+        return judged(name, "claim", False, "false completion: no such command was executed", ev)
     for r in matches[:5]:
         ev.seqs.append(r.seq)
         ev.commands.append(r.command)
@@ -188,27 +178,17 @@ def _command_outcome(claim: ClaimedCommand, facts: RunFacts) -> Outcome:
         same = [r for r in matches if r.exit_code == claim.exit_code]
         if not same:
             codes = ", ".join(str(r.exit_code) for r in matches[:5])
-            return Outcome(
-                name=name,
-                kind="claim",
-                status=FAIL,
-                evidence=ev,
-                summary=f"ran (seq {matches[0].seq}) but exited {codes}, not {claim.exit_code} as claimed",
+            return judged(
+                name, "claim", False,
+                f"ran (seq {matches[0].seq}) but exited {codes}, not {claim.exit_code} as claimed",
+                ev,
             )
-        return Outcome(
-            name=name,
-            kind="claim",
-            status=PASS,
-            evidence=ev,
-            summary=f"executed (seq {same[0].seq}), exit {claim.exit_code} as claimed",
-        )
-    return Outcome(
-        name=name,
-        kind="claim",
-        status=PASS,
-        evidence=ev,
-        summary=f"executed {len(matches)} time(s), first at seq {matches[0].seq}"
+        return judged(name, "claim", True, f"executed (seq {same[0].seq}), exit {claim.exit_code} as claimed", ev)
+    return judged(
+        name, "claim", True,
+        f"executed {len(matches)} time(s), first at seq {matches[0].seq}"
         f" (exit {matches[0].exit_code})",
+        ev,
     )
 
 
@@ -240,23 +220,11 @@ def check_claims(
         )
         if runs:
             out.append(
-                Outcome(
-                    name="tests_run",
-                    kind="claim",
-                    status=PASS,
-                    evidence=ev,
-                    summary=f"{len(runs)} test run(s) recorded",
-                )
+                judged("tests_run", "claim", True, f"{len(runs)} test run(s) recorded", ev)
             )
         else:
             out.append(
-                Outcome(
-                    name="tests_run",
-                    kind="claim",
-                    status=FAIL,
-                    evidence=ev,
-                    summary="false completion: no test command was executed",
-                )
+                judged("tests_run", "claim", False, "false completion: no test command was executed", ev)
             )
     for kind in ("changed", "added", "deleted"):
         files = [f for f in claims.files if f.kind == kind]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from spyglass.events import Alert
 from spyglass.evidence.changes import WorkspaceChanges
 from spyglass.evidence.facts import FactOptions, RunFacts, gather_facts
-from spyglass.evidence.outcome import FAIL, PASS, Evidence, Outcome
+from spyglass.evidence.outcome import Evidence, Outcome, judged
 from spyglass.evidence.testruns import DEFAULT_EDIT_IGNORE, DEFAULT_TEST_PATTERNS, TestEvidence
 from spyglass.evidence.verify import VerifyResult
 
@@ -109,7 +109,7 @@ def tests_outcome(tests: TestEvidence, name: str, kind: str = "requirement") -> 
     for nc in tests.not_counted:
         ev.details.append(f"not counted: `{nc.command}` (seq {nc.seq}): {nc.reason}")
     if not tests.runs:
-        return Outcome(name=name, kind=kind, status=FAIL, summary="no test run was recorded", evidence=ev)
+        return judged(name, kind, False, "no test run was recorded", ev)
     if len(tests.runs) > MAX_LISTED:
         ev.details.append(f"{len(tests.runs)} test runs; the last {MAX_LISTED} are listed")
     for r in tests.runs[-MAX_LISTED:]:
@@ -121,30 +121,24 @@ def tests_outcome(tests: TestEvidence, name: str, kind: str = "requirement") -> 
     if not after:
         latest = tests.runs[-1]
         where = f" (seq {last.seq}: {last.path})" if last is not None else ""
-        return Outcome(
-            name=name,
-            kind=kind,
-            status=FAIL,
-            evidence=ev,
-            summary=f"the workspace was edited{where} after the last test run {latest.describe()}",
+        return judged(
+            name, kind, False,
+            f"the workspace was edited{where} after the last test run {latest.describe()}",
+            ev,
         )
     failed = [r for r in after if not r.passed]
     if failed:
-        return Outcome(
-            name=name,
-            kind=kind,
-            status=FAIL,
-            evidence=ev,
-            summary="test run(s) after the last edit did not pass: "
+        return judged(
+            name, kind, False,
+            "test run(s) after the last edit did not pass: "
             + "; ".join(r.describe() for r in failed[:3]),
+            ev,
         )
-    return Outcome(
-        name=name,
-        kind=kind,
-        status=PASS,
-        evidence=ev,
-        summary=f"{len(after)} test run(s) after the last edit, all exit 0: "
+    return judged(
+        name, kind, True,
+        f"{len(after)} test run(s) after the last edit, all exit 0: "
         + "; ".join(r.describe() for r in after[:3]),
+        ev,
     )
 
 

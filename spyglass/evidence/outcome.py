@@ -31,6 +31,13 @@ class Outcome(msgspec.Struct, kw_only=True):
         return self.status != FAIL
 
 
+def judged(name: str, kind: str, ok: bool, summary: str, evidence: Evidence | None = None) -> Outcome:
+    """The outcome of requirement or claim ``name`` (``kind``): it passes when ``ok``, else it fails."""
+    return Outcome(
+        name=name, kind=kind, status=PASS if ok else FAIL, summary=summary, evidence=evidence or Evidence()
+    )
+
+
 class GateResult(msgspec.Struct, kw_only=True):
     run_id: str
     outcomes: list[Outcome] = msgspec.field(default_factory=list)

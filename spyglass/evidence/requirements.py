@@ -16,7 +16,7 @@ from typing import ClassVar
 from spyglass.errors import UsageError
 from spyglass.events import LEVELS, level_rank
 from spyglass.evidence.gateinputs import MAX_LISTED, GateInputs, tests_outcome
-from spyglass.evidence.outcome import FAIL, PASS, Evidence, Outcome
+from spyglass.evidence.outcome import Evidence, Outcome, judged
 
 
 @dataclass(frozen=True)
@@ -83,9 +83,12 @@ class NoAlertsAtOrAbove(GateRequirement):
         for u in unsaved:
             ev.details.append(f"alert not saved: {u.get('rule_id')} ({u.get('level')}) {u.get('message')}")
         if unsaved:
-            return Outcome(name=req.text, kind="requirement", status=FAIL, evidence=ev,
-                           summary=f"{len(unsaved) + len(hits)} alert(s) at or above {level} "
-                                   f"({len(unsaved)} fired but could not be saved)")
+            return judged(
+                req.text, "requirement", False,
+                f"{len(unsaved) + len(hits)} alert(s) at or above {level} "
+                f"({len(unsaved)} fired but could not be saved)",
+                ev,
+            )
         for a in hits[:MAX_LISTED]:
             ev.alerts.append(a.seq)
             ev.seqs.extend(s for s in a.event_seqs if s not in ev.seqs)
@@ -94,22 +97,10 @@ class NoAlertsAtOrAbove(GateRequirement):
                 f"alert {a.seq}: {a.rule_id} ({a.level}) {a.title}" + (f" — `{cmd}`" if cmd else "")
             )
         if hits:
-            return Outcome(
-                name=req.text,
-                kind="requirement",
-                status=FAIL,
-                evidence=ev,
-                summary=f"{len(hits)} alert(s) at or above {level}",
-            )
+            return judged(req.text, "requirement", False, f"{len(hits)} alert(s) at or above {level}", ev)
         below = len(g.alerts)
         extra = f" ({below} below it)" if below else ""
-        return Outcome(
-            name=req.text,
-            kind="requirement",
-            status=PASS,
-            evidence=ev,
-            summary=f"no alert at or above {level}{extra}",
-        )
+        return judged(req.text, "requirement", True, f"no alert at or above {level}{extra}", ev)
 
 
 @register
@@ -162,20 +153,12 @@ class NoWritesOutsideWorkspace(GateRequirement):
             ev.details.append(f"not counted, created and removed again during the run: {shown}")
         roots = ", ".join(g.workspace)
         if writes:
-            return Outcome(
-                name=req.text,
-                kind="requirement",
-                status=FAIL,
-                evidence=ev,
-                summary=f"{len(writes)} path(s) outside the workspace ({roots}) were changed",
+            return judged(
+                req.text, "requirement", False,
+                f"{len(writes)} path(s) outside the workspace ({roots}) were changed",
+                ev,
             )
-        return Outcome(
-            name=req.text,
-            kind="requirement",
-            status=PASS,
-            evidence=ev,
-            summary=f"no file outside the workspace ({roots}) was changed",
-        )
+        return judged(req.text, "requirement", True, f"no file outside the workspace ({roots}) was changed", ev)
 
 
 @register
@@ -194,20 +177,16 @@ class WorkspaceChanged(GateRequirement):
                 )
             n = len(ch.added) + len(ch.removed) + len(ch.modified)
             if n:
-                return Outcome(
-                    name=req.text,
-                    kind="requirement",
-                    status=PASS,
-                    evidence=ev,
-                    summary=f"{len(ch.added)} added, {len(ch.removed)} removed, {len(ch.modified)} "
+                return judged(
+                    req.text, "requirement", True,
+                    f"{len(ch.added)} added, {len(ch.removed)} removed, {len(ch.modified)} "
                     "modified (workspace manifests)",
+                    ev,
                 )
-            return Outcome(
-                name=req.text,
-                kind="requirement",
-                status=FAIL,
-                evidence=ev,
-                summary="the workspace manifests before and after the run are identical",
+            return judged(
+                req.text, "requirement", False,
+                "the workspace manifests before and after the run are identical",
+                ev,
             )
         ev.details.append("this run has no workspace manifests; judged from the write events")
         writes = sorted(g.facts.workspace_writes.values(), key=lambda w: w.first_seq)
@@ -215,19 +194,15 @@ class WorkspaceChanged(GateRequirement):
             ev.files.append(w.path)
             ev.seqs.append(w.first_seq)
         if writes:
-            return Outcome(
-                name=req.text,
-                kind="requirement",
-                status=PASS,
-                evidence=ev,
-                summary=f"{len(writes)} workspace path(s) written (from events; no manifests)",
+            return judged(
+                req.text, "requirement", True,
+                f"{len(writes)} workspace path(s) written (from events; no manifests)",
+                ev,
             )
-        return Outcome(
-            name=req.text,
-            kind="requirement",
-            status=FAIL,
-            evidence=ev,
-            summary="no write to the workspace was recorded (and the run has no manifests)",
+        return judged(
+            req.text, "requirement", False,
+            "no write to the workspace was recorded (and the run has no manifests)",
+            ev,
         )
 
 
@@ -241,14 +216,6 @@ class EvidenceVerified(GateRequirement):
         ev = Evidence(details=[str(p) for p in v.problems[:MAX_LISTED]] + v.notes)
         counts = ", ".join(f"{s.records} {k}" for k, s in v.streams.items())
         if v.status == "verified":
-            return Outcome(
-                name=req.text, kind="requirement", status=PASS, evidence=ev, summary=f"verified ({counts})"
-            )
+            return judged(req.text, "requirement", True, f"verified ({counts})", ev)
         first = v.first_problem
-        return Outcome(
-            name=req.text,
-            kind="requirement",
-            status=FAIL,
-            evidence=ev,
-            summary=f"{v.status}: {first}" if first else v.status,
-        )
+        return judged(req.text, "requirement", False, f"{v.status}: {first}" if first else v.status, ev)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from spyglass.evidence.facts import RunFacts
-from spyglass.evidence.outcome import FAIL, PASS, Evidence, Outcome
+from spyglass.evidence.outcome import Evidence, Outcome, judged
 
 if TYPE_CHECKING:
     from spyglass.store import RunReader
@@ -53,24 +53,16 @@ def _skill_uses(reader: RunReader) -> list[_SkillUse]:
 def skill_outcome(name: str, skill: str, reader: RunReader, facts: RunFacts) -> Outcome:
     ev = Evidence()
     if not reader.meta.skills:
-        return Outcome(
-            name=name,
-            kind="requirement",
-            status=FAIL,
-            evidence=ev,
-            summary="the run recorded no skill directories (record with `run --skills DIR`)",
+        return judged(
+            name, "requirement", False,
+            "the run recorded no skill directories (record with `run --skills DIR`)",
+            ev,
         )
     uses = _skill_uses(reader)
     match = [u for u in uses if u.name == skill or os.path.basename(u.dir.rstrip("/")) == skill]
     if not match:
         known = ", ".join(sorted({u.name for u in uses})) or "none"
-        return Outcome(
-            name=name,
-            kind="requirement",
-            status=FAIL,
-            evidence=ev,
-            summary=f"no skill named {skill!r} among the run's skills ({known})",
-        )
+        return judged(name, "requirement", False, f"no skill named {skill!r} among the run's skills ({known})", ev)
     use = match[0]
     ev.details.append(f"skill {use.name} in {use.dir} ({len(use.files)} files)")
     prefix = use.dir.rstrip("/") + "/"
@@ -83,34 +75,22 @@ def skill_outcome(name: str, skill: str, reader: RunReader, facts: RunFacts) -> 
         ev.details.append(f"{rel}: {', '.join(verbs)}")
     others = {k: v for k, v in use.touched.items() if k != SKILL_FILE and ("read" in v or "executed" in v)}
     if others:
-        return Outcome(
-            name=name,
-            kind="requirement",
-            status=PASS,
-            evidence=ev,
-            summary=f"{len(others)} file(s) of skill {use.name} beyond {SKILL_FILE} read or executed",
+        return judged(
+            name, "requirement", True,
+            f"{len(others)} file(s) of skill {use.name} beyond {SKILL_FILE} read or executed",
+            ev,
         )
     if SKILL_FILE in use.touched:
         if use.files == [SKILL_FILE]:
-            return Outcome(
-                name=name,
-                kind="requirement",
-                status=PASS,
-                evidence=ev,
-                summary=f"{SKILL_FILE}, the skill's only file, was read",
-            )
-        return Outcome(
-            name=name,
-            kind="requirement",
-            status=FAIL,
-            evidence=ev,
-            summary=f"only {SKILL_FILE} was read (agents read it when listing skills); "
+            return judged(name, "requirement", True, f"{SKILL_FILE}, the skill's only file, was read", ev)
+        return judged(
+            name, "requirement", False,
+            f"only {SKILL_FILE} was read (agents read it when listing skills); "
             f"none of the skill's other {len(use.files) - 1} files was read or run",
+            ev,
         )
-    return Outcome(
-        name=name,
-        kind="requirement",
-        status=FAIL,
-        evidence=ev,
-        summary=f"none of the {len(use.files)} files of skill {use.name} was read or executed",
+    return judged(
+        name, "requirement", False,
+        f"none of the {len(use.files)} files of skill {use.name} was read or executed",
+        ev,
     )

@@ -85,6 +85,17 @@ def glob_to_regex(pattern: str, *, dir_itself: bool = True) -> str:
 
     ``dir_itself=False`` is git's reading of a trailing ``/**`` (what is below the
     directory, not the directory) and leaves a trailing ``/`` to the caller."""
+    text = _glob_text(pattern, dir_itself)
+    try:
+        re.compile(text)
+    except re.error as exc:  # a class the regex engine refuses ("[z-a]")
+        raise GlobError(exc.msg, pattern, 1) from None
+    return text
+
+
+@lru_cache(maxsize=4096)
+def _glob_text(pattern: str, dir_itself: bool = True) -> str:
+    """The regex text of a glob, not yet compiled (``glob_to_regex`` checks it compiles)."""
     out: list[str] = []
     i, n = 0, len(pattern)
     if dir_itself and n > 1 and pattern.endswith("/") and not pattern.endswith("\\/"):
@@ -120,12 +131,7 @@ def glob_to_regex(pattern: str, *, dir_itself: bool = True) -> str:
         else:
             out.append(re.escape(c))
         i += 1
-    text = "".join(out)
-    try:
-        re.compile(text)
-    except re.error as exc:  # a class the regex engine refuses ("[z-a]")
-        raise GlobError(exc.msg, pattern, 1) from None
-    return text
+    return "".join(out)
 
 
 def check_glob(pattern: str) -> GlobError | None:
@@ -138,12 +144,25 @@ def check_glob(pattern: str) -> GlobError | None:
 
 
 def compile_globs(patterns: Iterable[str], home: str | None = None, *, cased: bool = True) -> re.Pattern[str]:
-    """One regex matching any of the globs (after home expansion and anchoring)."""
-    parts = [glob_to_regex(anchor(p, home)) for p in patterns]
-    if not parts:
+    """One regex matching any of the globs (after home expansion and anchoring).
+
+    Compiled once per process for the same globs (a run's engine and its rules ask for the
+    same lists), and as one regex: each glob is compiled alone only to name a bad one."""
+    return _compile_globs(tuple(anchor(p, home) for p in patterns), cased)
+
+
+@lru_cache(maxsize=512)
+def _compile_globs(anchored: tuple[str, ...], cased: bool) -> re.Pattern[str]:
+    if not anchored:
         return re.compile(r"(?!)")
     flags = 0 if cased else re.IGNORECASE
-    return re.compile("|".join(f"(?:{p})" for p in parts), flags | re.DOTALL)
+    try:
+        parts = [_glob_text(p) for p in anchored]
+        return re.compile("|".join(f"(?:{p})" for p in parts), flags | re.DOTALL)
+    except (re.error, GlobError):
+        for p in anchored:
+            glob_to_regex(p)  # raises GlobError naming the bad one
+        raise
 
 
 def normalize_dir(path: str) -> str:

@@ -6,6 +6,7 @@ import shlex
 from typing import Any, Final
 
 from spyglass.events import Alert, Event, LineageEntry
+from spyglass.events.proctree import ProcInfo
 
 #: helper programs that runtimes start on their own (platform probes, loader cache
 #: queries); a process running one of these that wrote nothing, contacted nothing,
@@ -175,3 +176,14 @@ def format_ts(ns: int | None) -> str:
     if not ns:
         return "-"
     return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def exit_text(p: ProcInfo) -> str:
+    """How a process ended: its exit code, the signal that killed it, or that it is still running."""
+    if p.detached:
+        return "still running"
+    if p.signal:
+        return f"killed by {p.signal}"
+    if p.exit_code is not None:
+        return f"exit {p.exit_code}"
+    return "no exit seen"

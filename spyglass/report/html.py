@@ -26,12 +26,12 @@ from typing import Any
 
 from spyglass.events import LEVELS, Alert, Event, level_rank
 from spyglass.events.identity import is_failed_probe
-from spyglass.events.proctree import ProcInfo
 from spyglass.report.collect import ReportData, collect_run
 from spyglass.report.describe import (
     CATEGORIES,
     command_text,
     describe_event,
+    exit_text,
     is_routine_program,
     lineage_root_first,
 )
@@ -106,16 +106,6 @@ def fmt_bytes(n: int) -> str:
 # -- pieces of the view -------------------------------------------------------------------------
 
 
-def _exit_text(p: ProcInfo) -> str:
-    if p.detached:
-        return "still running"
-    if p.signal:
-        return f"killed by {p.signal}"
-    if p.exit_code is not None:
-        return f"exit {p.exit_code}"
-    return "no exit seen"
-
-
 def _proc_rows(data: ReportData, max_procs: int) -> tuple[list[dict[str, Any]], int]:
     """Processes in tree order (parents before children), at most ``max_procs``; those with
     alerts and their ancestors always kept."""
@@ -170,7 +160,7 @@ def _proc_rows(data: ReportData, max_procs: int) -> tuple[list[dict[str, Any]], 
                 "cwd": p.cwd,
                 "t": round((p.start_ts - t0) / 1e6) if p.start_ts and t0 else None,
                 "dur": round((p.exit_ts - p.start_ts) / 1e6) if p.exit_ts and p.start_ts else None,
-                "exit": _exit_text(p),
+                "exit": exit_text(p),
                 "bad": bool(p.signal) or (p.exit_code not in (None, 0)),
                 "n": {k: v for k, v in counts.items() if v},
                 "alerts": data.proc_alerts.get(pid, 0),

@@ -25,6 +25,7 @@ from spyglass.report.collect import ReportData, collect_run
 from spyglass.report.describe import (
     command_text,
     describe_event,
+    exit_text,
     host_role,
     is_routine_program,
     lineage_root_first,
@@ -54,16 +55,6 @@ WRITE_LABELS = (
     ("file.symlink", "symlinks made"),
     ("file.chown", "owner changed"),
 )
-
-
-def _exit_text(p: ProcInfo) -> str:
-    if p.detached:
-        return "still running"
-    if p.signal:
-        return f"killed by {p.signal}"
-    if p.exit_code is not None:
-        return f"exit {p.exit_code}"
-    return "no exit seen"
 
 
 def _header(data: ReportData) -> list[Line]:
@@ -182,7 +173,7 @@ ARGV_LIMIT = 160
 
 def _proc_line(data: ReportData, p: ProcInfo, depth: int, full: bool = False) -> Line:
     counts: Mapping[str, int] = data.proc_counts.get(p.pid, {})
-    bits = [_exit_text(p)]
+    bits = [exit_text(p)]
     if counts.get("file-change"):
         n = counts["file-change"]
         bits.append(f"{n} file change{'s' if n > 1 else ''}")

@@ -82,11 +82,15 @@ class CompiledSet:
     active: list[bool] = field(default_factory=list)
     #: event type -> generated source of its full function (for `spyglass rules` debugging)
     source: dict[str, str] = field(default_factory=dict)
-    #: the fast lane's functions (only the matchers given as ``early``), per event type and the fallback;
-    #: compiled when the lane first needs them (``early_compile``: event type or None -> compile it)
+    #: the fast lane's functions (only the matchers given as ``early``), per event type and the fallback
     early_by_type: dict[str, MatchFn] = field(default_factory=dict)
     early_fallback: MatchFn | None = None
-    early_compile: dict[str | None, Callable[[], MatchFn | None]] = field(default_factory=dict)
+    #: lazy sets: event type (None: the fallback) -> its function, compiled at the first call
+    #: (``by_type`` and ``fallback`` stay empty); ``types`` are those some matcher may match
+    build: Callable[[str | None], MatchFn | None] | None = None
+    types: frozenset[str] = frozenset()
+    #: lazy sets: the fast lane's function of an event type (None: the fallback), compiled when asked
+    build_early: Callable[[str | None], MatchFn | None] | None = None
 
 
 class _Shared:
@@ -414,13 +418,17 @@ def compile_matchers(
     home: str | None,
     *,
     per_path: bool = True,
+    lazy: bool = False,
     early: frozenset[int] | None = None,
 ) -> CompiledSet:
     """Generate and compile the functions of every event type over ``matchers``.
 
     ``per_path=False`` turns off the per-path memo (every event runs its type's
-    full function); the alerts are the same either way.  ``early``: the indexes
-    of the matchers the fast lane evaluates (``CompiledSet.early_by_type``).
+    full function); the alerts are the same either way.  ``lazy`` compiles
+    nothing now: ``CompiledSet.build(etype)`` compiles one type's function when
+    it is first needed (a run sees a few of the event types), once.  ``early``:
+    the indexes of the matchers the fast lane evaluates
+    (``CompiledSet.early_by_type``, or ``build_early`` when lazy).
     """
     active = [True] * len(matchers)
     out = CompiledSet(matchers=matchers, active=active)
@@ -438,22 +446,50 @@ def compile_matchers(
                 by_type[t].append(i)
         if types is None:
             by_type[None].append(i)
-    for etype, idxs in by_type.items():
-        tc = _TypeCompiler(etype, idxs, matchers, lists, macros, home, shared)
-        if not tc.idxs:
+    built: dict[str | None, tuple[MatchFn | None, MatchFn | None]] = {}
+
+    def both(etype: str | None) -> tuple[MatchFn | None, MatchFn | None]:
+        """The type's function and the fast lane's, compiled once (either thread may ask first)."""
+        got = built.get(etype)
+        if got is not None:
+            return got
+        with shared.lock:
+            got = built.get(etype)
+            if got is not None:
+                return got
+            tc = _TypeCompiler(etype, by_type.get(etype, []), matchers, lists, macros, home, shared)
+            fn: MatchFn | None = None
+            fast: MatchFn | None = None
+            if tc.idxs:
+                fn, src = tc.function(tc.idxs)
+                out.source[etype or "*"] = src
+                kinds = tc.key_kinds()
+                has_early = early is not None and any(i in early for i in tc.idxs)
+                if per_path and etype is not None and etype.startswith("file.") and "path" in kinds:
+                    with_target = "target" in kinds
+                    pre = tc.prefilter(frozenset({"path", "target"} if with_target else {"path"}))
+                    fn, fast = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
+                                             with_target=with_target, early=early if has_early else None)
+                elif has_early and early is not None:
+                    fast = tc.early(early)
+            got = built[etype] = (fn, fast)
+            return got
+
+    def build(etype: str | None) -> MatchFn | None:
+        return both(etype)[0]
+
+    def build_early(etype: str | None) -> MatchFn | None:
+        return both(etype)[1] if early else None
+
+    if lazy:
+        out.build = build
+        out.build_early = build_early
+        out.types = frozenset(t for t, idxs in by_type.items() if idxs and t is not None)
+        return out
+    for etype in by_type:
+        fn, fast = both(etype)
+        if fn is None:
             continue
-        fn, src = tc.function(tc.idxs)
-        out.source[etype or "*"] = src
-        kinds = tc.key_kinds()
-        has_early = bool(early) and any(i in early for i in tc.idxs)  # type: ignore[operator]
-        fast: MatchFn | None = None
-        if per_path and etype is not None and etype.startswith("file.") and "path" in kinds:
-            with_target = "target" in kinds
-            pre = tc.prefilter(frozenset({"path", "target"} if with_target else {"path"}))
-            fn, fast = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
-                                     with_target=with_target, early=early if has_early else None)
-        elif has_early and early is not None:
-            out.early_compile[etype] = functools.partial(tc.early, early)
         if etype is None:
             out.fallback = fn
             out.early_fallback = fast

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from spyglass.agents import known_state
 from spyglass.agents.adapters import adapter_named, agent_state_globs
+from spyglass.agents.launch import install_trees
 from spyglass.events import EVENT_TYPES, Alert, Event, LineageEntry
 from spyglass.events.proctree import ProcessTable
 from spyglass.pipeline import RunContext, Sink, default_home
@@ -30,19 +30,17 @@ from spyglass.rules.context import FieldContext, RunState
 from spyglass.rules.describe import describe, duration, short_command
 from spyglass.rules.fastlane import FastLane, fast_matchers
 from spyglass.rules.fields import FIELDS
-from spyglass.rules.model import Rule
+from spyglass.rules.model import Rule, RuleSet
 from spyglass.rules.pathmemo import MatchFn
-from spyglass.rules.ruleset import RuleSet
 from spyglass.rules.state import ProcRef, SequenceTracker, ThresholdCounter
+from spyglass.rules.tracking import track
 
-_STATE_TYPES = frozenset(
-    {"file.create", "file.write", "file.mkdir", "file.link", "file.symlink", "file.truncate", "file.rename",
-     "file.delete", "net.dns", "net.connect"}
-)
 _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
 _TEMPLATE = re.compile(r"\{([a-z_][a-z0-9_.]*)\}")
 MAX_DEDUP = 100_000
 _NO_PIDS: frozenset[int] = frozenset()
+#: the event types of nearly every run, compiled before the agent starts (RuleEngine.warm)
+_WARM_FIRST = ("process.start", "process.exec", "process.exit", "file.read")
 
 
 def _getter(name: str) -> Callable[[Event, FieldContext], Any]:
@@ -67,6 +65,7 @@ class RuleEngine(Sink):
         workspace: list[str] | None = None,
         monitor_pids: tuple[int, ...] = (),
         per_path: bool = True,
+        validated: bool = False,
         fast_lane: bool = True,
     ) -> None:
         self.ruleset = ruleset
@@ -87,9 +86,15 @@ class RuleEngine(Sink):
         self.state = RunState()
         self._dedup: set[tuple[str, int, str]] = set()
         self._getters: dict[str, Callable[[Event, FieldContext], Any]] = {}
-        # compile once now so a broken rule stops the run before it starts
-        self.start(RunContext(root_cwd="/", workspace=["/"]))
-        self.ctx = None
+        self._compile_lock = threading.Lock()
+        #: compile every event type's function in start() (else each at its type's first event)
+        self._eager = not validated
+        if not validated:
+            # compile all now so a broken rule stops the run before it starts (``validated``: the
+            # rule cache saw these rules compile for this policy and home before, spyglass/rules/cache.py)
+            self.start(RunContext(root_cwd="/", workspace=["/"]))
+            self.ctx = None
+        self._eager = False
 
     # -- set-up ----------------------------------------------------------------------
     def start(self, ctx: RunContext) -> None:
@@ -189,9 +194,10 @@ class RuleEngine(Sink):
                 if rule.threshold is not None:
                     th = rule.threshold
                     self._trackers[ri] = ThresholdCounter(th.count, th.within_ns, th.distinct is not None)
-        early = fast_matchers(self.rules, matchers) if self._fast_lane else frozenset()
+        # (not for the validating compile: the lane's functions are subsets of the others)
+        early = fast_matchers(self.rules, matchers) if self._fast_lane and not self._eager else frozenset()
         self.compiled = compile_matchers(matchers, lists, self.ruleset.library.macros, home,
-                                         per_path=self._per_path, early=early)
+                                         per_path=self._per_path, lazy=not self._eager, early=early)
         self._active = self.compiled.active
         for m_idx in self._steps.values():
             for i in m_idx[1:]:
@@ -199,10 +205,46 @@ class RuleEngine(Sink):
         by_type = self.compiled.by_type
         self._fallback = self.compiled.fallback
         self._dispatch: dict[str, MatchFn | None] = {t: by_type.get(t) for t in EVENT_TYPES}
+        if self.compiled.build is not None:  # lazy: each type compiles at its first event
+            self._dispatch.update({t: self._first_of(t) for t in self.compiled.types})
+            self._fallback = self._first_of(None)
         self._matchers = matchers
         self._nprocs = len(ctx.procs.procs)
         self.lane = FastLane(self, FieldContext(**{**fx_args, "procs": ProcessTable(), "state": RunState()}),
                              self.compiled, early) if early else None
+
+    def warm(self, more: Callable[[], bool] = lambda: False) -> None:
+        """Compile now the functions of the event types every run sees, then of the others in
+        order while ``more()`` says there is idle time (the eBPF program still loading)."""
+        compiled = self.compiled
+        if compiled is None or compiled.build is None:
+            return
+        for i, t in enumerate(_WARM_FIRST + tuple(x for x in EVENT_TYPES if x not in _WARM_FIRST)):
+            if i >= len(_WARM_FIRST) and not more():
+                return
+            if t in compiled.types and self._dispatch.get(t) is not None:
+                with self._compile_lock:
+                    fn = compiled.build(t)
+                    if self.compiled is compiled:
+                        self._dispatch[t] = fn
+
+    def _first_of(self, etype: str | None) -> MatchFn:
+        """A stand-in that compiles ``etype``'s function at the first event of that type, puts
+        it in its place and runs it (the proxy's veto thread may be first: hence the lock)."""
+        compiled = self.compiled
+
+        def first(ev: Event, fx: FieldContext) -> tuple[int, ...]:
+            assert compiled is not None and compiled.build is not None
+            with self._compile_lock:
+                fn = compiled.build(etype)
+                if self.compiled is compiled:  # not restarted meanwhile
+                    if etype is None:
+                        self._fallback = fn
+                    else:
+                        self._dispatch[etype] = fn
+            return fn(ev, fx) if fn is not None else ()
+
+        return first
 
     # -- per event -------------------------------------------------------------------
     def event(self, ev: Event) -> None:
@@ -222,25 +264,12 @@ class RuleEngine(Sink):
         lane = self.lane
         if lane is not None and lane.pending:
             lane.settle(ev, self._raised_now if fn is not None and hits else ())
-        self.track(ev, fx, self.state)
+        track(ev, fx, self.state)
 
     def urgent(self, ev: Event) -> None:
         """The fast lane: called on the capture's reader thread before the event is queued."""
         if self.lane is not None:
             self.lane.see(ev)
-
-    def track(self, ev: Event, fx: FieldContext, state: RunState) -> None:
-        """What the run state remembers of an event (after the rules saw it)."""
-        t = ev.type
-        if t in _STATE_TYPES:
-            state.update(ev)
-        elif t == "process.exec" and ev.ok:
-            state.note_exec(ev.pid)
-        elif t == "process.start":
-            state.note_fork(ev.pid, ev.ppid)
-        elif t == "file.read" and ev.ok:
-            p = ev.path
-            state.note_read(ev, bool(p) and self._taints(ev, p or "", fx))
 
     def would_block(self, ev: Event) -> str | None:
         """The id of a ``block`` rule that this would-be event matches, or None.
@@ -411,37 +440,14 @@ class RuleEngine(Sink):
             if self.ctx is not None and self.ctx.stop_agent is not None:
                 self.ctx.stop_agent(rule_id)
 
-    def _taints(self, ev: Event, path: str, fx: FieldContext) -> bool:
-        """A read that makes what the reader writes next a secret: a secret as cred-secret-read
-        sees one (not the workspace's .env, not a shell history), by neither the agent itself
-        nor a program that owns the credential."""
-        if not fx.is_secret(path):
-            return False
-        name = path.rsplit("/", 1)[-1]
-        if name in _HISTORIES or (name.startswith(".env") and fx.in_ws(path)):
-            return False
-        fx.ev = ev
-        return not (fx.launched_exe() or (fx.identity() or "") in _OWNERS)
-
-
-_HISTORIES = frozenset({".bash_history", ".zsh_history", ".zhistory", ".histfile", "fish_history", ".python_history",
-                        ".node_repl_history", ".psql_history", ".mysql_history", ".sqlite_history", ".lesshst"})
-#: programs whose reads of their own credentials do not taint what they write (ssh writes known_hosts)
-_OWNERS = frozenset({"ssh", "scp", "sftp", "ssh-add", "ssh-agent", "ssh-keygen", "gpg", "gpg2", "gpg-agent",
-                     "git", "git-remote-http", "git-remote-https", "kubectl", "aws", "gcloud", "gh", "docker"})
-
-
-#: known_state's agent kinds -> adapter names
-_ADAPTER_OF = {"codex": "codex", "claude_code": "claude", "mini": "mini"}
 
 
 def _agent_state(kind: str | None, home: str) -> list[str]:
-    """The own state files of the agent the user launched: the known-state list and its adapter's."""
-    globs = known_state.state_globs(kind)
-    name = _ADAPTER_OF.get(kind or "")
-    if name:
-        globs += adapter_named(name).state_globs(home)
-    return globs
+    """The own state files of the agent the user launched, as its adapter declares them."""
+    try:
+        return adapter_named(kind).state_globs(home) if kind else []
+    except KeyError:  # an agent this version has no adapter for
+        return []
 
 
 def _resolvers() -> list[str]:
@@ -463,7 +469,7 @@ def _record_launch(meta: Any, home: str) -> None:
     configured name servers go into the run's metadata, so a replay sees the same."""
     extra = meta.extra
     if "launch" not in extra and getattr(meta, "command", None):
-        extra["launch"] = known_state.install_trees(list(meta.command), meta.cwd or "/", home=home)
+        extra["launch"] = install_trees(list(meta.command), meta.cwd or "/", home=home)
     if "resolvers" not in extra:
         extra["resolvers"] = _resolvers()
 

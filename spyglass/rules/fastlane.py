@@ -34,6 +34,7 @@ from spyglass.rules.compiler import CompiledSet, Matcher
 from spyglass.rules.context import FieldContext
 from spyglass.rules.model import Rule
 from spyglass.rules.pathmemo import MatchFn
+from spyglass.rules.tracking import track
 
 if TYPE_CHECKING:
     from spyglass.rules.engine import RuleEngine
@@ -62,8 +63,7 @@ class FastLane:
         self.early = early
         self._dispatch: dict[str, MatchFn | None] = dict(compiled.early_by_type)
         self._fallback = compiled.early_fallback
-        self._compile = compiled.early_compile
-        self._fallback_ready = None not in self._compile
+        self._build = compiled.build_early  # lazy sets: a type's function compiled when first needed
         self._nprocs = 0
         self.lock = threading.Lock()
         #: (rule id, pid, message) of the alerts announced and not yet recorded
@@ -95,22 +95,18 @@ class FastLane:
                 for i in hits:
                     if i in self.early:  # a specialized function may be the type's full one
                         self._hit(i, ev)
-        self.engine.track(ev, fx, fx.state)
+        track(ev, fx, fx.state)
 
     def _first(self, t: str) -> MatchFn | None:
-        """The lane's function for an event type it meets for the first time (compiled now)."""
-        make = self._compile.get(t)
-        if make is not None:
-            fn = self._dispatch[t] = make()
-            return fn
-        if t in EVENT_TYPES:  # no fast rule for this type
-            self._dispatch[t] = None
-            return None
-        if not self._fallback_ready:  # a type outside the schema: the rules for any type
-            self._fallback_ready = True
-            make = self._compile.get(None)
-            self._fallback = make() if make is not None else None
-        return self._fallback
+        """The lane's function for an event type it meets for the first time (compiled now if the
+        set is lazy; a type outside the schema gets the rules for any type)."""
+        known = t in EVENT_TYPES
+        if self._build is None:
+            fn = None if known else self._fallback
+        else:
+            fn = self._build(t if known else None)
+        self._dispatch[t] = fn
+        return fn
 
     def _hit(self, i: int, ev: Event) -> None:
         eng = self.engine

@@ -175,8 +175,8 @@ FIELDS: Final[dict[str, FieldSpec]] = {
     "file.has_copy": _f(
         "bool", "fx.has_copy(ev.path)", "the run wrote a (transformed) copy of this file earlier"),
     "file.agent_state": _f(
-        "bool", "fx.is_agent_state(ev.path)", "file.path is a known agent's own state (spyglass/agents/"
-        "known_state.py: databases, caches, locks, sessions, bundled skills, its login)", "path"),
+        "bool", "fx.is_agent_state(ev.path)", "file.path is the launched agent's own state (its adapter's "
+        "`state`: databases, caches, locks, sessions, bundled skills, its login)", "path"),
     "file.is_directory": _f("bool", "fx.is_dir_open()", "the open was of a directory (O_DIRECTORY)"),
     "file.mode.executable": _f("bool", "fx.mode_has(0o111)", "file.mode has an execute bit"),
     "file.mode.setuid": _f("bool", "fx.mode_has(0o6000)", "file.mode has the setuid or setgid bit"),

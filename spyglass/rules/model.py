@@ -124,3 +124,25 @@ class Library:
     macro_pos: dict[str, tuple[str, Pos]] = field(default_factory=dict)
     #: "list NAME" / "macro NAME" -> the appends and overrides applied, in order
     changes: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class RuleSet:
+    """The rules of a run (pack plus the policy's files, tuning applied); defined here, with the
+    other plain data, so that a cached one loads without the parser (spyglass/rules/cache.py)."""
+
+    rules: list[Rule] = field(default_factory=list)
+    library: Library = field(default_factory=Library)
+    files: list[str] = field(default_factory=list)
+    #: the changes applied (spyglass/rules/tuning.py), in order
+    changes: list[Any] = field(default_factory=list)
+
+    def get(self, rule_id: str) -> Rule | None:
+        for r in self.rules:
+            if r.id == rule_id:
+                return r
+        return None
+
+    @property
+    def enabled(self) -> list[Rule]:
+        return [r for r in self.rules if r.enabled]

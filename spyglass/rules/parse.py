@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 from spyglass.errors import SourceError
@@ -455,8 +454,3 @@ def parse_rule_text(text: str, path: str, macros: set[str], lists: set[str]) -> 
     return p.out
 
 
-def rule_files(path: Path) -> list[Path]:
-    """A rule file, or every *.yaml / *.yml file below a directory, sorted."""
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
-    return [path]

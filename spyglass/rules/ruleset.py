@@ -8,18 +8,20 @@ listing every error with ``file:line:col``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from spyglass.errors import SourceError
-from spyglass.policy.loader import read_source
+from spyglass.policy.yamlsrc import Pos
 from spyglass.rules.eventtypes import retype
-from spyglass.rules.model import Library, Rule
-from spyglass.rules.parse import _FileParser, library_names, parse_rule_text, rule_files
+from spyglass.rules.model import Rule, RuleSet
+from spyglass.rules.parse import _FileParser, library_names, parse_rule_text
+from spyglass.rules.sources import RuleSources, pack_dir, policy_rule_paths, read_sources
 from spyglass.rules.tuning import apply_changes, policy_changes
+
+__all__ = ["RuleSet", "RuleSetError", "load_ruleset", "pack_dir", "parse_files"]
+_T = TypeVar("_T")
 
 
 class RuleSetError(SourceError):
@@ -30,62 +32,15 @@ class RuleSetError(SourceError):
         self.errors = errors
 
 
-@dataclass
-class RuleSet:
-    rules: list[Rule] = field(default_factory=list)
-    library: Library = field(default_factory=Library)
-    files: list[str] = field(default_factory=list)
-    #: the changes applied (spyglass/rules/tuning.py), in order
-    changes: list[Any] = field(default_factory=list)
-
-    def get(self, rule_id: str) -> Rule | None:
-        for r in self.rules:
-            if r.id == rule_id:
-                return r
-        return None
-
-    @property
-    def enabled(self) -> list[Rule]:
-        return [r for r in self.rules if r.enabled]
-
-
-def pack_dir() -> Path:
-    return Path(__file__).resolve().parent / "pack"
-
-
-def _display(path: Path) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return str(path)
-    return rel if not rel.startswith("..") else str(path)  # relative only inside the working directory
-
-
 def parse_files(paths: Sequence[Path], *, pack: bool = True) -> tuple[RuleSet, list[SourceError]]:
     """Parse rule files (and the built-in pack) into a RuleSet plus every error found."""
-    files: list[Path] = []
-    errors: list[SourceError] = []
-    if pack:
-        files += rule_files(pack_dir())
-    for p in paths:
-        if not p.exists():
-            errors.append(SourceError("no such file or directory", str(p)))
-            continue
-        files += rule_files(p)
-    seen_files: set[Path] = set()
-    unique: list[Path] = []
-    for f in files:
-        r = f.resolve()
-        if r not in seen_files:
-            seen_files.add(r)
-            unique.append(f)
-    texts: list[tuple[str, str]] = []
-    for f in unique:
-        shown = _display(f) if not str(f).startswith(str(pack_dir())) else f"spyglass/rules/pack/{f.name}"
-        try:
-            texts.append((shown, read_source(f, shown)))
-        except SourceError as exc:
-            errors.append(exc)
+    return parse_sources(read_sources(paths, pack=pack))
+
+
+def parse_sources(sources: RuleSources) -> tuple[RuleSet, list[SourceError]]:
+    """Parse rule texts already read into a RuleSet plus every error found."""
+    texts = sources.texts
+    errors = list(sources.errors)
     macros: set[str] = set()
     lists: set[str] = set()
     for shown, text in texts:
@@ -98,24 +53,9 @@ def parse_files(paths: Sequence[Path], *, pack: bool = True) -> tuple[RuleSet, l
         parsed = parse_rule_text(text, shown, macros, lists)
         errors += parsed.errors
         rs.changes += parsed.changes
-        for name, vals in parsed.library.lists.items():
-            if name in rs.library.lists:
-                where = parsed.library.list_pos[name][1]
-                first = rs.library.list_pos[name]
-                errors.append(SourceError(f"list {name!r} is already defined at {first[0]}:{first[1].line}",
-                                          shown, where.line, where.col))
-                continue
-            rs.library.lists[name] = vals
-            rs.library.list_pos[name] = parsed.library.list_pos[name]
-        for name, sel in parsed.library.macros.items():
-            if name in rs.library.macros:
-                where = parsed.library.macro_pos[name][1]
-                first = rs.library.macro_pos[name]
-                errors.append(SourceError(f"macro {name!r} is already defined at {first[0]}:{first[1].line}",
-                                          shown, where.line, where.col))
-                continue
-            rs.library.macros[name] = sel
-            rs.library.macro_pos[name] = parsed.library.macro_pos[name]
+        lib, new = rs.library, parsed.library
+        errors += _define("list", lib.lists, lib.list_pos, new.lists, new.list_pos, shown)
+        errors += _define("macro", lib.macros, lib.macro_pos, new.macros, new.macro_pos, shown)
         for rule in parsed.rules:
             if rule.id in seen:
                 other = seen[rule.id]
@@ -129,6 +69,28 @@ def parse_files(paths: Sequence[Path], *, pack: bool = True) -> tuple[RuleSet, l
         errors += apply_changes(rs, rs.changes)
     _retype(rs)
     return rs, errors
+
+
+def _define(
+    kind: str,
+    names: dict[str, _T],
+    pos: dict[str, tuple[str, Pos]],
+    new: dict[str, _T],
+    new_pos: dict[str, tuple[str, Pos]],
+    shown: str,
+) -> list[SourceError]:
+    """Add a file's lists or macros (``kind``) to the set's; a name defined twice is an error."""
+    errors = []
+    for name, value in new.items():
+        if name in names:
+            where = new_pos[name][1]
+            first = pos[name]
+            errors.append(SourceError(f"{kind} {name!r} is already defined at {first[0]}:{first[1].line}",
+                                      shown, where.line, where.col))
+            continue
+        names[name] = value
+        pos[name] = new_pos[name]
+    return errors
 
 
 def _retype(rs: RuleSet) -> None:
@@ -150,11 +112,14 @@ def load_ruleset(
     extra_paths: Iterable[str | Path] = (),
     *,
     pack: bool = True,
+    sources: RuleSources | None = None,
 ) -> RuleSet:
-    """The rules a run uses: the pack, ``policy.rules.paths`` and ``extra_paths``,
-    with ``rules.disable`` and ``rules.overrides`` applied.  Raises RuleSetError."""
-    paths = [Path(p) for p in (*(policy.rules.paths if policy is not None else ()), *extra_paths)]
-    rs, errors = parse_files(paths, pack=pack)
+    """The rules a run uses: the pack, ``policy.rules.paths`` and ``extra_paths`` (or the
+    ``sources`` already read from them), with ``rules.disable`` and ``rules.overrides``
+    applied.  Raises RuleSetError."""
+    if sources is None:
+        sources = read_sources(policy_rule_paths(policy, extra_paths), pack=pack)
+    rs, errors = parse_sources(sources)
     if policy is not None and not errors:
         ids = {r.id for r in rs.rules}
         where = policy.source or "policy"

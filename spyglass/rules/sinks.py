@@ -9,8 +9,7 @@ from typing import IO, Any
 from spyglass.events import level_rank
 from spyglass.policy import Policy
 from spyglass.rules.engine import RuleEngine
-from spyglass.rules.printer import AlertPrinter
-from spyglass.rules.ruleset import RuleSet, load_ruleset
+from spyglass.rules.model import RuleSet
 
 
 def build_sinks(
@@ -30,6 +29,9 @@ def build_sinks(
     the agent's HOME (it is also recorded in ``RunMeta.extra["home"]`` so a
     replay expands ``~`` the same way).
     """
+    from spyglass.rules.printer import AlertPrinter
+    from spyglass.rules.ruleset import load_ruleset
+
     rs = ruleset if ruleset is not None else load_ruleset(policy, extra_rules)
     sinks: list[Any] = [RuleEngine(rs, policy, home=home, mode=mode)]
     if printer:

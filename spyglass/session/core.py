@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from spyglass import phases
 from spyglass.capture import select_backend
 from spyglass.capture.base import CaptureBackend
 from spyglass.errors import EXIT_ALERT, EXIT_CANNOT_RUN, EXIT_EVIDENCE, EXIT_KILLED, EXIT_NOT_FOUND, UsageError
@@ -76,16 +77,18 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     """Record ``opts.argv`` with everything the policy and options ask for; the outcome's
     ``verdict_code`` is the exit code ``spyglass run`` reports."""
     from spyglass.rules import fail_on_exceeded
+    from spyglass.rules.cache import load_rules, remember
     from spyglass.rules.engine import RuleEngine
-    from spyglass.rules.ruleset import load_ruleset
 
     check_level(opts.fail_on)
+    backend: CaptureBackend
+    backend, reason = select_backend(opts.backend)  # first: the eBPF program loads meanwhile
+    phases.mark("backend select")
     plan = plan_run(opts, store)
+    phases.mark("policy")
     policy, mode = plan.policy, plan.mode
     fail_on = opts.fail_on or policy.fail_on
     signer = _signer(opts, plan)
-    backend: CaptureBackend
-    backend, reason = select_backend(opts.backend)
     extra: dict[str, object] = {"policy_source": policy.source, "backend_reason": reason,
                                 "policy": policy_record(policy)}
     missing = _command_not_found(opts, plan, store, extra, backend.name)
@@ -109,7 +112,12 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
         installed = agent_install(list(opts.argv), plan.env, plan.cwd)
         if installed:
             extra["agent_install"] = installed
-        plan.engine = RuleEngine(load_ruleset(policy), policy, home=plan.home, mode=mode)
+        ruleset, rules_key, checked = load_rules(policy, plan.home, store.root)
+        phases.mark("rules load")
+        plan.engine = RuleEngine(ruleset, policy, home=plan.home, mode=mode, validated=checked)
+        if not checked:  # compiled whole just now, so a broken rule stopped the run: keep it
+            remember(store.root, rules_key, ruleset)
+        phases.mark("rules compile")
         if policy.broker:
             from spyglass.sandbox.broker import open_for_run
 
@@ -133,6 +141,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             extra.update(sb.run_extra())
             sandbox_view = sb.view()
         sinks = assemble(plan)
+        phases.mark("sinks")
         request = RunRequest(
             argv=list(plan.argv or opts.argv),
             cwd=plan.cwd,

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from spyglass import __version__
+from spyglass import __version__, phases
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
 from spyglass.errors import EXIT_CANNOT_RUN
 from spyglass.events import Event
@@ -247,11 +247,13 @@ def record(
     meta.extra["monitor_pids"] = ctx.monitor_pids
     meta.extra["monitor_pgids"] = [os.getpgrp()]  # the tracer's group joins once it is known
     pipeline = Pipeline([writer, *sinks], ctx)
+    phases.mark("store")
     stopped_by: list[str] = []
     status = "complete"
     capture = CaptureResult()
     try:
         pipeline.start()
+        phases.mark("sinks start")
         spec = LaunchSpec(
             argv=list(request.argv),
             cwd=cwd,
@@ -275,6 +277,8 @@ def record(
                 live.kill_tree()
 
         ctx.stop_agent = stop_agent
+        _warm(sinks)
+        phases.mark("warm")
         sig = _Signals(None, ctx.procs)  # from before the agent starts: no window without a handler
         sig.__enter__()
         try:
@@ -288,6 +292,7 @@ def record(
         if stop_now:  # a kill rule fired while the capture was starting
             session.kill_tree()
         sig.attach(session)
+        phases.mark("capture start")
         chosen: Any = getattr(backend, "inner", backend)  # a sandbox wraps the backend
         meta.backend = chosen.name  # ``auto`` may have fallen back at start
         if getattr(chosen, "reason", None):
@@ -319,6 +324,7 @@ def record(
         if not tracer_known and session.tracer_pid is not None:
             ctx.monitor_pids.append(session.tracer_pid)
         capture = session.result()
+        phases.mark("child run")
         if capture.failed_to_start:
             status = "failed"  # the agent never ran: never "complete"
             capture.notes.append(capture.failed_to_start)
@@ -336,6 +342,7 @@ def record(
         writer.finish("failed" if getattr(exc, "exit_code", None) == EXIT_CANNOT_RUN else "interrupted")
         raise
     pipeline.done()
+    phases.mark("finish: sinks")
     if pipeline.errors:
         meta.extra["evidence"] = {"partial": True, "sink_errors": dict(pipeline.errors)}
     meta = writer.finish(
@@ -354,7 +361,21 @@ def record(
         },
         still_running=[{"pid": s.pid, "argv": s.argv} for s in capture.still_running],
     )
+    phases.mark("finish: store")
     return RunOutcome(meta=meta, capture=capture, sink_errors=pipeline.errors)
+
+
+def _warm(sinks: Sequence[object]) -> None:
+    """Sinks with a ``warm(more)`` hook prepare before the agent starts (the rule engine compiles
+    the functions of the commonest event types, and more while the eBPF program still loads)."""
+    import sys
+
+    preload = sys.modules.get("spyglass.capture.ebpf.preload")  # not imported: no load under way
+    more: Callable[[], bool] = preload.pending if preload is not None else lambda: False
+    for sink in sinks:
+        warm = getattr(sink, "warm", None)
+        if warm is not None:
+            warm(more)
 
 
 def _add_group(groups: list[int], pid: int) -> None:

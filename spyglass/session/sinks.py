@@ -100,12 +100,13 @@ def _sandbox_guards(plan: Plan) -> Iterable[object]:
 
 
 def _rules(plan: Plan) -> Iterable[object]:
-    from spyglass.rules.printer import AlertPrinter
-
     if plan.engine is None:
         return []
-    printer = AlertPrinter(fmt=plan.opts.alerts_format)
-    return [plan.engine, printer] if plan.opts.live_alerts else [plan.engine]
+    if not plan.opts.live_alerts:
+        return [plan.engine]
+    from spyglass.rules.printer import AlertPrinter
+
+    return [plan.engine, AlertPrinter(fmt=plan.opts.alerts_format)]
 
 
 def _workspace_evidence(plan: Plan) -> Iterable[object]:

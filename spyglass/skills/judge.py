@@ -309,49 +309,44 @@ class Judge:
                 r.event == "shutil.rmtree" and bool(r.path()) and view.startswith(str(r.path()) + "/")
             )
 
+        def finding(kind: str, rule: str, message: str, remedy: str) -> None:
+            self._add(ev, kind, rule, message, remedy, self._source(ev.pid, src_match, self._needles(ev, view)))
+
         in_tmp = any(path == t or path.startswith(t + "/") for t in self.tmp_hosts)
         if rel is None and not in_tmp:
-            self._add(
-                ev,
+            finding(
                 "write-outside-scope",
                 "files.write",
                 f"{ev.type} {nice}",
                 f"remove the write to {nice} (a skill writes only in its workspace)",
-                self._source(ev.pid, src_match, self._needles(ev, view)),
             )
             return
         if rel is None:
             return
         if ev.type == "sandbox.denied":
             # the sandbox keeps .git/config, .git/hooks and agent config read-only: an attempt is the finding
-            self._add(
-                ev,
+            finding(
                 "protected-write",
                 "files.write",
                 f"write to {rel} (refused: the sandbox keeps it read-only)",
                 f"remove the write to {rel}: git hooks, git config and agent settings run with the user's rights",
-                self._source(ev.pid, src_match, self._needles(ev, view)),
             )
             return
         if path.startswith(self.skill + "/"):
-            self._add(
-                ev,
+            finding(
                 "write-outside-scope",
                 "files.write",
                 f"{ev.type} {nice} (the skill itself)",
                 "do not modify the skill's own files at run time",
-                self._source(ev.pid, src_match, self._needles(ev, view)),
             )
             return
         destroys = ev.type in ("file.delete", "file.rename", "file.truncate") and rel in self.ws.inputs
         if destroys and not any(fnmatch.fnmatch(rel, d) for d in self.spec.values("delete")):
-            self._add(
-                ev,
+            finding(
                 "destructive",
                 "files.delete",
                 f"{ev.type} of the input {rel}",
                 f"keep the input {rel}, or declare `delete: [{rel}]`",
-                self._source(ev.pid, src_match, self._needles(ev, view)),
             )
             return
         scopes = self.spec.values("write")
@@ -361,13 +356,11 @@ class Judge:
             and ev.type != "file.mkdir"
             and not any(fnmatch.fnmatch(rel, s) or rel == s.rstrip("/*") for s in scopes)
         ):
-            self._add(
-                ev,
+            finding(
                 "write-outside-scope",
                 "files.write",
                 f"{ev.type} {rel} (outside {', '.join(scopes) or 'no scope'})",
                 f"declare `write: [{rel}]` or write under {scopes[0] if scopes else 'a declared directory'}",
-                self._source(ev.pid, src_match, self._needles(ev, view)),
             )
 
     def _exec(self, ev: Event) -> None:

@@ -47,76 +47,61 @@ class Finding:
         return f"{self.file}:{self.line}"
 
 
-_CODE_CHECKS: Final[list[tuple[str, str, re.Pattern[str], str]]] = [
-    ("obfuscation", "warn", re.compile(r"[A-Za-z0-9+/]{120,}={0,2}"), "a long base64 blob"),
-    ("obfuscation", "warn", re.compile(r"(?:\\x[0-9a-fA-F]{2}){24,}|\b[0-9a-fA-F]{96,}\b"), "a long hex blob"),
-    (
+_Check = tuple[str, str, re.Pattern[str], str]  # check, severity, pattern, what it found
+
+
+def _checks(check: str, severity: str, *found: tuple[str, str]) -> list[_Check]:
+    """The checks of one kind, each a (pattern, what it finds) pair."""
+    return [(check, severity, re.compile(pattern), what) for pattern, what in found]
+
+
+_CODE_CHECKS: Final[list[_Check]] = [
+    *_checks(
         "obfuscation",
         "warn",
-        re.compile(
+        (r"[A-Za-z0-9+/]{120,}={0,2}", "a long base64 blob"),
+        (r"(?:\\x[0-9a-fA-F]{2}){24,}|\b[0-9a-fA-F]{96,}\b", "a long hex blob"),
+        (
             r"\b(?:exec|eval)\s*\(\s*(?:\w+\.)*(?:b64decode|b16decode|decode|decompress|unhexlify|fromhex|"
-            r"loads|codecs\.decode|bytes\.fromhex|atob|Buffer\.from)"
+            r"loads|codecs\.decode|bytes\.fromhex|atob|Buffer\.from)",
+            "eval/exec of decoded data",
         ),
-        "eval/exec of decoded data",
+        (r"\b(?:exec|eval)\s*\(\s*(?:compile\s*\()?\s*[a-z_]*(?:payload|blob|data|code)\b", "eval/exec of a computed string"),
+        (r"base64\s+(?:-d|--decode)[^\n|]*\|\s*(?:ba|z|da)?sh\b", "decoded data run by a shell"),
     ),
-    (
-        "obfuscation",
-        "warn",
-        re.compile(r"\b(?:exec|eval)\s*\(\s*(?:compile\s*\()?\s*[a-z_]*(?:payload|blob|data|code)\b"),
-        "eval/exec of a computed string",
-    ),
-    (
-        "obfuscation",
-        "warn",
-        re.compile(r"base64\s+(?:-d|--decode)[^\n|]*\|\s*(?:ba|z|da)?sh\b"),
-        "decoded data run by a shell",
-    ),
-    (
+    *_checks(
         "remote-exec",
         "warn",
-        re.compile(r"\b(?:curl|wget|fetch)\b[^\n|;]*\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b"),
-        "curl | sh",
+        (r"\b(?:curl|wget|fetch)\b[^\n|;]*\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b", "curl | sh"),
+        (r"\b(?:curl|wget)\b[^\n]*(?:-o|-O|>)\s*\S+[^\n]*(?:&&|;)\s*(?:chmod\s+\+x|sh|bash|\./)", "download then execute"),
+        (r"urlopen\([^)]*\)\.read\(\)[^\n]*\)\s*$|exec\(\s*urlopen|exec\(\s*requests\.get", "code fetched and executed"),
     ),
-    (
-        "remote-exec",
-        "warn",
-        re.compile(r"\b(?:curl|wget)\b[^\n]*(?:-o|-O|>)\s*\S+[^\n]*(?:&&|;)\s*(?:chmod\s+\+x|sh|bash|\./)"),
-        "download then execute",
-    ),
-    (
-        "remote-exec",
-        "warn",
-        re.compile(r"urlopen\([^)]*\)\.read\(\)[^\n]*\)\s*$|exec\(\s*urlopen|exec\(\s*requests\.get"),
-        "code fetched and executed",
-    ),
-    (
+    *_checks(
         "secret-path",
         "warn",
-        re.compile(
+        (
             r"(?:~|\$HOME|expanduser\([\"']~)[/\"' +,]*\.(?:ssh|aws|gnupg|netrc|git-credentials|docker/config|kube/config|"
-            r"config/gh)|/etc/shadow|\bid_rsa\b|\bid_ed25519\b"
+            r"config/gh)|/etc/shadow|\bid_rsa\b|\bid_ed25519\b",
+            "a secret path",
         ),
-        "a secret path",
     ),
-    (
+    *_checks(
         "persistence",
         "warn",
-        re.compile(r"\.(?:bashrc|zshrc|profile|bash_profile)\b|crontab|authorized_keys|systemd/user"),
-        "a persistence location",
+        (r"\.(?:bashrc|zshrc|profile|bash_profile)\b|crontab|authorized_keys|systemd/user", "a persistence location"),
     ),
-    (
+    *_checks(
         "destructive",
         "warn",
-        re.compile(
-            r"\brm\s+-[a-zA-Z]*[rf][a-zA-Z]*\s+(?:~|\$HOME|/(?:\s|$)|\*)|shutil\.rmtree\(\s*(?:os\.path\.expanduser|Path\.home)"
+        (
+            r"\brm\s+-[a-zA-Z]*[rf][a-zA-Z]*\s+(?:~|\$HOME|/(?:\s|$)|\*)|shutil\.rmtree\(\s*(?:os\.path\.expanduser|Path\.home)",
+            "a destructive delete",
         ),
-        "a destructive delete",
     ),
-    (
+    *_checks(
         "network-tool",
         "info",
-        re.compile(r"(?:^|[\s;|&(`])(?:curl|wget|nc|ncat|socat|telnet|scp|ssh|ftp)\s"),
-        "a network tool",
+        (r"(?:^|[\s;|&(`])(?:curl|wget|nc|ncat|socat|telnet|scp|ssh|ftp)\s", "a network tool"),
     ),
 ]
 
@@ -132,45 +117,22 @@ _ZERO_WIDTH: Final = re.compile("[\u200b\u200c\u200d\u2060\u2062\u2063\u2064\ufe
 def _skill_md_findings(text: str) -> list[Finding]:
     doc = parse_skill_md(text)
     out: list[Finding] = []
+
+    def hidden(n: int, text: str, message: str) -> None:
+        out.append(Finding("hidden-instruction", "warn", SKILL_FILE, n, text, message))
+
     reported_comment = False
     for n, line in enumerate(doc.lines, 1):
         if n in doc.hidden_lines and not reported_comment and line.strip():
-            out.append(
-                Finding(
-                    "hidden-instruction",
-                    "warn",
-                    SKILL_FILE,
-                    n,
-                    line.strip()[:160],
-                    "an HTML comment: the agent reads it, a person viewing the rendered page does not",
-                )
-            )
+            hidden(n, line.strip()[:160], "an HTML comment: the agent reads it, a person viewing the rendered page does not")
             reported_comment = True
         elif n not in doc.hidden_lines:
             reported_comment = False
         if _ZERO_WIDTH.search(line):
-            out.append(
-                Finding(
-                    "hidden-instruction",
-                    "warn",
-                    SKILL_FILE,
-                    n,
-                    line.strip()[:160].encode("unicode_escape").decode(),
-                    "zero-width or direction-changing characters",
-                )
-            )
+            hidden(n, line.strip()[:160].encode("unicode_escape").decode(), "zero-width or direction-changing characters")
         m = _AGENT_PHRASES.search(line)
         if m:
-            out.append(
-                Finding(
-                    "hidden-instruction",
-                    "warn",
-                    SKILL_FILE,
-                    n,
-                    line.strip()[:160],
-                    f"an instruction aimed at the agent: {m.group(0)!r}",
-                )
-            )
+            hidden(n, line.strip()[:160], f"an instruction aimed at the agent: {m.group(0)!r}")
     return out
 
 

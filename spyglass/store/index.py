@@ -80,6 +80,9 @@ class Index:
                 if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA busy_timeout=30000")
+                # commits do not wait for the disk (the WAL is synced at checkpoints); the row that
+                # carries a run's final anchor is written durably (upsert(durable=True))
+                self.db.execute("PRAGMA synchronous=NORMAL")
                 self.db.executescript(_SCHEMA)
                 have = {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}
                 if "anchor" not in have:  # an index written before anchors existed
@@ -119,7 +122,11 @@ class Index:
     def close(self) -> None:
         self.db.close()
 
-    def upsert(self, meta: RunMeta) -> None:
+    def upsert(self, meta: RunMeta, *, durable: bool = False) -> None:
+        """Insert or replace the run's row; ``durable``: on disk when this returns (one WAL sync).
+
+        Other rows may be lost by a crash right after their commit (never the index's
+        consistency): the index is rebuilt from the run directories (Store.repair)."""
         row = {
             "id": meta.id,
             "task": meta.task,
@@ -140,7 +147,13 @@ class Index:
         }
         cols = ", ".join(COLUMNS)
         marks = ", ".join(f":{c}" for c in COLUMNS)
-        self.db.execute(f"INSERT OR REPLACE INTO runs ({cols}) VALUES ({marks})", row)
+        if durable and not self.readonly:
+            self.db.execute("PRAGMA synchronous=FULL")
+        try:
+            self.db.execute(f"INSERT OR REPLACE INTO runs ({cols}) VALUES ({marks})", row)
+        finally:
+            if durable and not self.readonly:
+                self.db.execute("PRAGMA synchronous=NORMAL")
 
     def rows(self, where: str = "", params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         cur = self.db.execute(f"SELECT {', '.join(COLUMNS)} FROM runs {where} ORDER BY id", params)

@@ -118,14 +118,15 @@ class Store:
         except Exception as exc:
             raise StoreError(f"{path}: unreadable run metadata: {exc}") from exc
 
-    def write_meta(self, meta: RunMeta) -> None:
+    def write_meta(self, meta: RunMeta, *, durable: bool = False) -> None:
+        """run.json and the index row (``durable``: the row is on disk when this returns)."""
         if self.readonly:
             raise StoreError(f"{self.root} is opened read-only")
         path = self.run_dir(meta.id) / "run.json"
         tmp = path.with_suffix(".json.tmp")
         tmp.write_bytes(encode_meta(meta))
         os.replace(tmp, path)
-        self.index.upsert(meta)
+        self.index.upsert(meta, durable=durable)
 
     # -- lookup --------------------------------------------------------------
     def list_ids(self) -> list[str]:

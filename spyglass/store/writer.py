@@ -372,7 +372,7 @@ class RunWriter(Sink):
             if meta.status == "complete":
                 meta.status = "evidence-incomplete"
         try:
-            self.store.write_meta(meta)
+            self.store.write_meta(meta, durable=True)  # the final anchor survives a crash right after
         except (OSError, sqlite3.Error) as exc:
             self._fail(exc if isinstance(exc, OSError) else OSError(str(exc)), self.dir / "run.json")
             try:

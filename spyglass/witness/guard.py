@@ -102,6 +102,9 @@ class Protected:
                             prot.add(f, "a rule file in use")
         if sign_key is not None and os.path.exists(sign_key):
             prot.add(sign_key, "the signing key", secret=True)
+        cache_key = Path(store_root) / "cache" / "rules.key"  # seals the rule cache (spyglass/rules/cache.py)
+        if cache_key.exists():
+            prot.add(cache_key, "the rule cache's key", secret=True)
         return prot
 
     def which(self, path: str, *, follow: bool = True) -> str | None:
@@ -203,7 +206,8 @@ class WitnessGuard(Sink):
         if t == "file.read" or handle:
             what = self.protected.secret(ev.path)
             if what is not None:
-                self._raise(ev, KEY_READ_RULE, "high", "alert", "Signing key read",
+                title = "Signing key read" if what == "the signing key" else "Witness key read"
+                self._raise(ev, KEY_READ_RULE, "high", "alert", title,
                             f"{what} read: {ev.path}{failed}")
 
     def _raise(self, ev: Event, rule: str, level: str, action: str, title: str, message: str) -> None:

@@ -4,13 +4,13 @@ private /tmp (visible inside the sandbox), and it reaches the stub through the e
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from .agent_task import clean_env, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 CODEX = REPO / ".cache" / "agents" / "node_modules" / ".bin" / "codex"
@@ -31,20 +31,11 @@ def test_codex_in_the_sandbox_against_the_stub(tmp_path: Path) -> None:
     home.mkdir()
     script = tmp_path / "s.json"
     script.write_text(json.dumps({"steps": [{"say": "Writing.", "run": "echo hi > out.txt"}, {"say": "Done."}]}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CODEX_", "PYTEST_"))}
+    env = clean_env("OPENAI_", "CODEX_")
     env["HOME"] = str(home)
     store = tmp_path / "store"
     spy = [sys.executable, "-m", "spyglass", "run", "-q", "--store", str(store), "--sandbox", "--model-script"]
-    proc = subprocess.run(
-        [*spy, str(script), "--", str(CODEX), "exec", "--skip-git-repo-check", "write it"],
-        cwd=ws,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=400,
-        check=False,
-    )
+    proc = run_cli([*spy, str(script), "--", str(CODEX), "exec", "--skip-git-repo-check", "write it"], ws, env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (ws / "out.txt").read_text() == "hi\n"
     (run,) = (store / "runs").iterdir()

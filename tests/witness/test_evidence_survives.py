@@ -117,7 +117,10 @@ def test_renaming_the_run_directory_aside_is_detected(setup: Any) -> None:
 
 
 def test_a_symlink_put_in_place_of_the_run_directory_is_detected(setup: Any) -> None:
-    script = f'd=$(ls -d {setup.store}/runs/*); mv "$d" "$d.aside" && ln -s "$d.aside" "$d"; echo more > m.txt'
+    # the swap in one process, as an attacker would do it: between a `mv` and an `ln -s` of their own the
+    # writer's check (every 0.1 s) may find the directory gone and make it again before the link exists
+    swap = "import os, sys; d = sys.argv[1]; os.rename(d, d + '.aside'); os.symlink(d + '.aside', d)"
+    script = f'd=$(ls -d {setup.store}/runs/*); {setup.python} -c "{swap}" "$d"; echo more > m.txt'
     res = setup.run(script)
     assert "was replaced during the run" in res.stderr, res.stderr
     run = json.loads(setup.spyglass("show", "--store", str(setup.store), "--format", "json").stdout)["run"]

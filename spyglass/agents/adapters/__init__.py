@@ -3,12 +3,14 @@
 * :mod:`.claude_code`: Claude Code (npm ``@anthropic-ai/claude-code``);
 * :mod:`.codex`: the Codex CLI (npm ``@openai/codex``);
 * :mod:`.mini_swe_agent`: mini-swe-agent (PyPI ``mini-swe-agent``);
+* :mod:`.state_only`: aider, goose and opencode, known by their program and state files only;
 * :mod:`.generic`: the fallback.
 
 Each is an :class:`~.base.AgentAdapter`: it recognises its agent by executable
 identity and package, prepares its environment for the model stub, reads its
-logs into tool calls and claims, and declares its state files, install tree
-and MCP servers.  Awareness, evidence, setup and the rules ask the registry.
+logs into tool calls and claims, and declares its state files, the names and
+package of its program, its install tree and MCP servers.  Awareness,
+evidence, setup and the rules ask the registry; none of them names an agent.
 """
 
 from __future__ import annotations
@@ -21,14 +23,31 @@ from spyglass.agents.adapters.claude_code import ClaudeCodeAdapter
 from spyglass.agents.adapters.codex import CodexAdapter
 from spyglass.agents.adapters.generic import GenericAdapter
 from spyglass.agents.adapters.mini_swe_agent import MiniSweAgentAdapter
+from spyglass.agents.adapters.state_only import AiderAdapter, GooseAdapter, OpencodeAdapter
 
-__all__ = ["AgentAdapter", "adapter_for", "adapter_named", "agent_state_globs", "all_adapters", "recognise"]
+__all__ = [
+    "AgentAdapter",
+    "adapter_for",
+    "adapter_named",
+    "agent_state_globs",
+    "all_adapters",
+    "launched_agent",
+    "recognise",
+]
 
 
 @functools.cache
 def all_adapters() -> tuple[AgentAdapter, ...]:
     """Every adapter, the specific ones first and the generic fallback last."""
-    return (ClaudeCodeAdapter(), CodexAdapter(), MiniSweAgentAdapter(), GenericAdapter())
+    return (
+        ClaudeCodeAdapter(),
+        CodexAdapter(),
+        MiniSweAgentAdapter(),
+        AiderAdapter(),
+        GooseAdapter(),
+        OpencodeAdapter(),
+        GenericAdapter(),
+    )
 
 
 def recognise(exe: str | None, argv: Sequence[str] | None) -> AgentAdapter | None:
@@ -55,7 +74,8 @@ def adapter_for(exe: str | None, argv: Sequence[str] | None) -> AgentAdapter:
 
 def adapter_named(name: str) -> AgentAdapter:
     """The adapter called ``name`` (``codex``, ``claude``, ``mini``, ``generic``; some aliases)."""
-    aliases = {"claude-code": "claude", "mini-swe-agent": "mini", "openai-codex": "codex"}
+    # claude_code and the others: how runs recorded before the adapters named the launched agent
+    aliases = {"claude-code": "claude", "claude_code": "claude", "mini-swe-agent": "mini", "openai-codex": "codex"}
     want = aliases.get(name, name)
     for adapter in all_adapters():
         if adapter.name == want:
@@ -66,3 +86,15 @@ def adapter_named(name: str) -> AgentAdapter:
 def agent_state_globs(home: str) -> list[str]:
     """The state files of every known agent under ``home`` (the rules' ``$agent_state`` list)."""
     return [g for adapter in all_adapters() for g in adapter.state_globs(home)]
+
+
+def launched_agent(programs: Sequence[str]) -> AgentAdapter | None:
+    """The agent a launched program is, from its paths as named and resolved (the package
+    directory first, then the file name); None for anything else."""
+    for adapter in all_adapters():
+        if adapter.is_package_of(programs):
+            return adapter
+    for adapter in all_adapters():
+        if adapter.is_named_in(programs):
+            return adapter
+    return None

@@ -90,6 +90,16 @@ class AgentAdapter:
     internal_commands: frozenset[str] = frozenset()
     #: paths it writes its session log to
     log_patterns: tuple[re.Pattern[str], ...] = ()
+    #: globs (``~`` is the run's HOME) of its own state: config it rewrites, caches, databases and
+    #: their journals, locks, bundled system skills, shell snapshots, session transcripts, its login.
+    #: It writing these is not persistence; anything else writing them is.  Instructions and
+    #: settings a user writes (``config.toml``, ``AGENTS.md``, ``settings.json``, user skills,
+    #: hooks) are deliberately not in it.
+    state: tuple[str, ...] = ()
+    #: file names of its program, and parts of the path of the package it is installed from:
+    #: how the program a user launched (its resolved paths) is known to be this agent
+    program_names: tuple[str, ...] = ()
+    package_parts: tuple[str, ...] = ()
 
     # -- recognising --------------------------------------------------------------
     def identify(self, exe: str | None, argv: Sequence[str] | None) -> bool:
@@ -99,6 +109,14 @@ class AgentAdapter:
     def is_setup_reexec(self, argv: Sequence[str] | None) -> bool:
         """A re-execution of the agent that sets a command up and then becomes it."""
         return False
+
+    def is_package_of(self, programs: Sequence[str]) -> bool:
+        """Is a launched program (as named and resolved) a file of this agent's package?"""
+        return any(part in p for p in programs for part in self.package_parts)
+
+    def is_named_in(self, programs: Sequence[str]) -> bool:
+        """Does a launched program (as named and resolved) carry one of this agent's program names?"""
+        return any(base(p) in self.program_names for p in programs)
 
     def model_command(self, text: str) -> str:
         """The model's command inside the shell script the agent runs it with (default: as is)."""
@@ -120,6 +138,12 @@ class AgentAdapter:
             }
         )
         return env
+
+    def prepare_env_in_home(self, env: dict[str, str], stub_url: str, model: str) -> dict[str, str] | None:
+        """Like :meth:`prepare_env`, but the agent keeps its real layout: its configuration for the
+        stub is written into its own home (:meth:`home`; for a HOME made for the run, as a bench
+        trial's).  None where it has no such home: then :meth:`prepare_env` with a scratch directory."""
+        return None
 
     def start_hooks(
         self, env: dict[str, str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
@@ -150,11 +174,14 @@ class AgentAdapter:
         return None
 
     # -- its files --------------------------------------------------------------------
+    def home(self, env: Mapping[str, str]) -> Path | None:
+        """The directory it keeps its configuration, skills and state in under ``env``, or None."""
+        return None
+
     def state_globs(self, home: str) -> list[str]:
-        """Globs of its own state (config, caches, databases, locks, skills, shell
-        snapshots, session transcripts) under ``home``: writing them is the agent
-        doing its job, not a change to report."""
-        return []
+        """:attr:`state` under ``home``: writing these is the agent doing its job, not a change to report."""
+        h = home.rstrip("/")
+        return [h + g[1:] if g.startswith("~/") else g for g in self.state]
 
     def install_root(self, exe: str | None, argv: Sequence[str] | None = None) -> str | None:
         """The directory of its install tree (trusted for exec), from the executable seen."""

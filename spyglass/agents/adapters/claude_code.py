@@ -52,6 +52,16 @@ class ClaudeCodeAdapter(AgentAdapter):
     internal_markers = ("SNAPSHOT_FILE=", "# Snapshot file", "spyglass-hook.py")
     internal_commands = frozenset({"env"})
     log_patterns = (re.compile(r"/projects/[^/]+/[0-9a-f-]{36}\.jsonl$"),)
+    state = (
+        "~/.claude", "~/.claude.json", "~/.claude.json.*", "~/.claude/projects/**", "~/.claude/todos/**",
+        "~/.claude/statsig/**", "~/.claude/shell-snapshots/**", "~/.claude/ide/**",
+        "~/.claude/history.jsonl", "~/.claude/.credentials.json", "~/.claude/session-env/**",
+        "~/.claude/file-history/**", "~/.claude/plans/**", "~/.claude/debug/**", "~/.claude/*.lock",
+        "~/.claude/local/**", "~/.claude/downloads/**", "~/.claude/backups/**", "~/.claude/plugins/**",
+        "~/.claude/cache/**", "~/.claude/telemetry/**", "~/.claude/.claude.json", "~/.claude/.claude.json.*",
+    )  # fmt: skip
+    program_names = ("claude", "claude.exe", "cli.js")
+    package_parts = ("/@anthropic-ai/claude-code",)
 
     def identify(self, exe: str | None, argv: Sequence[str] | None) -> bool:
         args = list(argv or [])
@@ -86,7 +96,7 @@ class ClaudeCodeAdapter(AgentAdapter):
         env.pop("ANTHROPIC_AUTH_TOKEN", None)
         if os.geteuid() == 0:
             env["IS_SANDBOX"] = "1"  # it refuses --dangerously-skip-permissions as root otherwise
-        config = config_dir(scratch / "claude-config", env.get("CLAUDE_CONFIG_DIR") or _user_dir(env))
+        config = config_dir(scratch / "claude-config", str(self.home(env)))
         env["CLAUDE_CONFIG_DIR"] = str(config)
         return env
 
@@ -129,29 +139,13 @@ class ClaudeCodeAdapter(AgentAdapter):
             return None
         return parse_transcript(lines)
 
-    def state_globs(self, home: str) -> list[str]:
-        h = home.rstrip("/")
-        own = [
-            "projects/**",
-            "todos/**",
-            "statsig/**",
-            "shell-snapshots/**",
-            "ide/**",
-            "history.jsonl",
-            ".credentials.json",
-            "backups/**",
-            "plugins/**",
-            "session-env/**",
-            "file-history/**",
-            "debug/**",
-            "cache/**",
-            "telemetry/**",
-            "plans/**",
-            "*.lock",
-            ".claude.json",
-            ".claude.json.*",
-        ]
-        return [f"{h}/.claude.json", f"{h}/.claude.json.*", *(f"{h}/.claude/{g}" for g in own)]
+    def home(self, env: Mapping[str, str]) -> Path:
+        """``CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+        return Path(env.get("CLAUDE_CONFIG_DIR") or _user_dir(env))
+
+    def is_named_in(self, programs: Sequence[str]) -> bool:
+        """By name only beside another program file: a lone ``cli.js`` is any node program's."""
+        return super().is_named_in(programs) and not all(base(p) == "cli.js" for p in programs)
 
     def install_root(self, exe: str | None, argv: Sequence[str] | None = None) -> str | None:
         pkg = npm_package(exe) if exe else None
@@ -163,7 +157,7 @@ class ClaudeCodeAdapter(AgentAdapter):
         """stdio servers of the project's ``.mcp.json``, the user's ``.claude.json`` (``mcpServers``)
         and the ``--mcp-config`` files (or JSON) of its command line."""
         out: dict[str, list[str]] = {}
-        config = env.get("CLAUDE_CONFIG_DIR") or _user_dir(env)
+        config = self.home(env)
         user_json = (
             Path(config, ".claude.json") if env.get("CLAUDE_CONFIG_DIR") else Path(config).parent / ".claude.json"
         )

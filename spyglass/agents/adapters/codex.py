@@ -86,6 +86,18 @@ class CodexAdapter(AgentAdapter):
     )
     wrapper_markers = ("__CODEX_SNAPSHOT_OVERRIDE",)
     log_patterns = (re.compile(r"/sessions/\d{4}/\d\d/\d\d/rollout-[^/]+\.jsonl$"),)
+    state = (
+        "~/.codex", "~/.codex/skills", "~/.codex/memories/**", "~/.codex/*.sqlite", "~/.codex/*.sqlite-*",
+        "~/.codex/*.sqlite*", "~/.codex/*.db", "~/.codex/*.db-*",
+        "~/.codex/installation_id", "~/.codex/auth.json", "~/.codex/version.json",
+        "~/.codex/models_cache.json", "~/.codex/internal_storage.json", "~/.codex/history.jsonl",
+        "~/.codex/*.tmp", "~/.codex/.tmp*/**", "~/.codex/tmp/**", "~/.codex/cache/**",
+        "~/.codex/sessions/**", "~/.codex/archived_sessions/**", "~/.codex/log/**", "~/.codex/logs/**",
+        "~/.codex/shell_snapshots/**", "~/.codex/thread-writer-locks/**", "~/.codex/skills/.system/**",
+        "~/.codex/*.lock", "~/.codex/.lock*",
+    )  # fmt: skip
+    program_names = ("codex", "codex.js")
+    package_parts = ("/@openai/codex",)
 
     def identify(self, exe: str | None, argv: Sequence[str] | None) -> bool:
         args = list(argv or [])
@@ -111,14 +123,29 @@ class CodexAdapter(AgentAdapter):
         ``skills`` and ``AGENTS.md`` are linked into it so the agent sees the same skills."""
         env = super().prepare_env(env, stub_url, scratch, model, argv)
         home = codex_home(scratch / "codex-home", stub_url, model)
-        user_home = env.get("CODEX_HOME") or (str(Path(env["HOME"]) / ".codex") if env.get("HOME") else None)
+        user_home = self.home(env)
         if user_home:
             for name in ("skills", "AGENTS.md"):
-                src = Path(user_home) / name
+                src = user_home / name
                 if src.exists() and not (home / name).exists():
                     (home / name).symlink_to(src.resolve())
         env["CODEX_HOME"] = str(home)
         return env
+
+    def prepare_env_in_home(self, env: dict[str, str], stub_url: str, model: str) -> dict[str, str] | None:
+        """Its config.toml for the stub written into its home (``CODEX_HOME``, else ``~/.codex``)."""
+        home = self.home(env)
+        if home is None:
+            return None
+        env = super().prepare_env(env, stub_url, home, model, ())
+        env["CODEX_HOME"] = str(codex_home(home, stub_url, model))
+        return env
+
+    def home(self, env: Mapping[str, str]) -> Path | None:
+        """``CODEX_HOME``, else ``~/.codex``."""
+        if env.get("CODEX_HOME"):
+            return Path(env["CODEX_HOME"])
+        return Path(env["HOME"]) / ".codex" if env.get("HOME") else None
 
     def parse_log(self, text: str, whole: Any, lines: list[dict[str, Any]], source: str) -> AgentLog | None:
         kinds = {str(o.get("type")) for o in lines}
@@ -130,22 +157,6 @@ class CodexAdapter(AgentAdapter):
             return parse_exec_json(lines)
         return None
 
-    def state_globs(self, home: str) -> list[str]:
-        h = home.rstrip("/")
-        return [
-            f"{h}/.codex/sessions/**",
-            f"{h}/.codex/log/**",
-            f"{h}/.codex/history.jsonl",
-            f"{h}/.codex/auth.json",
-            f"{h}/.codex/version.json",
-            f"{h}/.codex/*.tmp",
-            f"{h}/.codex/.tmp*/**",
-            f"{h}/.codex/internal_storage.json",
-            f"{h}/.codex/shell_snapshots/**",
-            f"{h}/.codex/*.sqlite*",
-            f"{h}/.codex/models_cache.json",
-        ]
-
     def install_root(self, exe: str | None, argv: Sequence[str] | None = None) -> str | None:
         pkg = npm_package(exe) if exe else None
         if pkg is None or not pkg[0].startswith("@openai/codex"):
@@ -155,11 +166,11 @@ class CodexAdapter(AgentAdapter):
 
     def mcp_servers(self, cwd: str, env: Mapping[str, str], argv: Sequence[str] = ()) -> dict[str, list[str]]:
         """``[mcp_servers.NAME]`` tables with a ``command`` in ``$CODEX_HOME/config.toml``."""
-        home = env.get("CODEX_HOME") or (str(Path(env["HOME"]) / ".codex") if env.get("HOME") else None)
-        if not home:
+        home = self.home(env)
+        if home is None:
             return {}
         try:
-            data = tomllib.loads((Path(home) / "config.toml").read_text(encoding="utf-8"))
+            data = tomllib.loads((home / "config.toml").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         out: dict[str, list[str]] = {}

@@ -45,6 +45,13 @@ class MiniSweAgentAdapter(AgentAdapter):
     package = "mini-swe-agent (PyPI)"
     gives = ("live", "transcript", "claims")
     log_patterns = (re.compile(r"\.traj\.json$"),)
+    state = (
+        "~/.config", "~/.config/mini-swe-agent", "~/.config/mini-swe-agent/**", "~/.config/mini-swe-agent/.env",
+        "~/.config/mini-swe-agent/*.traj.json", "~/.config/mini-swe-agent/last_*",
+        "~/.local/share/mini-swe-agent/**", "~/.cache/litellm/**",
+    )  # fmt: skip
+    program_names = _NAMES
+    package_parts = ("/minisweagent/",)
 
     def identify(self, exe: str | None, argv: Sequence[str] | None) -> bool:
         args = list(argv or [])
@@ -77,10 +84,6 @@ class MiniSweAgentAdapter(AgentAdapter):
 
     def log_from_argv(self, argv: Sequence[str] | None, cwd: str | None) -> str | None:
         return log_from_argv(list(argv or []), cwd)
-
-    def state_globs(self, home: str) -> list[str]:
-        h = home.rstrip("/")
-        return [f"{h}/.config/mini-swe-agent/**", f"{h}/.cache/litellm/**"]
 
     def install_root(self, exe: str | None, argv: Sequence[str] | None = None) -> str | None:
         args = list(argv or [])

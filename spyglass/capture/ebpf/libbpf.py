@@ -1,7 +1,11 @@
 """A small ctypes binding of the system libbpf (``libbpf.so.1``): open, load, attach, maps.
 
 Only what the backend needs.  libbpf's own log lines are collected (not
-printed) so that a refused load can be explained in one sentence.
+printed) so that a refused load can be explained in one sentence.  A load
+runs with libbpf's printing off: its ~600 debug lines would each call back
+into Python, and so take the interpreter lock from the thread that prepares
+the rest of the run (it loads in the background); only a load that fails is
+repeated with the lines collected, to explain why.
 """
 
 from __future__ import annotations
@@ -61,7 +65,12 @@ class _Lib:
         self.vsnprintf.argtypes = [cp, ctypes.c_size_t, cp, vp]
         self.log: list[str] = []
         self._printer = _PRINT_FN(self._print)  # kept alive as long as the library
+        self._quiet = _PRINT_FN()  # a NULL pointer: libbpf prints nothing
         lib.libbpf_set_print(self._printer)
+
+    def printing(self, on: bool) -> None:
+        """libbpf's messages collected in ``log`` (on), or not made at all (off)."""
+        self.lib.libbpf_set_print(self._printer if on else self._quiet)
 
     def _print(self, level: int, fmt: bytes, args: int) -> int:
         buf = ctypes.create_string_buffer(1024)
@@ -93,11 +102,20 @@ class BpfObject:
 
     def __init__(self, path: str, ring_sizes: dict[str, int] | None = None) -> None:
         self._l = lib()
-        L = self._l.lib
-        L_log = self._l.log
-        L_log.clear()
         self._links: list[int] = []
         self._obj: int | None = None
+        self._l.printing(False)
+        try:
+            self._open_and_load(path, ring_sizes)
+        except LibbpfError:
+            self._l.printing(True)  # again, to collect libbpf's explanation
+            self._open_and_load(path, ring_sizes)
+        finally:
+            self._l.printing(True)
+
+    def _open_and_load(self, path: str, ring_sizes: dict[str, int] | None) -> None:
+        L = self._l.lib
+        self._l.log.clear()
         obj = L.bpf_object__open_file(path.encode(), None)
         if not obj:
             raise _err(f"cannot open {path}")

@@ -36,12 +36,13 @@ import time
 from collections.abc import Iterator
 
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
-from spyglass.capture.ebpf import libbpf, probe
+from spyglass.capture.ebpf import libbpf, preload, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
 from spyglass.capture.ebpf.ring import Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
 from spyglass.capture.handover import MAX_QUEUED_DROPPING, Empty, Handover
+from spyglass.capture.reap import pidfd, wait_exit
 from spyglass.capture.strace.host import hosts_file
 from spyglass.errors import CaptureError
 from spyglass.events.schema import Event
@@ -102,27 +103,13 @@ class EbpfBackend:
 
     name = "ebpf"
 
-    def __init__(self) -> None:
-        self._preload: threading.Thread | None = None
-        self._preloaded: BpfObject | LibbpfError | None = None
-
     def status(self) -> BackendStatus:
         return probe.status()
 
     def preload(self) -> None:
         """Load the program now, in a thread, with the default ring sizes: the kernel verifies
         it while spyglass prepares the rest of the run (``start`` then only attaches)."""
-        if self._preload is not None or probe.static_problem() is not None:
-            return
-
-        def load() -> None:
-            try:
-                self._preloaded = _load(_RING, _LIFE)
-            except LibbpfError as exc:
-                self._preloaded = exc
-
-        self._preload = threading.Thread(target=load, name="ebpf-preload", daemon=True)
-        self._preload.start()
+        preload.start()
 
     def start(self, spec: LaunchSpec) -> EbpfSession:
         found = probe.static_problem()
@@ -130,14 +117,12 @@ class EbpfBackend:
             raise CaptureError(f"the eBPF backend cannot run: {found[0]}", hint=found[1])
         ring, life = _sizes(spec.options)
         obj: BpfObject | None = None
-        if self._preload is not None:
-            self._preload.join()
-            pre, self._preloaded, self._preload = self._preloaded, None, None
-            if isinstance(pre, BpfObject):
-                if (ring, life) == (_RING, _LIFE):
-                    obj = pre
-                else:
-                    pre.close()
+        pre = preload.take()
+        if isinstance(pre, BpfObject):
+            if (ring, life) == (_RING, _LIFE):
+                obj = pre
+            else:
+                pre.close()
         if obj is None:
             try:
                 obj = _load(ring, life)
@@ -148,7 +133,7 @@ class EbpfBackend:
         return EbpfSession(spec, obj, ring, life)
 
 
-_RING, _LIFE = 8 << 20, 1 << 20
+_RING, _LIFE = preload.RING, preload.LIFE
 
 
 def _sizes(opts: dict[str, object]) -> tuple[int, int]:
@@ -157,8 +142,7 @@ def _sizes(opts: dict[str, object]) -> tuple[int, int]:
     return ring, life
 
 
-def _load(ring: int, life: int) -> BpfObject:
-    return BpfObject(str(probe.object_path()), {"events": ring, "life": life})
+_load = preload.load_object
 
 
 class EbpfSession:
@@ -172,6 +156,7 @@ class EbpfSession:
         # bounded (deeper than strace's: a reader kept waiting lets the rings fill and drop)
         self._queue = Handover(MAX_QUEUED_DROPPING, urgent=spec.urgent)
         self._done = threading.Event()  # ask the reader for a last drain, then to stop
+        self._wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # ... at once, not at its next poll
         self._detached = False
         self._closed = False
         self._killing = False
@@ -204,8 +189,12 @@ class EbpfSession:
             )  # fmt: skip
         except (OSError, LibbpfError, subprocess.SubprocessError) as exc:
             self._obj.close()
+            os.close(self._wake)
             raise CaptureError(f"cannot start the command under eBPF capture: {exc}") from exc
         self._queue.put([self.decoder.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started)])
+        #: readable when the command exits: its exit record is in the ring by then (sched_process_exit
+        #: fires before the exit is notified), so the reader need not wait for its next poll
+        self._root_fd = pidfd(self._proc.pid)
         self._reader = threading.Thread(target=self._read, name="ebpf-reader", daemon=True)
         self._reader.start()
 
@@ -233,6 +222,9 @@ class EbpfSession:
         try:
             for r in self._rings:
                 ep.register(r.fd, select.EPOLLIN)
+            ep.register(self._wake, select.EPOLLIN)
+            if self._root_fd is not None:
+                ep.register(self._root_fd, select.EPOLLIN | select.EPOLLONESHOT)
             if self._stall > 0:
                 time.sleep(self._stall)
             elif self._stall < 0:
@@ -318,6 +310,8 @@ class EbpfSession:
         if not self._done.is_set():
             self._done.set()
             self._queue.close()  # the last drain never waits for the consumer
+            if not self._closed:  # _close() closes it (after the reader stopped)
+                os.eventfd_write(self._wake, 1)
 
     def _finish(self) -> Iterator[Event]:
         dec, res = self.decoder, self._result
@@ -325,10 +319,7 @@ class EbpfSession:
         self._close()
         rc = self._proc.poll()
         if rc is None and dec.root_exited:
-            try:
-                rc = self._proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                rc = None
+            rc = wait_exit(self._proc, 2)
         res.root_pid = self._proc.pid
         res.lines, res.unparsed = dec.records, dec.unparsed
         res.handover = self._queue.stats()
@@ -355,6 +346,9 @@ class EbpfSession:
         self._detached = True
         self._closed = True
         self._reader.join(timeout=5)
+        for fd in (self._wake, self._root_fd):  # here, never in the reader: _finish_reading writes to one
+            if fd is not None:
+                os.close(fd)
         if self.spec.options.get("kernel_stats"):
             self.kernel_stats = _program_stats(self._obj.program_ids(PROGRAMS + OPTIONAL_PROGRAMS))
         self._obj.detach()

@@ -55,9 +55,11 @@ from collections.abc import Iterator
 
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
 from spyglass.capture.handover import Empty, Handover
+from spyglass.capture.reap import wait_exit
 from spyglass.capture.strace import host
 from spyglass.capture.strace.command import strace_command
 from spyglass.capture.strace.parser import StraceParser
+from spyglass.capture.strace.probe import probe_seccomp
 from spyglass.errors import CaptureError, MissingToolError
 from spyglass.events.schema import Event
 
@@ -117,8 +119,7 @@ class StraceBackend:
 
     def _probe_seccomp(self, path: str) -> bool:
         if self._seccomp_ok is None:
-            rc, _ = _run([path, "-f", "--seccomp-bpf", "-o", os.devnull, "true"])
-            self._seccomp_ok = rc == 0
+            self._seccomp_ok = probe_seccomp(path)
         return self._seccomp_ok
 
     def start(self, spec: LaunchSpec) -> StraceSession:
@@ -319,11 +320,8 @@ class StraceSession:
     def _finish(self) -> Iterator[Event]:
         parser, res = self.parser, self._result
         rc = self._proc.poll()
-        if rc is None and parser.root_exited:
-            try:  # it has exited; give the watcher a moment to reap it
-                rc = self._proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                rc = None
+        if rc is None and parser.root_exited:  # it has exited; give the watcher a moment to reap it
+            rc = wait_exit(self._proc, 2)
         res.root_pid = parser.root_pid
         res.lines, res.unparsed = parser.lines, parser.unparsed
         res.handover = self._queue.stats()

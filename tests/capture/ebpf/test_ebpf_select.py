@@ -62,7 +62,9 @@ def test_auto_falls_back_when_the_program_is_refused(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(auto._ebpf, "start", refuse)
     started: list[LaunchSpec] = []
-    monkeypatch.setattr(auto._strace, "start", lambda spec: started.append(spec) or "strace-session")
+    from spyglass.capture.strace.backend import StraceBackend  # the fallback, made when needed
+
+    monkeypatch.setattr(StraceBackend, "start", lambda self, spec: started.append(spec) or "strace-session")
     assert auto.start(LaunchSpec(["true"], str(tmp_path))) == "strace-session"
     assert auto.name == "strace" and "refused" in auto.reason and "Operation not permitted" in auto.reason
 

@@ -1,4 +1,4 @@
-"""What the rules know about the program the user launched: its install tree, its agent kind.
+"""What the rules know about the program the user launched: its install tree, which agent it is.
 
 The live test runs a fake agent installed under /tmp the way npm installs codex
 (a launcher in node_modules/.bin, a vendored binary in a sibling package): the
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from spyglass.agents import known_state
+from spyglass.agents.adapters import adapter_named, launched_agent
+from spyglass.agents.launch import install_trees
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def npm_tree() -> Iterator[Path]:
 
 
 def test_install_trees_of_an_npm_launcher(npm_tree: Path) -> None:
-    info = known_state.install_trees([str(npm_tree / ".bin" / "fake-agent")], "/")
+    info = install_trees([str(npm_tree / ".bin" / "fake-agent")], "/")
     assert str(npm_tree) in info["trees"]  # type: ignore[operator]
     assert "/bin/sh" in info["interpreters"]  # type: ignore[operator]
     assert info["kind"] is None
@@ -55,15 +56,32 @@ def test_install_trees_of_a_virtualenv_and_agent_kinds(tmp_path: Path) -> None:
     mini = venv / "bin" / "mini"
     mini.write_text("#!/bin/sh\n")
     mini.chmod(0o755)
-    info = known_state.install_trees([str(mini)], "/")
+    info = install_trees([str(mini)], "/")
     assert info["trees"] == [str(venv)]
     assert info["kind"] == "mini"
-    assert known_state.agent_kind(["/x/node_modules/@openai/codex/bin/codex.js"]) == "codex"
-    assert known_state.agent_kind(["/x/node_modules/@anthropic-ai/claude-code/cli.js"]) == "claude_code"
-    assert known_state.agent_kind(["/usr/bin/python3"]) is None
-    assert "~/.codex/*.sqlite" in known_state.state_globs("codex")
-    assert "~/.codex/config.toml" not in known_state.state_globs("codex")
-    assert known_state.state_globs(None) == []
+
+
+def _kind(*programs: str) -> str | None:
+    agent = launched_agent(programs)
+    return agent.name if agent else None
+
+
+def test_the_launched_agent_is_known_by_its_package_or_name() -> None:
+    assert _kind("/x/node_modules/@openai/codex/bin/codex.js") == "codex"
+    assert _kind("/x/node_modules/@anthropic-ai/claude-code/cli.js") == "claude"
+    assert _kind("/usr/local/bin/claude", "/opt/lib/cli.js") == "claude"
+    assert _kind("/opt/lib/cli.js") is None  # any node program's entry point
+    assert _kind("/home/u/.local/bin/aider") == "aider"
+    assert _kind("/usr/bin/python3") is None
+
+
+def test_each_agent_declares_its_own_state() -> None:
+    codex = adapter_named("codex").state_globs("/h")
+    assert "/h/.codex/*.sqlite" in codex and "/h/.codex/sessions/**" in codex
+    assert "/h/.codex/config.toml" not in codex  # what a user writes stays watched
+    assert "/h/.claude/projects/**" in adapter_named("claude_code").state_globs("/h/")  # a run recorded before
+    assert "/h/.aider*" in adapter_named("aider").state_globs("/h")
+    assert adapter_named("generic").state_globs("/h") == []
 
 
 def _run(npm_tree: Path, tmp: Path, env_extra: dict[str, str]) -> list[dict[str, object]]:

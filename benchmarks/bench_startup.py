@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Start-up cost of ``spyglass run -q -- true``: where the fixed time goes, per backend.
+
+Runs, in a rotating order so that load drifts hit every mode alike: the bare
+``true``, ``python -c pass`` (the interpreter alone), ``spyglass --help``, and
+``spyglass run -q --backend B -- true`` for each backend that can run here (eBPF
+needs root), each in a fresh empty working directory with its own store.
+The run's phase marks (``SPYGLASS_PHASES``, :mod:`spyglass.phases`) give the
+breakdown: interpreter, CLI and imports, policy, backend choice, rules load and
+compile, sinks, store, sinks' start, capture start (strace spawn / eBPF
+load+attach), child run, finish (sinks, store and index), exit.  Medians;
+differences and ratios against the bare command of the same run.
+
+``--baseline DIR`` adds the same runs with another checkout's package (for
+example an export of ``main``) so a change is measured against what it replaces
+in one run (same interpreter and packages).  Usage:
+
+    .venv/bin/python benchmarks/bench_startup.py [--repeat 9] [--quick] [--baseline DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PHASES = [
+    "interpreter", "cli", "imports", "backend select", "policy", "rules load", "rules compile", "sinks",
+    "store", "sinks start", "warm", "capture start", "child run", "finish: sinks", "finish: store", "exit",
+]  # fmt: skip
+
+
+def _launcher(pkg_root: Path) -> list[str]:
+    """``spyglass`` from ``pkg_root`` with this interpreter (its own checkout first on the path)."""
+    code = f"import sys; sys.path.insert(0, {str(pkg_root)!r}); from spyglass.cli.main import main; main()"
+    return [sys.executable, "-c", code]
+
+
+def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    took = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv} failed ({proc.returncode}): {proc.stderr.decode(errors='replace')[-400:]}")
+    return took
+
+
+def _phases(path: Path, spawned: float) -> dict[str, float]:
+    """Seconds per phase of the last spyglass process that wrote ``path``."""
+    if not path.exists():
+        return {}
+    lines = path.read_text().splitlines()
+    path.unlink()
+    marks = json.loads(lines[-1])["marks"]
+    out: dict[str, float] = {}
+    prev = spawned
+    for name, ts in marks:
+        out[name] = out.get(name, 0.0) + max(0.0, ts - prev)
+        prev = ts
+    return out
+
+
+def ebpf_usable() -> bool:
+    sys.path.insert(0, str(REPO))
+    try:
+        from spyglass.capture.ebpf.probe import static_problem
+
+        return os.geteuid() == 0 and static_problem() is None
+    finally:
+        sys.path.pop(0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=9, help="rounds (each runs every mode once)")
+    ap.add_argument("--quick", action="store_true", help="3 rounds")
+    ap.add_argument("--baseline", type=Path, help="another checkout (its spyglass/ package) to compare with")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    ap.add_argument("--importtime", type=int, default=0, metavar="N",
+                    help="also print the N slowest imports of one eBPF (else strace) run (python -X importtime)")
+    args = ap.parse_args()
+    rounds = 3 if args.quick else args.repeat
+    backends = (["ebpf"] if ebpf_usable() else []) + ["strace"]
+    base = Path(tempfile.mkdtemp(prefix="spyglass-bench-startup-"))
+    env = dict(os.environ)
+    env.pop("SPYGLASS_POLICY", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed spyglass has its bytecode compiled
+    env["XDG_CONFIG_HOME"] = str(base / "config")  # no user policy: the built-in defaults
+    env["XDG_CACHE_HOME"] = str(base / "cache")
+    phase_file = base / "phases.jsonl"
+    true = shutil.which("true") or "/bin/true"
+    modes: dict[str, tuple[list[str], bool]] = {
+        "true": ([true], False),
+        "python -c pass": ([sys.executable, "-c", "pass"], False),
+        "spyglass --help": ([*_launcher(REPO), "--help"], False),
+    }
+    for b in backends:
+        modes[f"run {b}"] = ([*_launcher(REPO), "run", "-q", "--backend", b, "--", true], True)
+    if args.baseline is not None:
+        for b in backends:
+            modes[f"baseline run {b}"] = ([*_launcher(args.baseline.resolve()), "run", "-q", "--backend", b,
+                                          "--", true], False)
+    # one unmeasured run of each: bytecode caches written, the rule cache filled (a harness runs many)
+    for i, (argv, _) in enumerate(modes.values()):
+        _run_in(argv, env, base, f"warm{i}", None)
+    walls: dict[str, list[float]] = {m: [] for m in modes}
+    phases: dict[str, list[dict[str, float]]] = {m: [] for m, (_, p) in modes.items() if p}
+    names = list(modes)
+    for r in range(rounds):
+        order = names[r % len(names):] + names[: r % len(names)]
+        for m in order:
+            argv, with_phases = modes[m]
+            took, ph = _run_in(argv, env, base, f"r{r}-{m.replace(' ', '_')}", phase_file if with_phases else None)
+            walls[m].append(took)
+            if with_phases:
+                phases[m].append(ph)
+    slow = _slowest_imports(backends[0], env, base, true, args.importtime) if args.importtime else []
+    shutil.rmtree(base, ignore_errors=True)
+    _report(walls, phases, rounds)
+    if slow:
+        print(f"\nslowest imports of `spyglass run -q --backend {backends[0]} -- true` (own time, ms):")
+        total = sum(t for t, _ in slow)
+        for ms, name in slow[: args.importtime]:
+            print(f"  {ms:7.1f}  {name}")
+        print(f"  {total:7.1f}  all imports")
+    if args.json:
+        print(json.dumps({"wall": walls, "phases": phases}))
+
+
+def _run_in(argv: list[str], env: dict[str, str], base: Path, tag: str,
+            phase_file: Path | None) -> tuple[float, dict[str, float]]:
+    cwd = base / "cwd" / tag
+    cwd.mkdir(parents=True)
+    run_env = dict(env, SPYGLASS_STORE=str(base / "store"))
+    if phase_file is not None:
+        run_env["SPYGLASS_PHASES"] = str(phase_file)
+    spawned = time.time()
+    took = _timed(argv, run_env, cwd)
+    return took, (_phases(phase_file, spawned) if phase_file is not None else {})
+
+
+def _slowest_imports(backend: str, env: dict[str, str], base: Path, true: str, n: int) -> list[tuple[float, str]]:
+    """(own import time in ms, module) of one run, slowest first."""
+    cwd = base / "cwd" / "importtime"
+    cwd.mkdir(parents=True)
+    argv = [sys.executable, "-X", "importtime", *_launcher(REPO)[1:], "run", "-q", "--backend", backend, "--", true]
+    proc = subprocess.run(argv, cwd=cwd, env=dict(env, SPYGLASS_STORE=str(base / "store")), capture_output=True,
+                          text=True, check=False)
+    rows: list[tuple[float, str]] = []
+    for line in proc.stderr.splitlines():
+        parts = line.split("|")
+        if line.startswith("import time:") and len(parts) == 3 and parts[0].split(":")[1].strip().isdigit():
+            rows.append((int(parts[0].split(":")[1]) / 1000, parts[2].strip()))
+    return sorted(rows, reverse=True)
+
+
+def _report(walls: dict[str, list[float]], phases: dict[str, list[dict[str, float]]], rounds: int) -> None:
+    load = os.getloadavg()
+    print(f"spyglass start-up, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {rounds} rounds, medians")
+    bare = statistics.median(walls["true"])
+    print(f"\n{'mode':<24} {'median s':>9} {'min s':>7} {'- true s':>9} {'x true':>8}")
+    for m, ws in walls.items():
+        med = statistics.median(ws)
+        print(f"{m:<24} {med:9.3f} {min(ws):7.3f} {med - bare:9.3f} {med / bare:8.1f}")
+    if not phases:
+        return
+    cols = list(phases)
+    print(f"\nphases of `spyglass run -q -- true` (ms, medians){'':<4}" + "".join(f"{c:>14}" for c in cols))
+    for name in PHASES:
+        vals = [statistics.median([p.get(name, 0.0) for p in phases[c]]) * 1000 for c in cols]
+        print(f"  {name:<48}" + "".join(f"{v:14.1f}" for v in vals))
+    sums = [statistics.median([sum(p.values()) for p in phases[c]]) * 1000 for c in cols]
+    print(f"  {'sum (spawn to exit)':<48}" + "".join(f"{v:14.1f}" for v in sums))
+
+
+if __name__ == "__main__":
+    main()
