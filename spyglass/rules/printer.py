@@ -29,8 +29,9 @@ class AlertPrinter:
     """Pipeline sink: prints every alert raised by any sink.
 
     An alert the rule engine's fast lane announced ahead of the stream is printed
-    when announced (on the capture's reader thread) and not again when recorded
-    (``json``: when recorded, with its ``seq`` and event)."""
+    when announced (on the capture's reader thread) and not again when recorded,
+    unless the store could not save it: then again, marked NOT SAVED (``json``: when
+    recorded, with its ``seq`` and event)."""
 
     name = "alert-printer"
 
@@ -58,7 +59,8 @@ class AlertPrinter:
             key = (alert.rule_id, alert.pid, alert.message)
             if key in self._announced:
                 self._announced.discard(key)
-                return
+                if alert.seq not in self._unsaved:
+                    return  # printed when announced; an alert the store could not save is said again
             self._print(alert)
 
     def _print(self, alert: Alert) -> None:

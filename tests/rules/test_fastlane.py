@@ -173,3 +173,33 @@ def test_the_lane_running_ahead_changes_no_alert() -> None:
         assert announced
         recorded = {(a["rule_id"], a["pid"], a["message"]) for a in runs[1]}
         assert all((a.rule_id, a.pid, a.message) in recorded for a in announced)
+
+
+def test_the_printer_says_an_announced_alert_once_and_again_when_it_was_not_saved() -> None:
+    from spyglass.events import Alert
+    from spyglass.pipeline import RunContext
+    from spyglass.rules.printer import AlertPrinter
+
+    out = io.StringIO()
+    ctx = RunContext()
+    printer = AlertPrinter(out, color=False)
+    printer.start(ctx)
+    a = Alert(rule_id="cred-secret-read", title="t", level="high", pid=7, message="m")
+    printer.announce(a)
+    a.seq = 1
+    printer.alert(a)
+    assert out.getvalue().count("cred-secret-read") == 1 and "NOT SAVED" not in out.getvalue()
+    b = Alert(rule_id="cred-secret-read", title="t", level="high", pid=8, message="m")
+    printer.announce(b)
+    b.seq = 2
+    ctx.unsaved_alerts.add(2)
+    printer.alert(b)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3 and lines[-1].endswith("[NOT SAVED: the store could not be written]")
+    machine = io.StringIO()
+    jp = AlertPrinter(machine, fmt="json")
+    jp.start(RunContext())
+    jp.announce(a)
+    assert machine.getvalue() == ""  # JSON lines wait for the recorded alert (its seq, its event)
+    jp.alert(a)
+    assert '"seq":1' in machine.getvalue()
