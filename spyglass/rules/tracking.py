@@ -28,6 +28,8 @@ def track(ev: Event, fx: FieldContext, state: RunState) -> None:
         state.update(ev)
     elif t == "process.exec" and ev.ok:
         state.note_exec(ev.pid)
+    elif t == "process.exit":
+        state.note_exit(ev.pid)
     elif t == "process.start":
         state.note_fork(ev.pid, ev.ppid)
     elif t == "file.read" and ev.ok:
