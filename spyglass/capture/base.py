@@ -20,6 +20,13 @@ that strace, eBPF and replay backends fit the same mould:
 * A backend that reads on a thread of its own hands batches over through
   :class:`spyglass.capture.handover.Handover` (bounded; ``spec.urgent`` sees
   each event before it is queued).
+
+``options["descendants"]`` says what happens to processes still alive when
+the grace period after the root's exit is over: ``kill``, ``follow`` (keep
+recording until they exit) or ``detach``.  With ``follow``, a backend calls
+``options["on_following"](pids, exit_code, signal)`` once when it starts
+following them (the root has exited; the caller may give its user the
+prompt back while recording goes on) and notes how long it followed.
 """
 
 from __future__ import annotations
@@ -92,6 +99,26 @@ class CaptureResult:
             except KeyError:
                 return 128
         return 1
+
+
+#: ``on_following(pids, root exit code, root signal)``: the root exited, these are followed on
+OnFollowing = Callable[[list[int], "int | None", "str | None"], None]
+
+
+def tell_following(spec: LaunchSpec, pids: list[int], exit_code: int | None, signal: str | None) -> None:
+    """Call the spec's ``on_following`` hook, if any (a failing hook never stops capture)."""
+    hook = spec.options.get("on_following")
+    if callable(hook):
+        try:
+            hook(list(pids), exit_code, signal)
+        except Exception:  # the recording matters more than the caller's hook
+            pass
+
+
+def followed_note(count: int, seconds: float) -> str:
+    """The result note of a run that followed descendants after the root exited."""
+    return (f"followed {count} descendant(s) left by the agent for {seconds:.1f} s after the grace period, "
+            "until they exited")
 
 
 class CaptureSession(Protocol):

@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 from spyglass import __version__, phases
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
 from spyglass.errors import EXIT_CANNOT_RUN
-from spyglass.events import Event
+from spyglass.events import LEVELS, Event
 from spyglass.events.proctree import ProcessTable
 from spyglass.pipeline import BackendInfo, Pipeline, RunContext, SandboxView, SinkStartError, default_home
 from spyglass.store import RunMeta, RunWriter, Store, new_run_id
+from spyglass.store.store import MONITOR_NOTE
 from spyglass.store.writer import Signer
 
 if TYPE_CHECKING:
@@ -58,6 +59,19 @@ class RunRequest:
     policy: Policy | None = None
     sandbox_view: SandboxView | None = None
     stdio: tuple[int, int, int] | None = None
+    #: ``descendants: follow``: called once when the agent has exited and its leftovers are followed
+    on_following: Callable[[Following], None] | None = None
+
+
+@dataclass
+class Following:
+    """The run so far, when the agent has exited and the processes it left are still recorded."""
+
+    run_id: str
+    exit_code: int  # the agent's, as a shell reports it (128+N for signal N)
+    max_level: str | None  # the highest alert so far (in memory)
+    stopped_by: str | None
+    pids: list[int]
 
 
 @dataclass
@@ -260,7 +274,9 @@ def record(
             env=request.env,
             wait_descendants=request.wait_descendants,
             wrapper=list(request.wrapper),
-            options=dict(request.backend_options),
+            # where a backend's helper notes that spyglass died mid-run (Store.repair reads it)
+            options={**request.backend_options, "monitor_note": os.path.abspath(writer.dir / MONITOR_NOTE),
+                     "on_following": _following_hook(request, meta, writer, store, stopped_by)},
             stdio=request.stdio,
             urgent=pipeline.urgent_hook(),  # the rule engine's fast lane, on the capture's thread
         )
@@ -312,7 +328,8 @@ def record(
                     if not tracer_known:  # the tracer's pid, for rules about killing the monitor
                         tracer = session.tracer_pid
                         if tracer is not None:
-                            ctx.monitor_pids.append(tracer)
+                            helpers = [p for p in getattr(session, "helper_pids", ()) if p not in ctx.monitor_pids]
+                            ctx.monitor_pids.extend([tracer, *helpers])
                             _add_group(groups, tracer)
                             tracer_known = True
                     pipeline.feed(ev)
@@ -363,6 +380,29 @@ def record(
     )
     phases.mark("finish: store")
     return RunOutcome(meta=meta, capture=capture, sink_errors=pipeline.errors)
+
+
+def _following_hook(
+    request: RunRequest, meta: RunMeta, writer: RunWriter, store: Store, stopped_by: list[str]
+) -> Callable[[list[int], int | None, str | None], None] | None:
+    """The backend's ``on_following``: run.json says the run is still recording, then the caller is told."""
+    hook = request.on_following
+    if hook is None:
+        return None
+
+    def following(pids: list[int], exit_code: int | None, sig: str | None) -> None:
+        shell = CaptureResult(exit_code=exit_code, signal=sig).shell_exit_code
+        meta.extra["following"] = {"since": time.time_ns(), "pids": pids, "agent_exit": shell}
+        try:
+            store.write_meta(meta)  # `show` and `ls` say "still recording" meanwhile
+        except OSError:
+            pass
+        level = writer.max_level
+        assert hook is not None
+        hook(Following(meta.id, shell, LEVELS[level] if level >= 0 else None,
+                       stopped_by[0] if stopped_by else None, pids))
+
+    return following
 
 
 def _warm(sinks: Sequence[object]) -> None:

@@ -35,15 +35,16 @@ import threading
 import time
 from collections.abc import Iterator
 
-from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
+from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
 from spyglass.capture.ebpf import libbpf, preload, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
 from spyglass.capture.ebpf.ring import Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
+from spyglass.capture.ebpf.watchdog import Watchdog
 from spyglass.capture.handover import MAX_QUEUED_DROPPING, Empty, Handover
 from spyglass.capture.reap import pidfd, wait_exit
-from spyglass.capture.strace.host import hosts_file
+from spyglass.capture.strace.host import fd_link, hosts_file, pgid_of
 from spyglass.errors import CaptureError
 from spyglass.events.schema import Event
 
@@ -51,8 +52,16 @@ PROGRAMS = ["sys_enter", "sys_exit", "on_fork", "on_exec", "on_exit"]
 OPTIONAL_PROGRAMS = ["on_uring"]  # io_uring may be compiled out
 
 _POLL = 0.02
+#: what ``descendants`` may ask for processes alive after the grace period (as the strace backend)
+DESCENDANTS = ("kill", "follow", "detach")
+_DETACHED = "left running, no longer recorded (nothing of spyglass stays inside it)"
 _KILL_GRACE = 5.0
 _U32 = struct.Struct("<I")
+_TS = struct.Struct("<Q")  # a record's CLOCK_BOOTTIME stamp, at offset 16 of its header
+
+
+def _rec_ts(data: bytes) -> int:
+    return _TS.unpack_from(data, 16)[0] if len(data) >= 24 else 0
 
 
 def _pow2(n: int, low: int) -> int:
@@ -166,7 +175,11 @@ class EbpfSession:
         dump = opts.get("dump_records")  # tests: raw records, each as <u32 length><bytes>
         self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
         self._boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file)
+        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file, pgid_of=pgid_of, fd_link=fd_link)
+        chosen = opts.get("descendants", "detach")
+        self.descendants = chosen if chosen in DESCENDANTS else "detach"
+        self._following: float | None = None  # when following the leftovers began (monotonic)
+        self._followed = 0
         try:
             self._setup(opts)
             self._rings = [Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("events"), ring)]
@@ -191,6 +204,8 @@ class EbpfSession:
             self._obj.close()
             os.close(self._wake)
             raise CaptureError(f"cannot start the command under eBPF capture: {exc}") from exc
+        # after the command started (it never waits for it): a few ms pass before it watches
+        self._watchdog = Watchdog.start(self._obj, opts, (ring, life), self._boot, self._result.notes, self._proc.pid)
         self._queue.put([self.decoder.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started)])
         #: readable when the command exits: its exit record is in the ring by then (sched_process_exit
         #: fires before the exit is notified), so the reader need not wait for its next poll
@@ -209,6 +224,16 @@ class EbpfSession:
             self._obj.attach(OPTIONAL_PROGRAMS)
         except LibbpfError:
             self._result.notes.append("io_uring tracepoints unavailable: io_uring opcodes are not recorded")
+
+    @property
+    def helper_pids(self) -> list[int]:
+        """spyglass's helpers (the watchdog): a signal from the run to one is an attack on the monitor."""
+        pid = self._watchdog.pid if self._watchdog is not None else None
+        return [pid] if pid is not None else []
+
+    def _helper_news(self) -> Iterator[Event]:
+        if self._watchdog is not None:
+            yield from self._watchdog.events(self._proc.pid, self._result.notes)
 
     @property
     def tracer_pid(self) -> int | None:
@@ -235,13 +260,13 @@ class EbpfSession:
                 last = self._done.is_set()
                 ep.poll(_POLL)
                 batch: list[Event] = []
-                for r in self._rings:
-                    for data in r.read():
-                        if self._dump is not None:
-                            self._dump.write(_U32.pack(len(data)) + data)
-                        batch.extend(self.decoder.feed(data))
-                if len(batch) > 1:
-                    batch.sort(key=lambda e: e.ts)
+                raw = [data for r in self._rings for data in r.read()]
+                if len(raw) > 1:  # decode in kernel order across both rings: an exit (life ring)
+                    raw.sort(key=_rec_ts)  # must not be decoded before the calls that preceded it
+                for data in raw:
+                    if self._dump is not None:
+                        self._dump.write(_U32.pack(len(data)) + data)
+                    batch.extend(self.decoder.feed(data))
                 if self._killing:
                     self._kill_tracked()
                 if batch:
@@ -284,6 +309,7 @@ class EbpfSession:
             if batch is None:
                 break
             yield from batch
+            yield from self._helper_news()
             if self._done.is_set():
                 continue
             now = time.monotonic()
@@ -291,13 +317,45 @@ class EbpfSession:
                 kill_deadline = now + _KILL_GRACE
             if deadline is None and (dec.root_exited or self._proc.poll() is not None):
                 deadline = now + max(0.0, self.spec.wait_descendants)
-            if (
-                self._detached
-                or (deadline is not None and (now >= deadline or not self._tracked_alive()))
-                or (kill_deadline is not None and now >= kill_deadline)
-            ):
+            if self._detached:
                 self._finish_reading()
+            elif kill_deadline is not None:  # the tree is dying: until its deaths are read, bounded
+                if now >= kill_deadline or not self._tracked_alive():
+                    self._finish_reading()
+            elif deadline is not None:
+                alive = self._tracked_alive()
+                if not alive:
+                    self._finish_reading()
+                elif now >= deadline and self.descendants == "kill":
+                    self._end_tree(alive)  # the grace period is over: the tree ends with the run
+                elif now >= deadline and self.descendants == "follow":
+                    if self._following is None:  # recorded until they exit; the caller may return now
+                        self._following, self._followed = time.monotonic(), len(alive)
+                        tell_following(self.spec, alive, *self._root_status())
+                elif now >= deadline:
+                    self._finish_reading()  # detach: reported as process.detach, left untouched
         yield from self._finish()
+
+    def _root_status(self) -> tuple[int | None, str | None]:
+        """The root's exit code or signal: from its exit record, else from waiting for it."""
+        if self.decoder.root_exited:
+            return self.decoder.root_exit_code, self.decoder.root_signal
+        rc = self._proc.poll()
+        if rc is None:
+            return None, None
+        if rc < 0:
+            return None, signal.Signals(-rc).name if -rc in signal.valid_signals() else None
+        return rc, None
+
+    def _end_tree(self, alive: list[int]) -> None:
+        """``descendants: kill``: the processes still alive after the grace period are killed."""
+        names = ", ".join(f"{p} ({' '.join(self._argv(p) or [])[:60]})" for p in alive[:5])
+        self._result.notes.append(f"killed {len(alive)} process(es) still running after the run: {names}")
+        self.kill_tree()
+
+    def _argv(self, pid: int) -> list[str] | None:
+        info = self.decoder.procs.get(pid)
+        return info.argv if info is not None and info.argv else _argv_of(pid)
 
     def _tracked_alive(self) -> list[int]:
         try:
@@ -330,12 +388,13 @@ class EbpfSession:
                 res.signal = signal.Signals(-rc).name if -rc in signal.valid_signals() else None
             else:
                 res.exit_code = rc
+        if self._following is not None:
+            res.notes.append(followed_note(self._followed, time.monotonic() - self._following))
         now = time.time_ns()
         for pid in alive:
-            info = dec.procs.get(pid)
-            argv = info.argv if info is not None and info.argv else _argv_of(pid)
+            argv = self._argv(pid)
             res.still_running.append(StillRunning(pid, argv))
-            yield Event(type="process.detach", ts=now, pid=pid, argv=argv)
+            yield Event(type="process.detach", ts=now, pid=pid, argv=argv, detail=_DETACHED)
         if res.still_running:
             res.notes.append(f"stopped following {len(res.still_running)} process(es) still running")
 
@@ -346,6 +405,8 @@ class EbpfSession:
         self._detached = True
         self._closed = True
         self._reader.join(timeout=5)
+        if self._watchdog is not None:
+            self._watchdog.close()  # before the detach: it holds links of its own
         for fd in (self._wake, self._root_fd):  # here, never in the reader: _finish_reading writes to one
             if fd is not None:
                 os.close(fd)
