@@ -16,7 +16,10 @@ that strace, eBPF and replay backends fit the same mould:
   ``session.lost_events`` counts records known to be dropped so far;
   ``session.kill_tree()`` kills every process of the traced tree (enforcement).
 * ``session.result()`` after the stream ends: exit status, lost/unparsed
-  counts, processes still alive when capture stopped.
+  counts, processes still alive when capture stopped, the hand-over's waits.
+* A backend that reads on a thread of its own hands batches over through
+  :class:`spyglass.capture.handover.Handover` (bounded; ``spec.urgent`` sees
+  each event before it is queued).
 
 ``options["descendants"]`` says what happens to processes still alive when
 the grace period after the root's exit is over: ``kill``, ``follow`` (keep
@@ -56,6 +59,10 @@ class LaunchSpec:
     options: dict[str, object] = field(default_factory=dict)  # backend-specific knobs
     #: file descriptors for the command's stdin, stdout, stderr (None: inherit spyglass's)
     stdio: tuple[int, int, int] | None = None
+    #: called on the reader's thread with every event right after it is parsed, before it is
+    #: queued for ``events()`` (the session's fast lane for single-event alerts; see
+    #: :mod:`spyglass.capture.handover`); quick, and it must not raise
+    urgent: Callable[[Event], None] | None = None
 
 
 @dataclass(slots=True)
@@ -76,6 +83,8 @@ class CaptureResult:
     notes: list[str] = field(default_factory=list)
     monitor_lost: bool = False  # the tracer stopped while processes of the run were alive
     failed_to_start: str | None = None  # why the command never ran (a sandbox that did not start)
+    #: the reader -> consumer queue: its bound, how often and how long the reader waited for room
+    handover: dict[str, float | int] = field(default_factory=dict)
 
     @property
     def shell_exit_code(self) -> int:

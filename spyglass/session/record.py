@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,9 @@ from spyglass.store.writer import Signer
 
 if TYPE_CHECKING:
     from spyglass.policy import Policy
+
+
+_SWITCH_INTERVAL = 0.001  # seconds
 
 
 @dataclass
@@ -274,7 +278,21 @@ def record(
             options={**request.backend_options, "monitor_note": os.path.abspath(writer.dir / MONITOR_NOTE),
                      "on_following": _following_hook(request, meta, writer, store, stopped_by)},
             stdio=request.stdio,
+            urgent=pipeline.urgent_hook(),  # the rule engine's fast lane, on the capture's thread
         )
+        started: list[CaptureSession] = []
+        stop_lock = threading.Lock()
+
+        def stop_agent(reason: str) -> None:
+            # also from the capture's reader thread (the fast lane), maybe before start() returned
+            with stop_lock:
+                if not stopped_by:
+                    stopped_by.append(reason)
+                live = started[0] if started else None
+            if live is not None:
+                live.kill_tree()
+
+        ctx.stop_agent = stop_agent
         _warm(sinks)
         phases.mark("warm")
         sig = _Signals(None, ctx.procs)  # from before the agent starts: no window without a handler
@@ -284,6 +302,11 @@ def record(
         except BaseException:
             sig.__exit__()
             raise
+        with stop_lock:
+            started.append(session)
+            stop_now = bool(stopped_by)
+        if stop_now:  # a kill rule fired while the capture was starting
+            session.kill_tree()
         sig.attach(session)
         phases.mark("capture start")
         chosen: Any = getattr(backend, "inner", backend)  # a sandbox wraps the backend
@@ -291,30 +314,30 @@ def record(
         if getattr(chosen, "reason", None):
             meta.extra["backend_reason"] = chosen.reason
         pipeline.launched()
-
-        def stop_agent(reason: str) -> None:
-            if not stopped_by:
-                stopped_by.append(reason)
-            session.kill_tree()
-
-        ctx.stop_agent = stop_agent
         if on_started is not None:
             on_started(meta)
         groups = meta.extra["monitor_pgids"]
         tracer_known = False
-        with sig:
-            for ev in session.events():
-                if not tracer_known:  # the tracer's pid, for rules about killing the monitor
-                    tracer = session.tracer_pid
-                    if tracer is not None:
-                        helpers = [p for p in getattr(session, "helper_pids", ()) if p not in ctx.monitor_pids]
-                        ctx.monitor_pids.extend([tracer, *helpers])
-                        _add_group(groups, tracer)
-                        tracer_known = True
-                pipeline.feed(ev)
-                if sig.pending:
-                    sig.drain(pipeline)
-            sig.drain(pipeline)
+        # the capture's reader thread (and the fast lane on it) waits for the interpreter lock at most
+        # this long while the pipeline is busy (the default, 5 ms, let a burst delay alerts)
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(switch, _SWITCH_INTERVAL))
+        try:
+            with sig:
+                for ev in session.events():
+                    if not tracer_known:  # the tracer's pid, for rules about killing the monitor
+                        tracer = session.tracer_pid
+                        if tracer is not None:
+                            helpers = [p for p in getattr(session, "helper_pids", ()) if p not in ctx.monitor_pids]
+                            ctx.monitor_pids.extend([tracer, *helpers])
+                            _add_group(groups, tracer)
+                            tracer_known = True
+                    pipeline.feed(ev)
+                    if sig.pending:
+                        sig.drain(pipeline)
+                sig.drain(pipeline)
+        finally:
+            sys.setswitchinterval(switch)
         if not tracer_known and session.tracer_pid is not None:
             ctx.monitor_pids.append(session.tracer_pid)
         capture = session.result()
@@ -351,6 +374,7 @@ def record(
             "root_pid": capture.root_pid,
             "notes": capture.notes,
             "sink_errors": pipeline.errors,
+            **({"handover": capture.handover} if capture.handover else {}),
         },
         still_running=[{"pid": s.pid, "argv": s.argv} for s in capture.still_running],
     )

@@ -29,7 +29,6 @@ running are reported as ``process.detach`` events and in
 from __future__ import annotations
 
 import os
-import queue
 import select
 import signal
 import struct
@@ -45,6 +44,7 @@ from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_l
 from spyglass.capture.ebpf.ring import Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
 from spyglass.capture.ebpf.watchdog import Watchdog
+from spyglass.capture.handover import MAX_QUEUED_DROPPING, Empty, Handover
 from spyglass.capture.reap import pidfd, wait_exit
 from spyglass.capture.strace.host import fd_link, hosts_file, pgid_of
 from spyglass.errors import CaptureError
@@ -165,7 +165,8 @@ class EbpfSession:
         opts = spec.options
         self._obj = obj
         self._result = CaptureResult()
-        self._queue: queue.SimpleQueue[list[Event] | None] = queue.SimpleQueue()
+        # bounded (deeper than strace's: a reader kept waiting lets the rings fill and drop)
+        self._queue = Handover(MAX_QUEUED_DROPPING, urgent=spec.urgent)
         self._done = threading.Event()  # ask the reader for a last drain, then to stop
         self._wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # ... at once, not at its next poll
         self._detached = False
@@ -310,7 +311,7 @@ class EbpfSession:
         while True:
             try:
                 batch = self._queue.get(timeout=0.1)
-            except queue.Empty:
+            except Empty:
                 batch = []
             if batch is None:
                 break
@@ -373,6 +374,7 @@ class EbpfSession:
     def _finish_reading(self) -> None:
         if not self._done.is_set():
             self._done.set()
+            self._queue.close()  # the last drain never waits for the consumer
             if not self._closed:  # _close() closes it (after the reader stopped)
                 os.eventfd_write(self._wake, 1)
 
@@ -385,6 +387,7 @@ class EbpfSession:
             rc = wait_exit(self._proc, 2)
         res.root_pid = self._proc.pid
         res.lines, res.unparsed = dec.records, dec.unparsed
+        res.handover = self._queue.stats()
         if dec.root_exited:
             res.exit_code, res.signal = dec.root_exit_code, dec.root_signal
         elif rc is not None:
