@@ -37,6 +37,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+from spyglass.capture import ident
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
 from spyglass.capture.ebpf import preload, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
@@ -178,7 +179,8 @@ class EbpfSession:
         dump = opts.get("dump_records")  # tests: raw records, each as <u32 length><bytes>
         self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
         self._boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file, pgid_of=pgid_of, fd_link=fd_link)
+        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file, pgid_of=pgid_of, fd_link=fd_link,
+                                     protected=ident.from_options(opts))
         chosen = opts.get("descendants", "detach")
         self.descendants = chosen if chosen in DESCENDANTS else "detach"
         self._following: float | None = None  # when following the leftovers began (monotonic)
