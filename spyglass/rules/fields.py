@@ -183,6 +183,9 @@ FIELDS: Final[dict[str, FieldSpec]] = {
     "file.mode.world_writable": _f("bool", "fx.mode_has(0o002)", "file.mode is writable by others"),
     "file.proc_other": _f(
         "bool", "fx.proc_other()", "file.path is under /proc/<pid>/ of another process than the event's"),
+    "file.proc_is_monitor": _f(
+        "bool", "fx.proc_is_monitor()", "file.path (or the path as typed) is /proc/<pid>/{mem,environ,fd/*,"
+        "map_files/*,root/*,cwd/*,pagemap} of spyglass, its tracer or a helper (or one of their threads)"),
     "file.contains_workspace": _f(
         "bool", "fx.contains_ws(ev.path)", "file.path is a workspace root or a directory above one", "path"),
     "file.target.name": _f("str", "fx.target_name()", "base name of file.target", "target"),

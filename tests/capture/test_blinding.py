@@ -135,6 +135,24 @@ def test_reading_the_monitors_memory_and_descriptors_is_critical(tmp_path: Path,
     assert {"evasion-kill-monitor", "sys-process-memory", "sys-pidfd-getfd"} <= rules, (rules, res.stderr)
 
 
+def test_opening_the_monitor_through_proc_is_critical(tmp_path: Path, capture_backend: str) -> None:
+    """/proc/<monitor>/mem opened for writing, a descriptor reopened through /proc/<monitor>/fd/0 and
+    the memory of one of its threads: each reaches as far as ptrace, so each is evasion-kill-monitor."""
+    for mode in ("proc-mem", "proc-fd", "proc-thread"):
+        sub = tmp_path / mode
+        sub.mkdir()
+        res, reader, _ = _run(sub, capture_backend, mode)
+        hits = [a for a in reader.alerts() if a.rule_id == "evasion-kill-monitor"]
+        assert hits and hits[0].level == "critical" and hits[0].action == "kill", (mode, _rules(reader), res.stderr)
+
+
+def test_benign_twin_reading_the_monitors_status_and_its_own_memory_stays_silent(tmp_path: Path,
+                                                                                 capture_backend: str) -> None:
+    res, reader, _ = _run(tmp_path, capture_backend, "proc-look")
+    assert res.returncode == 0, res.stderr
+    assert "evasion-kill-monitor" not in _rules(reader), res.stderr
+
+
 def test_stopped_monitor_is_resumed_and_reported(tmp_path: Path, capture_backend: str) -> None:
     res, reader, _ = _run(tmp_path, capture_backend, "sigstop")
     assert res.returncode == 0, res.stderr

@@ -76,6 +76,30 @@ def main() -> None:
         local, remote = IoVec(ctypes.cast(buf, ctypes.c_void_p), 8), IoVec(0x1000, 8)
         libc.syscall(310, t, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)  # process_vm_readv
         libc.syscall(438, os.pidfd_open(t), 0, 0)  # pidfd_getfd: its stdin
+    elif mode == "proc-mem":  # the monitor's memory opened for writing through /proc
+        with open(f"/proc/{t}/mem", "r+b"):
+            pass
+    elif mode == "proc-fd":  # one of the monitor's descriptors reopened through /proc
+        with open(f"/proc/{t}/fd/0", "rb"):
+            pass
+    elif mode == "proc-thread":  # the memory of another of its threads (/proc/<tid>/ reaches the process)
+        tids = [int(x) for x in os.listdir(f"/proc/{t}/task") if int(x) != t]
+        with open(f"/proc/{tids[0] if tids else t}/mem", "rb"):
+            pass
+    elif mode == "proc-look":  # what process listers read of the monitor, and its own and its child's memory
+        for name in ("status", "cmdline", "stat"):
+            with open(f"/proc/{t}/{name}", "rb") as f:
+                f.read()
+        with open("/proc/self/mem", "rb"):
+            pass
+        child = os.fork()
+        if child == 0:
+            time.sleep(60)
+            os._exit(0)
+        with open(f"/proc/{child}/environ", "rb") as f:
+            f.read()
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
     elif mode == "untraced-work":  # a hidden child that works briefly and exits (followed under eBPF)
         libc = ctypes.CDLL(None, use_errno=True)
         pid = libc.syscall(SYS_CLONE, CLONE_UNTRACED | signal.SIGCHLD, 0, 0, 0, 0)
