@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # the script itself imports nothing of the package until spyg
     from spyglass.capture.ebpf.libbpf import BpfObject
     from spyglass.events.schema import Event
 
+_CONFIRM = 0.15  # seconds between the two looks of _monitor_alone_stopped
 _TICK = 0.1
 _KILL_FOR = 10.0  # seconds spent killing the tree (new children die as they appear)
 _KEEP_EVENTS = 500  # events after spyglass's death kept in the note
@@ -62,6 +63,18 @@ def _state(pid: int) -> bytes:
 
 def _alive(pid: int) -> bool:
     return _state(pid) not in (b"", b"Z", b"X")
+
+
+def _monitor_alone_stopped(monitor: int, root: int) -> bool:
+    """spyglass stopped while the agent is not, and still so a moment later: a stop sent to a
+    whole process group reaches its members one by one (each stops when next scheduled), so
+    one look can find spyglass stopped before the agent is."""
+    for look in range(2):
+        if _state(monitor) not in (b"T", b"t") or (root and _state(root) == b"T"):
+            return False
+        if look == 0:
+            time.sleep(_CONFIRM)
+    return True
 
 
 def watch(cfg: dict[str, Any]) -> int:
@@ -86,7 +99,7 @@ def watch(cfg: dict[str, Any]) -> int:
                 if word == b"root" and arg.isdigit():
                     cfg["root"] = int(arg)
         root = int(cfg.get("root") or 0)
-        if _state(monitor) in (b"T", b"t") and not (root and _state(root) == b"T"):
+        if _monitor_alone_stopped(monitor, root):
             # (the agent stopped too is job control, a Ctrl-Z at the terminal: left alone)
             try:
                 os.kill(monitor, signal.SIGCONT)
