@@ -143,12 +143,8 @@ class StraceSession:
         cwd = os.path.realpath(spec.cwd)
         self.parser = StraceParser(
             cwd=cwd,
-            uid=os.geteuid(),
-            gid=os.getegid(),
-            realpath_dir=host.realpath_dir,
-            hosts_file=host.hosts_file,
-            fd_link=host.fd_link,
-            pgid_of=host.pgid_of,
+            uid=os.geteuid(), gid=os.getegid(),
+            realpath_dir=host.realpath_dir, hosts_file=host.hosts_file, fd_link=host.fd_link, pgid_of=host.pgid_of,
             protected=ident.from_options(spec.options),
         )
         self._result = CaptureResult()
