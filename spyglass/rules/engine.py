@@ -117,6 +117,10 @@ class RuleEngine(Sink):
         monitors = set(self._monitor_pids)
         if meta is not None and meta.monitor_pid:
             monitors.add(meta.monitor_pid)
+        # a sandboxed run's processes see spyglass's sandbox helpers by their namespace pids
+        sandbox_facts = extra.get("sandbox")
+        if isinstance(sandbox_facts, dict):
+            monitors.update(p for p in sandbox_facts.get("helper_pids") or () if isinstance(p, int) and p > 0)
         honeytoken_paths = ctx.sandbox.honeytokens if ctx.sandbox is not None else extra.get("honeytokens", [])
         pol = self.policy
         trusted_dirs = [expand_home(d, home) for d in pol.exec.effective_trusted]

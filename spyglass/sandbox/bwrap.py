@@ -75,6 +75,9 @@ class SandboxOptions:
     info_fd: int | None = None
     unshare_user: bool = True
     share_net: bool = False  # tests of the sandbox itself only; never for agents
+    #: the command is the PID namespace's init (no bwrap reaper): the kernel then drops every
+    #: SIGKILL and SIGSTOP sent to it from inside, and ``kill(-1)`` inside never reaches it
+    as_pid_1: bool = False
     extra_args: list[str] = field(default_factory=list)
 
 
@@ -208,6 +211,8 @@ def build_argv(mounts: Sequence[Mount], opts: SandboxOptions, bwrap: str = "bwra
     if opts.unshare_user:
         argv += ["--unshare-user", "--disable-userns"]
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if opts.as_pid_1:
+        argv.append("--as-pid-1")
     if not opts.share_net:
         argv.append("--unshare-net")
     argv += ["--die-with-parent", "--cap-drop", "ALL"]

@@ -209,6 +209,7 @@ class PreparedSandbox:
             seccomp_fd=3,
             info_fd=4,
             unshare_user=True,
+            as_pid_1=True,  # the relay is pid 1: out of reach of `kill -9 -1` and `kill -STOP 1` inside
         )
         argv = bw.build_argv(self.mounts, opts, self.bwrap_path)
         argv += [self.relay_python, "-I", "-S", bw.RELAY_PATH, bw.SOCKET_PATH, str(self.relay_port), "--"]
@@ -296,6 +297,9 @@ class PreparedSandbox:
             "scratch": [str(self.decoy.path), *[m.src for m in self.mounts if m.role == "tmp" and m.src]],
             "work_dir": str(self.work_dir),
             "relay": {"exe": self.relay_python, "script": bw.RELAY_PATH, "port": self.relay_port},
+            # spyglass's helpers as the run's processes see them: the relay is the PID namespace's
+            # init; a signal to it is an attack on the monitor (rules: target.is_monitor)
+            "helper_pids": [1],
             "proxy": {
                 "allow": self.settings.get("allow", []),
                 "deny": self.settings.get("deny", []),
