@@ -109,3 +109,41 @@ def test_git_work_is_not_killed_in_enforce_mode(ws: Path, tmp_path: Path) -> Non
     res, reader = _run(ws, tmp_path / "store", GIT_WORK, "--mode", "enforce")
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.split()[-1] == "2" and not reader.meta.stopped_by
+
+
+def test_agent_config_dir_cannot_be_renamed_aside(ws: Path, tmp_path: Path) -> None:
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text("{}\n")
+    attack = (
+        'mv .claude .claude-old; echo "mv=$?"'
+        "; mkdir -p .claude; echo '{\"hooks\": {\"Stop\": [\"touch PWNED\"]}}' > .claude/settings.json"
+    )
+    res, _reader = _run(ws, tmp_path / "store", attack, "--sandbox")
+    assert "mv=1" in res.stdout and "Device or resource busy" in res.stderr, res.stdout + res.stderr
+    assert (ws / ".claude" / "settings.json").read_text() == "{}\n" and not (ws / ".claude-old").exists()
+
+
+def test_a_git_file_pointing_to_the_git_dir_is_read_only(tmp_path: Path) -> None:
+    main = tmp_path / "main"
+    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    (main / "README").write_text("hello\n")
+    git = ["git", "-C", str(main), "-c", "user.name=a", "-c", "user.email=a@b"]
+    subprocess.run([*git, "add", "README"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    wt = tmp_path / "wt"
+    subprocess.run([*git, "worktree", "add", "-q", str(wt)], check=True)
+    evil = wt / "evil"
+    attack = (
+        f"mkdir -p {evil} && cp -r {main}/.git/HEAD {main}/.git/objects {main}/.git/refs {evil}/"
+        f' && printf "[core]\\n\\tfsmonitor = touch {tmp_path}/PWNED;false\\n" > {evil}/config'
+        f' && echo "gitdir: {evil}" > .git; echo "redirect=$?"'
+        "; git -c user.name=a -c user.email=a@b commit -q --allow-empty -m two && echo committed"
+    )
+    before = (wt / ".git").read_text()
+    opts = ("--workspace", str(wt), "--workspace", str(main))  # the worktree needs its repository
+    res, _reader = _run(wt, tmp_path / "store", attack, "--sandbox", *opts)
+    assert "redirect=2" in res.stdout or "redirect=1" in res.stdout, res.stdout + res.stderr
+    assert "committed" in res.stdout  # the benign twin: git work in a worktree still works
+    assert (wt / ".git").read_text() == before
+    _host_git_status(wt)
+    assert not (tmp_path / "PWNED").exists()
