@@ -245,6 +245,14 @@ def main(argv: list[str]) -> int:
             os._exit(127 if exc.errno == errno.ENOENT else 126)
     for fwd in FORWARDED:
         signal.signal(fwd, lambda s, _f: _forward(child, s))
+    # as the namespace's init the kernel drops the signals it does not handle, but not while it
+    # is traced (a tracer sees them all): ignore the rest, so that none stops or ends it
+    for other in signal.valid_signals():
+        if other not in (*FORWARDED, signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
+            try:
+                signal.signal(other, signal.SIG_IGN)
+            except (OSError, ValueError):
+                pass
     signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
     status = Relay(listener, sock_path, port).run_until(child)
     if os.WIFSIGNALED(status):
