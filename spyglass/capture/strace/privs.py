@@ -159,6 +159,7 @@ def h_kill(st: TraceState, c: Call) -> Event | None:
     process group (``target_pid`` is then minus the group id)."""
     # pid 1 of another PID namespace (a sandbox's init, spyglass's relay) is reported even when
     # traced: a signal to it from inside is an attack on the sandbox, not the run's own business
+    # (an init of the run's own namespace signalled by its children is reported as well)
     ns_init = _NS_INIT.match(c.arg(0).strip()) is not None
     if c.name == "tgkill":
         target, sig = parse_pid(c.arg(1)), c.arg(2)
@@ -170,7 +171,7 @@ def h_kill(st: TraceState, c: Call) -> Event | None:
     else:
         target, sig = parse_pid(c.arg(0)), c.arg(1)
     name = sig if not sig.isdigit() else f"signal {sig}"
-    if ns_init and target is not None:
+    if ns_init and target is not None and target != c.pid:  # a namespace's init signalling itself: its own
         return _sensitive(st, c, name, target)
     if c.name == "kill" and target is not None and (target == 0 or target < -1):
         # kill(0, ...) / killpg: a whole process group, which may hold spyglass or its tracer
