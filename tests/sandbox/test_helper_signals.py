@@ -34,7 +34,8 @@ def _run(tmp_path: Path, backend: str, script: str, *opts: str) -> tuple[subproc
     store = tmp_path / "store"
     env = {k: v for k, v in os.environ.items() if k not in ("SPYGLASS_STORE", "SPYGLASS_POLICY")}
     res = subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "-q", "--store", str(store), "--backend", backend, *opts, "--", "sh", "-c", script],
+        [sys.executable, "-m", "spyglass", "run", "-q", "--store", str(store), "--backend", backend, *opts,
+         "--", "sh", "-c", script],
         cwd=ws, env=env, capture_output=True, text=True, timeout=180, check=False,
     )  # fmt: skip
     s = Store(store)
