@@ -52,6 +52,7 @@ class FieldContext:
         hosts: HostMatcher,
         monitor_pids: frozenset[int] = frozenset(),
         live_monitors: Sequence[int] = (),
+        live_helpers: Sequence[int] = (),
         monitor_pgids: Sequence[int] = (),
         run_ctx: Any = None,
         launch_programs: frozenset[str] = frozenset(),
@@ -76,6 +77,8 @@ class FieldContext:
         self.monitor_pids = monitor_pids
         #: the run context's list: the tracer's pid joins it once capture runs
         self.live_monitors = live_monitors
+        #: spyglass's sandbox helpers as the run names them (the sandbox's list, kept current)
+        self.live_helpers = live_helpers
         #: process groups of spyglass and its tracer (the run's list: the tracer's joins it)
         self.monitor_pgids = monitor_pgids
         #: the run context (``workspace_before``: paths of the before-manifest, set by the evidence sink)
@@ -407,7 +410,7 @@ class FieldContext:
             return False
         if t < -1:  # a process group: does it hold spyglass or its tracer?
             return any(_int(g) == -t for g in self.monitor_pgids)
-        return t in self.monitor_pids or t in self.live_monitors
+        return t in self.monitor_pids or t in self.live_monitors or t in self.live_helpers
 
     def target_exe(self) -> str | None:
         t = self.ev.target_pid

@@ -213,7 +213,8 @@ FIELDS: Final[dict[str, FieldSpec]] = {
     # targets of sys.sensitive / kill / ptrace
     "target.in_run": _f("bool", "fx.target_in_run()", "target.pid is a process of this run"),
     "target.is_monitor": _f(
-        "bool", "fx.target_is_monitor()", "target.pid is spyglass or its tracer (RunMeta.extra monitor_pids)"),
+        "bool", "fx.target_is_monitor()",
+        "target.pid is spyglass, its tracer or a sandbox helper (RunMeta.extra monitor_pids, sandbox.helper_pids)"),
     "target.process.executable": _f("str", "fx.target_exe()", "executable of target.pid (if in the run)"),
     "target.process.command_line": _f(
         "str", "fx.target_cmdline()", "command line of target.pid (if in the run)"),
