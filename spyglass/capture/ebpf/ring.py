@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import mmap
 import struct
+import time
 
 _BUSY = 1 << 31
 _DISCARD = 1 << 30
@@ -60,3 +61,42 @@ class Ring:
         self._view.release()
         self._data.close()
         self._cons.close()
+
+
+_TS = struct.Struct("<Q")  # a record's CLOCK_BOOTTIME stamp, at offset 16 of its header
+#: records stamped this recently when the rings are read wait for the next read
+HOLD_NS = 2_000_000
+
+
+def record_ts(data: bytes) -> int:
+    return _TS.unpack_from(data, 16)[0] if len(data) >= 24 else 0
+
+
+class KernelOrder:
+    """The records of several rings, in kernel time order, up to a watermark.
+
+    A fork (life ring) must be decoded before its child's first calls (events ring), and an
+    exit after the calls that preceded it; rings read one after the other can split such a
+    pair across two reads.  So the records stamped within ``HOLD_NS`` of the moment the rings
+    are read are held back to the next read, by when anything stamped before them has arrived
+    (a record is submitted microseconds after its stamp); the last read holds nothing back.
+    """
+
+    def __init__(self, rings: list[Ring], hold_ns: int = HOLD_NS) -> None:
+        self.rings = rings
+        self.hold_ns = hold_ns
+        self._held: list[bytes] = []
+
+    def read(self, last: bool = False) -> list[bytes]:
+        mark = time.clock_gettime_ns(time.CLOCK_BOOTTIME) - self.hold_ns
+        raw = self._held + [data for r in self.rings for data in r.read()]
+        if len(raw) > 1:
+            raw.sort(key=record_ts)
+        if last:
+            self._held = []
+            return raw
+        cut = len(raw)
+        while cut and record_ts(raw[cut - 1]) > mark:
+            cut -= 1
+        self._held = raw[cut:]
+        return raw[:cut]

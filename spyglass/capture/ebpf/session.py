@@ -42,7 +42,7 @@ from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, Stil
 from spyglass.capture.ebpf import preload, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
-from spyglass.capture.ebpf.ring import Ring
+from spyglass.capture.ebpf.ring import KernelOrder, Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
 from spyglass.capture.ebpf.tablecheck import TableCheck
 from spyglass.capture.ebpf.watchdog import Watchdog
@@ -62,11 +62,6 @@ _DETACHED = "left running, no longer recorded (nothing of spyglass stays inside 
 _KILL_GRACE = 5.0
 _U32 = struct.Struct("<I")
 _CFG = struct.Struct("<IIII")  # the program's struct cfg: drop_dir_reads, root_tgid, enroll_tid, pad
-_TS = struct.Struct("<Q")  # a record's CLOCK_BOOTTIME stamp, at offset 16 of its header
-
-
-def _rec_ts(data: bytes) -> int:
-    return _TS.unpack_from(data, 16)[0] if len(data) >= 24 else 0
 
 
 def _pow2(n: int, low: int) -> int:
@@ -189,6 +184,7 @@ class EbpfSession:
         try:
             self._setup(opts)
             self._rings = [Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("events"), ring)]
+            self._order = KernelOrder(self._rings)
             self._table = TableCheck(self._obj.map_fd("tracked"), lambda: [p.pid for p in self.decoder.live()],
                                      _running, self._result.notes)
             cwd = os.path.realpath(spec.cwd)
@@ -272,9 +268,7 @@ class EbpfSession:
                 last = self._done.is_set()
                 ep.poll(_POLL)
                 batch: list[Event] = []
-                raw = [data for r in self._rings for data in r.read()]
-                if len(raw) > 1:  # decode in kernel order across both rings: an exit (life ring)
-                    raw.sort(key=_rec_ts)  # must not be decoded before the calls that preceded it
+                raw = self._order.read(last)
                 for data in raw:
                     if self._dump is not None:
                         self._dump.write(_U32.pack(len(data)) + data)
