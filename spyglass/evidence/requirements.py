@@ -76,6 +76,17 @@ class NoAlertsAtOrAbove(GateRequirement):
         level = req.arg or "high"
         rank = level_rank(level)
         hits = [a for a in g.alerts if level_rank(a.level) >= rank]
+        anchored = g.anchored_alerts
+        if anchored is not None:  # the files were changed after the run: count what the index recorded
+            top = anchored.max_level
+            ev = Evidence(details=[f"the run's files do not match their anchor: {g.anchor_problem}"])
+            if anchored.count and (top is None or level_rank(top) >= rank):
+                return judged(
+                    req.text, "requirement", False,
+                    f"the index recorded {anchored.count} alert(s)" + (f" up to {top}" if top else "")
+                    + f" for this run; its alerts.jsonl (now {len(g.alerts)}) was changed after the run",
+                    ev,
+                )
         # alerts that fired but could not be saved (a full disk) count as much as saved ones
         unsaved = [u for u in g.reader.meta.extra.get("unsaved_alerts") or []
                    if isinstance(u, dict) and level_rank(str(u.get("level"))) >= rank]
