@@ -220,12 +220,21 @@ class WorkspaceChanged(GateRequirement):
 @register
 class EvidenceVerified(GateRequirement):
     name = "evidence-verified"
-    help = "the record verifies against its hash chain and final checkpoint"
+    help = "the record verifies against its hash chain, final checkpoint and anchor, and nothing was lost"
 
     def evaluate(self, req: Requirement, g: GateInputs) -> Outcome:
         v = g.verify
         ev = Evidence(details=[str(p) for p in v.problems[:MAX_LISTED]] + v.notes)
         counts = ", ".join(f"{s.records} {k}" for k, s in v.streams.items())
+        lost = (g.reader.meta.capture or {}).get("lost") or 0
+        if v.status == "verified" and isinstance(lost, int) and lost > 0:
+            # the chain is intact, but what the kernel dropped was never recorded: a flood can hide a read
+            return judged(
+                req.text, "requirement", False,
+                f"incomplete: the capture ({g.reader.meta.backend}) lost {lost} kernel record(s); "
+                f"the chain is intact ({counts}) but the record has gaps",
+                ev,
+            )
         if v.status == "verified":
             return judged(req.text, "requirement", True, f"verified ({counts})", ev)
         first = v.first_problem
