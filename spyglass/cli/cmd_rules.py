@@ -142,10 +142,19 @@ def alerts_cmd(store_path: Path | None, fmt: str, min_level: str, run: str) -> N
                 if said is not None else "")
         click.echo(visible(f"spyglass: run {reader.id}: the evidence does not match its anchor: {problem}{kept}; "
                            f"the alerts below cannot be trusted (`spyglass verify {reader.id}`)"), err=True)
+    # alerts that fired but could not be stored (a full disk): run.json keeps them
+    unsaved = [u for u in m.extra.get("unsaved_alerts") or []
+               if isinstance(u, dict) and level_rank(str(u.get("level"))) >= level_rank(min_level)]
+    for u in unsaved:
+        click.echo(visible(f"spyglass: NOT SAVED in alerts.jsonl: {str(u.get('level')).upper()} {u.get('rule_id')} "
+                           f"pid {u.get('pid')}: {u.get('message')}"), err=True)
     if fmt == "json":
         echo_json(alerts)
     elif not alerts:
-        click.echo(f"no alerts {'left in the files of' if problem else 'for'} run {reader.id}", err=True)
+        if unsaved:
+            click.echo(f"{len(unsaved)} alert(s) of run {reader.id} fired but could not be saved (above)", err=True)
+        else:
+            click.echo(f"no alerts {'left in the files of' if problem else 'for'} run {reader.id}", err=True)
     else:
         _alert_lines(alerts)
     if problem:

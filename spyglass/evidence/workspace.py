@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -172,9 +173,15 @@ class WorkspaceEvidence(Sink):
             changes.outside_writes = self._outside.result()
         self.changes = changes
         self._kept.clear()
-        self._write(MANIFEST_AFTER, encode_manifest(self.after))
-        self._write(CHANGES, encode_changes(changes))
-        self._write(PATCH, changes.patch().encode("utf-8"))
+        try:
+            self._write(MANIFEST_AFTER, encode_manifest(self.after))
+            self._write(CHANGES, encode_changes(changes))
+            self._write(PATCH, changes.patch().encode("utf-8"))
+        except OSError as exc:  # a full disk: one line, and the run is marked evidence-incomplete
+            line = f"{exc.strerror or exc}: {exc.filename or self.evidence_dir}"
+            ctx.evidence_failures.append(line)
+            sys.stderr.write(f"spyglass: cannot write the workspace evidence ({line}); "
+                             "the run will be marked evidence-incomplete\n")
         ctx.note_fact("workspace_changes", summary(changes))
 
 
