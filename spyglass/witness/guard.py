@@ -208,6 +208,10 @@ class WitnessGuard(Sink):
         # an attempt that failed (EACCES from a store owned by another user) is as telling as a success
         failed = "" if ev.ok else f" (attempted; failed: {ev.errno or 'error'})"
         t = ev.type
+        if t == "file.rename" and not ev.ok and ev.errno == "EEXIST":
+            # renameat2(RENAME_NOREPLACE) refusing to replace: nothing was touched, and mv, which tries
+            # it first, follows with the plain rename that is the real change (one alert, not two)
+            return
         if t in _DIR_CHANGES and ev.ok:
             self.protected.forget_dirs()
         handle = ev.syscall in _HANDLE_CALLS

@@ -79,3 +79,19 @@ def test_benign_twin_reading_the_policy_and_writing_other_config_stays_silent(se
 def test_benign_twin_the_built_in_policy_prints_no_policy_line(setup: Any) -> None:
     res = setup.run("echo x > out.txt")
     assert res.returncode == 0 and "spyglass: policy " not in res.stderr, res.stderr
+
+
+def test_mv_onto_the_policy_in_use_is_one_critical_alert(setup: Any, tmp_path: Path) -> None:
+    """mv tries renameat2(RENAME_NOREPLACE) first (EEXIST), then renames: one change, one alert."""
+    pol = tmp_path / "pol.yaml"
+    pol.write_text("mode: observe\n")
+    setup.env["SPYGLASS_POLICY"] = str(pol)
+    res = setup.run(f'printf "gate: [workspace-changed]\\n" > {tmp_path}/p.new; mv {tmp_path}/p.new {pol}')
+    lines = _tamper(res.stderr)
+    assert len(lines) == 1 and "renamed" in lines[0] and "attempted" not in lines[0], res.stderr
+
+
+def test_benign_twin_mv_over_a_workspace_file_raises_nothing(setup: Any) -> None:
+    (setup.ws / "old.txt").write_text("1\n")
+    res = setup.run("echo 2 > new.txt; mv new.txt old.txt")
+    assert res.returncode == 0 and "witness" not in res.stderr, res.stderr
