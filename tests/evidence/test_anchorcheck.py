@@ -4,6 +4,7 @@ run's anchor and alert count.  Real processes under the default capture backend,
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -96,6 +97,9 @@ def test_a_consistent_rechaining_of_the_alerts_fails_gate_and_shows(cli: Cli, tm
     assert "Alerts: none" not in show.stdout
     assert "the record does not match its anchor; the index recorded" in show.stdout, show.stdout
 
+    doc = json.loads(cli("show", *store, "--format", "json").stdout)
+    assert doc["anchor_problem"] and "anchored" in doc["anchor_problem"], doc["anchor_problem"]
+
     alerts = cli("alerts", *store)
     assert alerts.returncode == 3, alerts.stderr
     assert "the evidence does not match its anchor" in alerts.stderr and "no alerts for run" not in alerts.stderr
@@ -108,6 +112,7 @@ def test_the_untouched_twin_passes_and_shows_no_anchor_problem(cli: Cli) -> None
     gate = cli(*GATE, *store)
     assert gate.returncode == 0, gate.stdout
     assert "PASS  evidence-verified" in gate.stdout and "no anchor recorded" not in gate.stdout
+    assert json.loads(cli("show", *store, "--format", "json").stdout)["anchor_problem"] is None
     show = cli("show", *store)
     assert "ANCHOR" not in show.stdout and "Alerts: none" in show.stdout, show.stdout
     alerts = cli("alerts", *store)
