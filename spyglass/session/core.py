@@ -58,7 +58,7 @@ def plan_run(opts: RunOptions, store: Store) -> Plan:
     notice = ignored_workspace_policy(source, cwd)
     if notice and opts.live_alerts:
         sys.stderr.write(notice + "\n")
-    if source.path is not None and opts.live_alerts:  # a policy from a file changes what is alerted: say whose
+    if source.path is not None and opts.live_alerts and opts.alerts_format == "text":  # say whose policy it is
         from spyglass.policy.locate import source_line
 
         sys.stderr.write(source_line(source) + "\n")
