@@ -71,7 +71,8 @@ class RunContext:
     run_id: str = ""
     root_cwd: str = ""
     workspace: list[str] = field(default_factory=list)
-    procs: ProcessTable = field(default_factory=ProcessTable)
+    #: the processes alive and their ancestry (exited ones are evicted: memory stays bounded)
+    procs: ProcessTable = field(default_factory=lambda: ProcessTable(evict=True))
     home: str = ""
     run: RunMeta | None = None
     store: Store | None = None
@@ -207,8 +208,10 @@ class Pipeline:
             self.seq = ev.seq
         if not ev.ts:
             ev.ts = time.time_ns()
-        self.ctx.procs.update(ev)
-        for sink, hook in self._hooks_for(ev.type):
+        t = ev.type
+        if t.startswith("process."):
+            self.ctx.procs.update(ev)
+        for sink, hook in self._hooks_for(t):
             try:
                 hook(ev)
             except Exception:

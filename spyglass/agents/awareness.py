@@ -47,6 +47,7 @@ from spyglass.agents.agent_logs import (
     unwrap_shell,
 )
 from spyglass.agents.ask import PolicyAsk
+from spyglass.agents.compact import Compact, PidStats, compact, expand
 from spyglass.agents.hooks import HookServer
 from spyglass.agents.mcp import label as mcp_label
 from spyglass.agents.mcp import match_server
@@ -145,7 +146,10 @@ class Linker:
         log_complete: bool = False,
         refresh: Callable[[], Sequence[ToolCall] | None] | None = None,
         mcp_servers: Callable[[str, Sequence[str]], Mapping[str, Sequence[str]]] | None = None,
+        evict_other: bool = False,
     ) -> None:
+        #: forget a process outside the agent once it exited (the live sink: memory stays bounded)
+        self.evict_other = evict_other
         self.calls: list[ToolCall] = list(calls)
         self.mcp_servers = mcp_servers
         self._mcp: Mapping[str, Sequence[str]] = {}
@@ -158,7 +162,7 @@ class Linker:
         self.internal: dict[int, str] = {}
         self.agent: str | None = None
         self.labels: dict[int, str] = {}  # pid -> label, kept current (live lineage)
-        self.pid_stats: dict[int, list[int]] = {}  # pid -> [first seq, last seq, events]
+        self.pid_stats = PidStats()
         self._next_heuristic = 0
 
     # -- classification ---------------------------------------------------
@@ -270,18 +274,18 @@ class Linker:
             ended = self.procs.get(pid)
             if ended is not None and ended.link is not None and ended.link.root_pid == pid:
                 ended.link.exit_code, ended.link.signal = ev.exit_code, ev.signal
-        st = self.pid_stats.get(pid)
-        if st is None:
-            self.pid_stats[pid] = [ev.seq, ev.seq, 1]
-        else:
-            st[1] = ev.seq
-            st[2] += 1
+            if self.evict_other and ended is not None and ended.role == OTHER:
+                del self.procs[pid]
+                self.roles.pop(pid, None)
+                return
+        if self.roles.get(pid, OTHER) != OTHER:  # only the agent's processes make tool calls
+            self.pid_stats.note(pid, ev.seq)
 
     def view(self, log_source: str | None = None) -> AgentView:
         """The roles and links so far (event ranges and counts filled in from every event fed)."""
         linked = {id(link.call) for link in self.links.values() if link.call is not None}
         for link in self.links.values():
-            stats = [self.pid_stats[p] for p in link.pids if p in self.pid_stats]
+            stats = [st for p in link.pids if (st := self.pid_stats.get(p)) is not None]
             if stats:
                 link.first_seq = min(s[0] for s in stats)
                 link.last_seq = max(s[1] for s in stats)
@@ -359,8 +363,10 @@ class AgentAwareness(Sink):
         self.auto_detect = auto_detect
         self._log_stat: tuple[float, int] | None = None
         self._calls: list[ToolCall] | None = None
-        self.linker = Linker(refresh=self._refresh, mcp_servers=self._mcp_servers)
-        self._proc_events: list[Event] = []
+        self.linker = Linker(refresh=self._refresh, mcp_servers=self._mcp_servers, evict_other=True)
+        #: process events, compact, to link tool calls again from the whole agent log at the end
+        self._proc_events: list[Compact] = []
+        self._strings: dict[str, str] = {}
         self.ctx: RunContext | None = None
         self.final: AgentView | None = None
 
@@ -402,7 +408,6 @@ class AgentAwareness(Sink):
             for iv in self.asker.take_pending():  # decided in the hook server's thread: recorded here
                 self.ctx.pipeline.feed(iv.to_event())
         if t.startswith("process."):
-            self._proc_events.append(ev)
             adapter = (
                 recognise(ev.exe, ev.argv)
                 if t == "process.exec" and self.auto_detect and self.agent_log is None and ev.ok
@@ -423,6 +428,12 @@ class AgentAwareness(Sink):
         ):
             self.agent_log = ev.path
         self.linker.feed(ev)
+        if t.startswith("process.") and self.linker.roles.get(ev.pid, OTHER) != OTHER:
+            # kept (compact) to link again from the whole log at the end; a process outside the
+            # agent stays outside it whatever the log says, and is not kept
+            kept = compact(ev, self._strings)
+            if kept is not None:
+                self._proc_events.append(kept)
 
     def done(self, ctx: RunContext) -> None:
         calls: list[ToolCall] = []
@@ -439,8 +450,8 @@ class AgentAwareness(Sink):
             calls = [*calls, *extra]
         if calls:
             linker = Linker(calls, log_complete=True, mcp_servers=self._mcp_servers)
-            for ev in self._proc_events:
-                linker.feed(ev)
+            for kept in self._proc_events:
+                linker.feed(expand(kept))
             linker.pid_stats = self.linker.pid_stats
             view = linker.view(self.agent_log)
         else:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec
 from spyglass.events import Event
-from spyglass.events.codec import decode_event
+from spyglass.events.codec import iter_event_stream
 
 
 class ReplaySession:
@@ -52,15 +52,12 @@ class ReplaySession:
 
 def read_jsonl(path: Path, result: CaptureResult | None = None) -> Iterator[Event]:
     """Events from a JSONL file; undecodable lines are counted as unparsed."""
+    def bad(n: int, why: str) -> None:
+        if result is not None:
+            result.unparsed += 1
+
     with path.open("rb") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                yield decode_event(line)
-            except Exception:
-                if result is not None:
-                    result.unparsed += 1
+        yield from iter_event_stream(f, bad)
 
 
 class ReplayBackend:

@@ -34,20 +34,48 @@ class ProcessTable:
 
     A pid reused within one run starts a new ProcInfo; the old one is kept in
     ``history`` so nothing is forgotten.
+
+    With ``evict`` (the pipeline's table, live and in replays) memory stays
+    bounded by the processes alive: a process that exited is dropped once it
+    has no child left in the table (at the next process event, so that every sink
+    still finds it while its exit event goes round), and its parent with it
+    when that one exited too; a process alive keeps its whole ancestry, which
+    is what rules ask about.  Reused pids keep no history then.
     """
 
-    __slots__ = ("history", "procs", "root_pid")
+    __slots__ = ("_exited", "evict", "evicted", "history", "procs", "root_pid")
 
-    def __init__(self) -> None:
+    def __init__(self, evict: bool = False) -> None:
         self.procs: dict[int, ProcInfo] = {}
         self.root_pid: int | None = None
         self.history: list[ProcInfo] = []
+        self.evict = evict
+        self.evicted = 0  # processes dropped (``evict``)
+        self._exited: list[ProcInfo] = []
+
+    def _drop_exited(self) -> None:
+        exited, self._exited = self._exited, []
+        procs = self.procs
+        for info in exited:
+            while info.exit_ts is not None and not info.children and procs.get(info.pid) is info:
+                del procs[info.pid]
+                self.evicted += 1
+                parent = procs.get(info.ppid) if info.ppid is not None else None
+                if parent is None:
+                    break
+                try:
+                    parent.children.remove(info.pid)
+                except ValueError:
+                    break
+                info = parent  # an exited parent whose last child went goes too
 
     def update(self, ev: Event) -> None:
+        if self._exited:
+            self._drop_exited()
         t = ev.type
         if t == "process.start":
             old = self.procs.get(ev.pid)
-            if old is not None:
+            if old is not None and not self.evict:
                 self.history.append(old)
             parent = self.procs.get(ev.ppid) if ev.ppid is not None else None
             info = ProcInfo(pid=ev.pid, ppid=ev.ppid, start_ts=ev.ts)
@@ -69,6 +97,8 @@ class ProcessTable:
         elif t == "process.exit":
             info = self.get_or_add(ev.pid, ev.ts)
             info.exit_ts, info.exit_code, info.signal = ev.ts, ev.exit_code, ev.signal
+            if self.evict:
+                self._exited.append(info)
         elif t == "process.detach":
             self.get_or_add(ev.pid, ev.ts).detached = True
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from spyglass.store.chain import checkpoint_anchor, genesis, unseal
+from spyglass.store.chain import checkpoint_anchor, genesis, is_seal, parse_seal, unseal
 
 if TYPE_CHECKING:
     from spyglass.store import RunReader
@@ -67,19 +67,28 @@ def anchored_alerts(reader: RunReader) -> AnchoredAlerts | None:
     return AnchoredAlerts(int(row.get("alerts") or 0), row.get("max_level"))
 
 
-def _tail(path: Path) -> tuple[int, str | None]:
-    """(number of non-empty lines, chain value of the last one) of a stream file."""
+def _tail(path: Path, block: bool) -> tuple[int, str | None]:
+    """(records, chain value of the last one) of a stream file: per record, or for a block-sealed
+    stream (events) the records outside the seal lines and the last seal's chain value."""
     count, last = 0, None
     try:
         with path.open("rb") as f:
             for line in f:
-                if line.strip():
-                    count += 1
+                if not line.strip():
+                    continue
+                if block and is_seal(line):
+                    last = line
+                    continue
+                count += 1
+                if not block:
                     last = line
     except FileNotFoundError:
         return 0, None
     if last is None:
-        return 0, None
+        return count, None
+    if block:
+        seal = parse_seal(last.rstrip(b"\r\n"))
+        return count, seal.chain if seal else ""
     sealed = unseal(last)
     return count, sealed[1] if sealed else ""
 
@@ -103,7 +112,7 @@ def anchor_mismatch(reader: RunReader) -> str | None:
     if checkpoint_anchor(cp) != expected:
         return f"the final checkpoint is not the one anchored in {where}: the record was rewritten after the run"
     for stream in ("events", "alerts"):
-        count, head = _tail(reader.dir / f"{stream}.jsonl")
+        count, head = _tail(reader.dir / f"{stream}.jsonl", cp.get(f"{stream}_format") == "block")
         head = head if head is not None else genesis(reader.id, stream)
         if count != cp.get(stream):
             return (f"{stream}.jsonl holds {count} record(s), not the {cp.get(stream)} anchored at the end "

@@ -264,8 +264,26 @@ class StreamCheck:
     notes: list[str] = field(default_factory=list)
 
 
+def _block_format(stream: str, path: Path, cp: dict[str, Any] | None) -> bool:
+    """Whether the stream is block-sealed: the checkpoint says so, else its first lines do."""
+    if cp is not None and cp.get(f"{stream}_format") is not None:
+        return cp.get(f"{stream}_format") == "block"
+    if stream != "events":
+        return False  # alerts are chained per record
+    try:
+        with path.open("rb") as f:
+            head = f.read(1 << 16).split(b"\n")
+    except OSError:
+        return False
+    return not any(unseal(line) is not None for line in head if line)
+
+
 def verify_stream(stream: str, path: Path, run_id: str, cp: dict[str, Any] | None) -> StreamCheck:
     """Check one chained file against its genesis value and (if given) the checkpoint."""
+    if _block_format(stream, path, cp):
+        from spyglass.evidence.blockcheck import verify_block_stream
+
+        return verify_block_stream(stream, path, run_id, cp)
     result = StreamCheck(StreamResult(stream))
     start = genesis(run_id, stream)
     cp_count = _int(cp.get(stream)) if cp is not None else None

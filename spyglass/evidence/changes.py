@@ -1,10 +1,17 @@
 """What a run changed: the difference between two workspace manifests.
 
 Files are *added*, *removed* or *modified* (content, mode, kind or symlink
-target).  Text files up to ``max_diff_bytes`` get a unified diff; the old
-content of a file comes from what was kept when the before-manifest was
-taken, the new content from the disk when the after-manifest is taken.
-Files outside the workspace that the events show written are listed beside.
+target).  Text files up to ``max_diff_bytes`` get a unified diff until the
+run's diffs reach ``max_run_diff_bytes`` in all: modified and removed files
+first, then added files in path order; past the budget an added file is a
+hash entry (its sha256 and size in the after-manifest) and is not even
+read.  The old content of a file comes from what was kept when the
+before-manifest was taken, the new content from the disk when the
+after-manifest is taken.  Files outside the workspace that the events show
+written are listed beside.
+
+Stored, each diff is written once: in ``changes.patch``; ``changes.json``
+gives each change's length in it (:func:`stored_form`, :func:`attach_patch`).
 """
 
 from __future__ import annotations
@@ -15,10 +22,13 @@ from pathlib import Path
 
 import msgspec
 
-from spyglass.evidence.manifest import FileEntry, Manifest, walk_key
+from spyglass.evidence.manifest import CHANGED_NOTE, FileEntry, Manifest, walk_key
 from spyglass.evidence.writes import OutsideWrite
 
 DEFAULT_MAX_DIFF_BYTES = 256 * 1024
+#: the diffs of one run in all: past it, changes get a note instead of a diff
+DEFAULT_MAX_RUN_DIFF_BYTES = 4 << 20
+ADDED_NOTE = "no diff: an added file past the run's diff budget: its sha256 is in manifest-after.json"
 
 
 class Change(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -30,6 +40,8 @@ class Change(msgspec.Struct, omit_defaults=True, kw_only=True):
     after: FileEntry | None = None
     diff: str | None = None  # unified diff
     diff_note: str | None = None  # why there is no diff
+    #: stored runs: the diff is in changes.patch only, this many bytes of it (changes in path order)
+    diff_bytes: int | None = None
 
 
 class WorkspaceChanges(msgspec.Struct, kw_only=True):
@@ -94,7 +106,9 @@ def _entry_changes(a: FileEntry, b: FileEntry) -> list[str]:
     if a.kind != b.kind:
         what.append("kind")
     if a.kind == "file" and b.kind == "file":
-        if a.sha256 is None or b.sha256 is None:
+        if a.note == CHANGED_NOTE:
+            what.append("content")  # it changed after the listing: known, whatever its times say
+        elif a.sha256 is None or b.sha256 is None:
             if a.size != b.size or a.mtime_ns != b.mtime_ns:
                 what.append("content")
         elif a.sha256 != b.sha256:
@@ -106,8 +120,25 @@ def _entry_changes(a: FileEntry, b: FileEntry) -> list[str]:
     return what
 
 
-def _diff_for(change: Change, old: ContentSource, new: ContentSource, max_bytes: int) -> None:
+class _Budget:
+    """The bytes of diff a run may still store."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.left = total
+
+
+def _spent(change: Change, budget: _Budget) -> str:
+    if change.status == "added":
+        return ADDED_NOTE
+    return f"no diff: the run's diffs reached {budget.total} bytes (evidence.max_run_diff_bytes)"
+
+
+def _diff_for(change: Change, old: ContentSource, new: ContentSource, max_bytes: int, budget: _Budget) -> None:
     if "content" not in change.what and change.status == "modified":
+        return
+    if budget.left <= 0:
+        change.diff_note = _spent(change, budget)
         return
     sides: list[bytes | None] = []
     missing = False
@@ -136,7 +167,13 @@ def _diff_for(change: Change, old: ContentSource, new: ContentSource, max_bytes:
     if missing:
         change.diff_note = "no diff: content not available"
         return
-    change.diff = unified_diff(change.path, sides[0], sides[1]) or None
+    diff = unified_diff(change.path, sides[0], sides[1]) or None
+    if diff is not None and len(diff) > budget.left:
+        budget.left = 0
+        change.diff_note = _spent(change, budget)
+        return
+    change.diff = diff
+    budget.left -= len(diff or "")
 
 
 def diff_manifests(
@@ -146,8 +183,10 @@ def diff_manifests(
     old_content: ContentSource | None = None,
     new_content: ContentSource | None = None,
     max_diff_bytes: int = DEFAULT_MAX_DIFF_BYTES,
+    max_run_diff_bytes: int = DEFAULT_MAX_RUN_DIFF_BYTES,
 ) -> WorkspaceChanges:
     """Compare two manifests of the same roots; unified diffs where contents are available."""
+    budget = _Budget(max_run_diff_bytes)
     roots = after.roots or before.roots
     res = WorkspaceChanges(roots=roots, files_before=len(before.files), files_after=len(after.files))
     a, b = before.by_path(), after.by_path()
@@ -174,18 +213,19 @@ def diff_manifests(
         rel = after.rel(path) if eb is not None else before.rel(path)
         if ea is None and eb is not None:
             ch = Change(path=rel, abs_path=path, status="added", what=["content"], after=eb)
-            _diff_for(ch, old, new, max_diff_bytes)
             res.added.append(ch)
         elif eb is None and ea is not None:
             ch = Change(path=rel, abs_path=path, status="removed", what=["content"], before=ea)
-            _diff_for(ch, old, new, max_diff_bytes)
+            _diff_for(ch, old, new, max_diff_bytes, budget)
             res.removed.append(ch)
         elif ea is not None and eb is not None:
             what = _entry_changes(ea, eb)
             if what:
                 ch = Change(path=rel, abs_path=path, status="modified", what=what, before=ea, after=eb)
-                _diff_for(ch, old, new, max_diff_bytes)
+                _diff_for(ch, old, new, max_diff_bytes, budget)
                 res.modified.append(ch)
+    for ch in res.added:  # what the budget leaves (a mass of new files costs a hash each, no more)
+        _diff_for(ch, old, new, max_diff_bytes, budget)
     return res
 
 
@@ -210,3 +250,40 @@ def encode_changes(c: WorkspaceChanges) -> bytes:
 
 def decode_changes(data: bytes) -> WorkspaceChanges:
     return _dec.decode(data)
+
+
+def stored_form(c: WorkspaceChanges) -> tuple[bytes, bytes]:
+    """(changes.json, changes.patch) of the changes: each diff stored once, in the patch."""
+    patch = c.patch().encode("utf-8")
+    kept = msgspec.structs.replace(c)
+    kept.added, kept.removed, kept.modified = ([
+        msgspec.structs.replace(ch, diff=None, diff_bytes=len(ch.diff.encode("utf-8")) if ch.diff else None)
+        for ch in group
+    ] for group in (c.added, c.removed, c.modified))
+    return encode_changes(kept), patch
+
+
+def attach_patch(c: WorkspaceChanges, patch: bytes | None) -> None:
+    """Put the diffs of a stored changes.json back from its changes.patch (read by :func:`stored_form`)."""
+    at = 0
+    for ch in c.all_changes():
+        if ch.diff_bytes is None:
+            continue
+        if patch is None or at + ch.diff_bytes > len(patch):
+            ch.diff_note = "no diff: changes.patch is missing or shorter than changes.json says"
+        else:
+            ch.diff = patch[at : at + ch.diff_bytes].decode("utf-8", "replace")
+        at += ch.diff_bytes
+        ch.diff_bytes = None
+
+
+def read_changes(json_path: Path) -> WorkspaceChanges:
+    """A stored changes.json with its diffs (from changes.patch beside it)."""
+    c = decode_changes(json_path.read_bytes())
+    if any(ch.diff_bytes is not None for ch in c.all_changes()):
+        try:
+            patch: bytes | None = (json_path.parent / "changes.patch").read_bytes()
+        except OSError:
+            patch = None
+        attach_patch(c, patch)
+    return c

@@ -109,6 +109,14 @@ class ManifestOptions:
     skip_paths: Sequence[str] = ()  # absolute paths never listed (the run store)
     keep_text_max: int = 0  # files up to this size are offered to the keeper
     gitignore: GitIgnore | None = None  # fixed rules (the after-manifest reuses the before's)
+    defer_hash: bool = False  # list only: the files are hashed later by :func:`hash_pending`
+
+
+#: a listed file waiting for its hash: (entry, path on disk, inode, ctime in ns at the listing)
+Pending = tuple["FileEntry", str, int, int]
+
+#: the note of a file that changed between the listing and its hash (the agent already ran)
+CHANGED_NOTE = "not hashed: changed after it was listed, while the agent ran"
 
 
 @dataclass
@@ -120,6 +128,7 @@ class _Walk:
     manifest: Manifest
     count: int = 0
     skip: set[str] = field(default_factory=set)
+    pending: list[Pending] = field(default_factory=list)
 
     def exclude(self, rel: str, is_dir: bool) -> str | None:
         hit = self.globs.match(rel, is_dir)
@@ -220,7 +229,9 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
             mode=f"{stat.S_IMODE(st.st_mode):04o}",
             mtime_ns=st.st_mtime_ns,
         )
-        if fe.kind == "file":
+        if fe.kind == "file" and w.opts.defer_hash:
+            w.pending.append((fe, entry.path, st.st_ino, st.st_ctime_ns))
+        elif fe.kind == "file":
             keep = w.opts.keep_text_max if w.keeper is not None else 0
             fe.sha256, fe.note, content = hash_file(entry.path, st.st_size, w.opts.max_hash_bytes, keep)
             if content is not None and w.keeper is not None:
@@ -239,6 +250,36 @@ def build_manifest(
     roots: Sequence[str | Path], options: ManifestOptions | None = None, keeper: TextKeeper | None = None
 ) -> tuple[Manifest, GitIgnore | None]:
     """List the files under ``roots``; returns the manifest and the .gitignore rules it applied."""
+    m, ignore, _ = list_manifest(roots, options, keeper)
+    return m, ignore
+
+
+def hash_pending(pending: list[Pending], opts: ManifestOptions, keeper: TextKeeper | None = None) -> None:
+    """Hash the files a ``defer_hash`` listing left (in a thread, while the agent runs).
+
+    A file whose inode, size, mtime or ctime is not what the listing saw, before
+    or after it was read, changed in between: it gets no hash but
+    :data:`CHANGED_NOTE`, so the diff counts it modified (the kernel sets ctime:
+    an agent cannot put it back to hide a change)."""
+    for fe, path, ino, ctime in pending:
+        keep = opts.keep_text_max if keeper is not None else 0
+        sha, note, content = hash_file(path, fe.size, opts.max_hash_bytes, keep)
+        try:
+            st = os.lstat(path)
+            same = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (ino, fe.size, fe.mtime_ns, ctime)
+        except OSError:
+            same = False
+        if not same:
+            sha, note, content = None, CHANGED_NOTE, None
+        fe.sha256, fe.note = sha, note
+        if content is not None and keeper is not None:
+            keeper(fe.path, content)
+
+
+def list_manifest(
+    roots: Sequence[str | Path], options: ManifestOptions | None = None, keeper: TextKeeper | None = None
+) -> tuple[Manifest, GitIgnore | None, list[Pending]]:
+    """:func:`build_manifest`, and the files left to :func:`hash_pending` (``defer_hash``)."""
     opts = options or ManifestOptions()
     started = time.perf_counter()
     root_list = [str(Path(r).resolve()) for r in roots]
@@ -279,7 +320,7 @@ def build_manifest(
     if ignore is not None:
         m.gitignore = list(ignore.files)
     m.seconds = round(time.perf_counter() - started, 3)
-    return m, ignore
+    return m, ignore, w.pending
 
 
 _enc = msgspec.json.Encoder(order="sorted")

@@ -1,16 +1,22 @@
 """WorkspaceEvidence: the pipeline sink that fingerprints the workspace around a run.
 
-``start()`` (before the agent is launched) takes the before-manifest and keeps
-the content of small text files, so that modified files get a real unified
-diff; ``done()`` (after the agent has ended) takes the after-manifest with
-the same ``.gitignore`` rules (an agent that adds to ``.gitignore`` does not
-hide its files that way), compares the two, and writes into
+``start()`` (before the agent is launched) lists the workspace (names, sizes,
+times: what the rules need at once) and starts a thread that hashes the
+listed files (it waits ``hash_wait`` for it: a small workspace is hashed
+before the agent starts, a large one while the agent runs), keeping the content of small text files so
+that modified files get a real unified diff; a file that changed between the
+listing and its hash (its ctime, set by the kernel, says so) gets no hash
+and counts as modified.  ``done()`` (after the agent has ended) waits for
+that thread, then takes the after-manifest with the same ``.gitignore``
+rules (an agent that adds to ``.gitignore`` does not hide its files that
+way), compares the two, and writes into
 ``runs/<id>/evidence/``:
 
 * ``manifest-before.json``, ``manifest-after.json``: path, kind, size, mode, sha256
-* ``changes.json``: added / removed / modified files with unified diffs, and the
-  files outside the workspace that the events show written
-* ``changes.patch``: the unified diffs alone
+* ``changes.json``: added / removed / modified files, and the files outside
+  the workspace that the events show written
+* ``changes.patch``: the unified diffs (stored once: changes.json gives each
+  change's length in it; :func:`load_workspace_changes` puts them together)
 
 A summary goes into run.json (``extra["workspace_changes"]``).
 """
@@ -20,12 +26,19 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from spyglass.events import Event
-from spyglass.evidence.changes import DEFAULT_MAX_DIFF_BYTES, WorkspaceChanges, diff_manifests, encode_changes
+from spyglass.evidence.changes import (
+    DEFAULT_MAX_DIFF_BYTES,
+    DEFAULT_MAX_RUN_DIFF_BYTES,
+    WorkspaceChanges,
+    diff_manifests,
+    stored_form,
+)
 from spyglass.evidence.ignore import GitIgnore
 from spyglass.evidence.manifest import (
     DEFAULT_EXCLUDES,
@@ -33,8 +46,11 @@ from spyglass.evidence.manifest import (
     DEFAULT_MAX_HASH_BYTES,
     Manifest,
     ManifestOptions,
+    Pending,
     build_manifest,
     encode_manifest,
+    hash_pending,
+    list_manifest,
 )
 from spyglass.evidence.writes import OutsideWriteTracker
 from spyglass.pipeline import RunContext, Sink
@@ -67,17 +83,21 @@ class WorkspaceEvidence(Sink):
         use_gitignore: bool = True,
         max_files: int = DEFAULT_MAX_FILES,
         max_diff_bytes: int = DEFAULT_MAX_DIFF_BYTES,
+        max_run_diff_bytes: int = DEFAULT_MAX_RUN_DIFF_BYTES,
         max_hash_bytes: int = DEFAULT_MAX_HASH_BYTES,
         max_kept_bytes: int = DEFAULT_MAX_KEPT_BYTES,
         outside_allowed: Sequence[str] = (),
         store_root: str | Path | None = None,
         evidence_dir: str | Path | None = None,
+        background_hash: bool = True,
+        hash_wait: float = 0.05,
     ) -> None:
         self.roots = [str(Path(r).resolve()) for r in roots] if roots else []
         self.excludes = list(excludes)
         self.use_gitignore = use_gitignore
         self.max_files = max_files
         self.max_diff_bytes = max_diff_bytes
+        self.max_run_diff_bytes = max_run_diff_bytes
         self.max_hash_bytes = max_hash_bytes
         self.max_kept_bytes = max_kept_bytes
         self.outside_allowed = list(outside_allowed)
@@ -92,6 +112,11 @@ class WorkspaceEvidence(Sink):
         self._kept_full = False
         self._outside: OutsideWriteTracker | None = None
         self._ctx: RunContext | None = None
+        self._hasher: threading.Thread | None = None
+        #: hash the before-manifest while the agent runs (False: before it starts; every early change diffed)
+        self.background_hash = background_hash
+        #: seconds start() waits for the hashes (a small workspace is hashed before the agent starts)
+        self.hash_wait = hash_wait
 
     # -- setup ----------------------------------------------------------------
     def _find_store(self, ctx: RunContext) -> None:
@@ -138,15 +163,36 @@ class WorkspaceEvidence(Sink):
         if not self.roots:
             self.roots = list(ctx.workspace) or [ctx.root_cwd or os.getcwd()]
         self._outside = OutsideWriteTracker(self.roots, self.outside_allowed)
-        self.before, self._rules = build_manifest(self.roots, self._options(None), keeper=self._keep)
+        opts = self._options(None)
+        opts.defer_hash = True
+        self.before, self._rules, pending = list_manifest(self.roots, opts)
+        # which files existed before the run, for the rules (``file.pre_existing``)
+        ctx.workspace_before = frozenset(f.path for f in self.before.files)
+        if not self.background_hash:
+            self._hash_before(self.before, pending, opts)
+            return
+        self._hasher = threading.Thread(
+            target=self._hash_before, args=(self.before, pending, opts), name="spyglass-manifest", daemon=True
+        )
+        self._hasher.start()
+        self._hasher.join(self.hash_wait)
+
+    def _hash_before(self, before: Manifest, pending: list[Pending], opts: ManifestOptions) -> None:
+        """The thread: hash the listed files while the agent runs, then store the before-manifest."""
+        try:
+            hash_pending(pending, opts, keeper=self._keep)
+        except Exception as exc:  # a failure costs hashes, never the run
+            log.warning("hashing the workspace failed: %s", exc)
+            before.notes.append(f"hashing stopped: {exc}")
         if self._kept_full:
-            self.before.notes.append(
+            before.notes.append(
                 f"kept the old content of text files only up to {self.max_kept_bytes} bytes in all: "
                 "later files get no unified diff"
             )
-        self._write(MANIFEST_BEFORE, encode_manifest(self.before))
-        # which files existed before the run, for the rules (``file.pre_existing``)
-        ctx.workspace_before = frozenset(f.path for f in self.before.files)
+        try:
+            self._write(MANIFEST_BEFORE, encode_manifest(before))
+        except OSError as exc:
+            log.warning("cannot write %s: %s", MANIFEST_BEFORE, exc)
 
     def _on_file_change(self, ev: Event) -> None:
         if self._outside is None:
@@ -161,13 +207,16 @@ class WorkspaceEvidence(Sink):
     file_chmod = file_chown = file_mkdir = file_truncate = _on_file_change
 
     def done(self, ctx: RunContext) -> None:
+        if self._hasher is not None:
+            self._hasher.join()
         if self.before is None:
             return
         opts = self._options(self._rules)
         opts.keep_text_max = 0
         self.after, _ = build_manifest(self.roots, opts)
         changes = diff_manifests(
-            self.before, self.after, old_content=self._kept.get, max_diff_bytes=self.max_diff_bytes
+            self.before, self.after, old_content=self._kept.get, max_diff_bytes=self.max_diff_bytes,
+            max_run_diff_bytes=self.max_run_diff_bytes,
         )
         if self._outside is not None:
             changes.outside_writes = self._outside.result()
@@ -175,8 +224,9 @@ class WorkspaceEvidence(Sink):
         self._kept.clear()
         try:
             self._write(MANIFEST_AFTER, encode_manifest(self.after))
-            self._write(CHANGES, encode_changes(changes))
-            self._write(PATCH, changes.patch().encode("utf-8"))
+            stored, patch = stored_form(changes)
+            self._write(PATCH, patch)
+            self._write(CHANGES, stored)
         except OSError as exc:  # a full disk: one line, and the run is marked evidence-incomplete
             line = f"{exc.strerror or exc}: {exc.filename or self.evidence_dir}"
             ctx.evidence_failures.append(line)
@@ -198,12 +248,12 @@ def summary(changes: WorkspaceChanges) -> dict[str, Any]:
 def load_workspace_changes(run_dir: Path) -> WorkspaceChanges | None:
     """The stored changes of a run (``changes.json``), or a diff of its stored manifests
     (without unified diffs), or None when the run has no workspace evidence."""
-    from spyglass.evidence.changes import decode_changes
+    from spyglass.evidence.changes import read_changes
     from spyglass.evidence.manifest import read_manifest
 
     evdir = run_dir / "evidence"
     try:
-        return decode_changes((evdir / CHANGES).read_bytes())
+        return read_changes(evdir / CHANGES)
     except FileNotFoundError:
         pass
     before, after = read_manifest(evdir / MANIFEST_BEFORE), read_manifest(evdir / MANIFEST_AFTER)

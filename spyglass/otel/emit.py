@@ -1,11 +1,13 @@
 """Handing spans and log records to the OpenTelemetry SDK's OTLP exporters.
 
 Imported only when export is on (the SDK costs import time): by
-``spyglass export`` and by the live export's worker process.  Records are
-built as the SDK's readable spans and log records, sent in batches through
-the SDK's OTLP exporters (HTTP/protobuf or gRPC, with their retries and
-back-off) or written as OTLP/JSON; each exporter's outcome is counted, so the
-caller can say how many records were sent and how many not.
+``spyglass export`` and by the live export's worker process.  Spans are
+built as the SDK's readable spans; log records are encoded a batch at a time
+by :mod:`spyglass.otel.logwire` (or built as the SDK's records when an
+exporter cannot take encoded batches).  Both go in batches through the SDK's
+OTLP exporters (HTTP/protobuf or gRPC, with their retries and back-off) or
+are written as OTLP/JSON; each exporter's outcome is counted, so the caller
+can say how many records were sent and how many not.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from google.protobuf.json_format import MessageToDict
 from opentelemetry import trace
 from opentelemetry._logs import LogRecord, SeverityNumber
 from opentelemetry.context import Context
@@ -35,6 +36,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status,
 
 from spyglass import __version__
 from spyglass.otel.config import OtlpTarget
+from spyglass.otel.logwire import EncodedLogs, LogWire
 from spyglass.otel.mapping import LogRec, SpanRec
 
 _SCOPE = InstrumentationScope("spyglass", __version__)
@@ -88,10 +90,15 @@ class _CountingSpans(SpanExporter):
 class _CountingLogs(LogRecordExporter):
     def __init__(self, inner: LogRecordExporter, tally: Tally, what: str) -> None:
         self.inner, self.tally, self.what = inner, tally, what
+        #: the inner exporter takes a batch already encoded (:mod:`spyglass.otel.logwire`)
+        self.encoded = callable(getattr(inner, "send_encoded", None)) and getattr(inner, "encoded_ok", True)
 
-    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+    def export(self, batch: Sequence[ReadableLogRecord] | EncodedLogs) -> LogRecordExportResult:
         try:
-            result = self.inner.export(batch)
+            if isinstance(batch, EncodedLogs):
+                result: LogRecordExportResult = self.inner.send_encoded(batch)  # type: ignore[attr-defined]
+            else:
+                result = self.inner.export(batch)
         except Exception as exc:
             self.tally.count(len(batch), False, f"{type(exc).__name__}: {exc}")
             return LogRecordExportResult.FAILURE
@@ -132,6 +139,8 @@ class _JsonFile:
         self.stream: IO[str] = path.open("w", encoding="utf-8")
 
     def write(self, message: Any) -> None:
+        from google.protobuf.json_format import MessageToDict
+
         line = json.dumps(_hex_ids(MessageToDict(message, use_integers_for_enums=True)), separators=(",", ":"))
         with self.lock:
             self.stream.write(line + "\n")
@@ -163,6 +172,12 @@ class _FileLogs(LogRecordExporter):
         self.out.write(encode_logs(batch))
         return LogRecordExportResult.SUCCESS
 
+    def send_encoded(self, batch: EncodedLogs) -> LogRecordExportResult:
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+        self.out.write(ExportLogsServiceRequest.FromString(batch.data))
+        return LogRecordExportResult.SUCCESS
+
     def shutdown(self) -> None:
         pass
 
@@ -171,10 +186,28 @@ class _FileLogs(LogRecordExporter):
 
 
 def _network_exporters(target: OtlpTarget) -> tuple[SpanExporter, LogRecordExporter]:
+    """The SDK's OTLP exporters for ``target``; the log exporter also sends encoded batches
+    (``send_encoded``): the bytes through the same client, with the same retries."""
     assert target.endpoint is not None
     if target.protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogs
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+        class _GrpcLogs(GrpcLogs):
+            # the mixin's export loop (retries, back-off, reconnection) asks _translate_data for
+            # the request: an encoded batch is parsed back in C, the rest is the SDK's
+            def _translate_data(self, data: Any) -> ExportLogsServiceRequest:
+                if isinstance(data, EncodedLogs):
+                    request: ExportLogsServiceRequest = ExportLogsServiceRequest.FromString(data.data)
+                    return request
+                return super()._translate_data(data)
+
+            def _count_data(self, data: Any) -> int:
+                return len(data)
+
+            def send_encoded(self, batch: EncodedLogs) -> LogRecordExportResult:
+                return self.export(batch)  # type: ignore[arg-type]
 
         endpoint = target.endpoint
         insecure = not endpoint.startswith("https://")
@@ -182,15 +215,25 @@ def _network_exporters(target: OtlpTarget) -> tuple[SpanExporter, LogRecordExpor
         headers = tuple(target.headers.items()) or None
         return (
             GrpcSpans(endpoint=hostport, insecure=insecure, headers=headers, timeout=target.timeout),
-            GrpcLogs(endpoint=hostport, insecure=insecure, headers=headers, timeout=target.timeout),
+            _GrpcLogs(endpoint=hostport, insecure=insecure, headers=headers, timeout=target.timeout),
         )
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogs
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpans
 
+    class _HttpLogs(HttpLogs):
+        @property
+        def encoded_ok(self) -> bool:
+            return callable(getattr(getattr(self, "_client", None), "export", None))
+
+        def send_encoded(self, batch: EncodedLogs) -> LogRecordExportResult:
+            # the exporter's own client: retries with back-off within the timeout, as export() does
+            result = self._client.export(batch.data)
+            return LogRecordExportResult.SUCCESS if result.success else LogRecordExportResult.FAILURE
+
     base = target.endpoint.rstrip("/")
     return (
         HttpSpans(endpoint=f"{base}/v1/traces", headers=dict(target.headers), timeout=target.timeout),
-        HttpLogs(endpoint=f"{base}/v1/logs", headers=dict(target.headers), timeout=target.timeout),
+        _HttpLogs(endpoint=f"{base}/v1/logs", headers=dict(target.headers), timeout=target.timeout),
     )
 
 
@@ -235,10 +278,11 @@ class ExportStats:
 class Emitter:
     """One run's spans and log records on their way to one OTLP target, in batches.
 
-    Records are built as the SDK's ``ReadableSpan``/``ReadableLogRecord`` and handed
-    to the SDK's OTLP exporters (which retry with back-off within their timeout) a
-    batch at a time, on the caller's thread: the live export runs this in a process
-    of its own (:mod:`spyglass.otel.worker`), ``spyglass export`` in the command.
+    Spans are built as the SDK's ``ReadableSpan``, log records encoded as request
+    bytes (:mod:`spyglass.otel.logwire`), and handed to the SDK's OTLP exporters
+    (which retry with back-off within their timeout) a batch at a time, on the
+    caller's thread: the live export runs this in a process of its own
+    (:mod:`spyglass.otel.worker`), ``spyglass export`` in the command.
     After a batch fails, the next ``retry_after`` seconds' batches are counted as
     not sent without trying, so a collector that is down costs one timeout per
     interval, not one per batch; then sending is tried again.
@@ -253,6 +297,7 @@ class Emitter:
         batch_size: int = 2048,
         retry_after: float = 5.0,
         on_batch: Callable[[int], None] | None = None,
+        on_send: Callable[[], None] | None = None,
     ) -> None:
         if not logging.getLogger().isEnabledFor(logging.DEBUG):
             # the SDK logs each failed request; the outcome is reported once, at the end
@@ -263,6 +308,8 @@ class Emitter:
         self.retry_after = retry_after
         #: called after each batch with the number of records handled so far (the worker's progress)
         self.on_batch = on_batch
+        #: called before each request to the collector (the worker says a request is under way)
+        self.on_send = on_send
         self.stats = ExportStats(target.describe(), Tally(), Tally())
         self._file: _JsonFile | None = None
         if target.file is not None:
@@ -276,7 +323,8 @@ class Emitter:
         self._logs = _CountingLogs(logs, self.stats.logs, what)
         self.resource = _RunResource(Resource.create(resource).attributes)
         self._span_batch: list[ReadableSpan] = []
-        self._log_batch: list[ReadableLogRecord] = []
+        self._log_batch: list[LogRec] = []
+        self._wire = LogWire(self.resource, _SCOPE, trace_id) if self._logs.encoded else None
         self._contexts: dict[int, Context] = {}
         self._down_until = 0.0
 
@@ -294,6 +342,12 @@ class Emitter:
 
     def log(self, rec: LogRec) -> None:
         self.stats.logs.emitted += 1
+        self._log_batch.append(rec)
+        if len(self._log_batch) >= self.batch_size:
+            self._send_logs()
+
+    def _readable(self, rec: LogRec) -> ReadableLogRecord:
+        """The SDK's record (when the exporter takes only those)."""
         record = LogRecord(
             timestamp=rec.ts,
             observed_timestamp=rec.ts,
@@ -304,11 +358,7 @@ class Emitter:
             attributes=rec.attributes,
             event_name=rec.event_name,
         )
-        self._log_batch.append(
-            ReadableLogRecord(log_record=record, resource=self.resource, instrumentation_scope=_SCOPE)
-        )
-        if len(self._log_batch) >= self.batch_size:
-            self._send_logs()
+        return ReadableLogRecord(log_record=record, resource=self.resource, instrumentation_scope=_SCOPE)
 
     def span(self, rec: SpanRec) -> None:
         self.stats.spans.emitted += 1
@@ -333,6 +383,19 @@ class Emitter:
     def _down(self) -> bool:
         return time.monotonic() < self._down_until
 
+    @property
+    def down(self) -> bool:
+        """The collector failed within ``retry_after`` seconds: records are counted as not sent."""
+        return self._down()
+
+    def drop_log(self) -> None:
+        """One log record counted as not sent without being built (the collector is down)."""
+        logs = self.stats.logs
+        logs.emitted += 1
+        logs.failed += 1  # on the caller's thread, as every count of this emitter
+        if not logs.emitted % self.batch_size:
+            self._progress()
+
     def _send_logs(self) -> None:
         batch, self._log_batch = self._log_batch, []
         if not batch:
@@ -340,7 +403,14 @@ class Emitter:
         if self._down():
             self.stats.logs.count(len(batch), False)
             return
-        if self._logs.export(batch) != LogRecordExportResult.SUCCESS:
+        encoded: Sequence[ReadableLogRecord] | EncodedLogs
+        if self._wire is not None:
+            encoded = EncodedLogs(self._wire.request(batch), len(batch))
+        else:
+            encoded = [self._readable(rec) for rec in batch]
+        if self.on_send is not None:
+            self.on_send()
+        if self._logs.export(encoded) != LogRecordExportResult.SUCCESS:
             self._down_until = time.monotonic() + self.retry_after
         self._progress()
 
@@ -351,6 +421,8 @@ class Emitter:
         if self._down():
             self.stats.spans.count(len(batch), False)
             return
+        if self.on_send is not None:
+            self.on_send()
         if self._spans.export(batch) != SpanExportResult.SUCCESS:
             self._down_until = time.monotonic() + self.retry_after
         self._progress()
@@ -366,8 +438,8 @@ class Emitter:
         self._send_spans()
 
     def finish(self) -> ExportStats:
-        """Send the last batches and close the exporters."""
-        self._down_until = 0.0  # one more try at the end
+        """Send the last batches (unless the collector failed within ``retry_after``: then
+        they are counted as not sent at once) and close the exporters."""
         self.flush()
         for exporter in (self._spans, self._logs):
             try:

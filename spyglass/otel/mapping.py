@@ -120,7 +120,9 @@ _event_enc = msgspec.json.Encoder()
 
 def event_attributes(ev: Event) -> Attrs:
     raw = msgspec.to_builtins(ev)
-    attrs: Attrs = {k: _flat(v) for k, v in raw.items() if k not in _SKIP and v is not None}
+    attrs: Attrs = {
+        k: v if type(v) is not list else _flat(v) for k, v in raw.items() if k not in _SKIP and v is not None
+    }
     attrs["spyglass.event.seq"] = ev.seq
     if not ev.ok:
         attrs["error.type"] = ev.errno or "error"

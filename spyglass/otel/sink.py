@@ -51,6 +51,7 @@ class OtlpSink(Sink):
         max_buffer_bytes: int = 16 << 20,
         flush_timeout: float | None = None,
         max_wait: float = 60.0,
+        stall_grace: float = 1.0,
         stream: IO[str] | None = None,
         quiet: bool = False,
     ) -> None:
@@ -60,6 +61,9 @@ class OtlpSink(Sink):
         self.flush_timeout = flush_timeout if flush_timeout is not None else target.timeout
         #: the most the end of the run waits in all, progress or not
         self.max_wait = max_wait
+        #: at the end, a request left unanswered this long by a collector that has not taken a
+        #: record yet means it is stalled: the rest is counted as not sent at once
+        self.stall_grace = stall_grace
         self.stream = stream
         self.quiet = quiet
         self.proc: subprocess.Popen[bytes] | None = None
@@ -70,6 +74,10 @@ class OtlpSink(Sink):
         self.handed = 0
         self.run: Any = None
         self.result: dict[str, Any] | None = None
+        self._lines = b""  # the worker's output not yet read as whole lines
+        self._inflight: float | None = None  # since when a request waits for the collector's answer
+        self._sent = 0  # log records the worker last said were sent
+        self._answer = b""  # the worker's account (its last line)
 
     # -- the worker --------------------------------------------------------------
     def start(self, ctx: RunContext) -> None:
@@ -108,12 +116,12 @@ class OtlpSink(Sink):
         self._pump()
 
     def _pump(self, drain: bool = True) -> None:
-        """Write what the pipe takes now, without waiting (and, with ``drain``, discard the
+        """Write what the pipe takes now, without waiting (and, with ``drain``, read the
         worker's progress lines, so that its output pipe never fills on a long run)."""
         if drain:
             try:
-                while os.read(self.out_fd, 1 << 16):
-                    pass
+                while chunk := os.read(self.out_fd, 1 << 16):
+                    self._heard(chunk)
             except OSError:  # nothing there now (EAGAIN), or the worker is gone
                 pass
         while self.buf:
@@ -128,9 +136,32 @@ class OtlpSink(Sink):
                 raise
             del self.buf[:n]
 
+    def _heard(self, chunk: bytes) -> bool:
+        """Take in the worker's output: ``S`` (a request under way), ``P N SENT`` (a batch
+        done), the account (a JSON line).  True when something progressed."""
+        self._lines += chunk
+        *lines, self._lines = self._lines.split(b"\n")
+        progressed = False
+        for line in lines:
+            if line == b"S":
+                self._inflight = time.monotonic()
+            elif line.startswith(b"P "):
+                self._inflight = None
+                parts = line.split()
+                if len(parts) > 2:
+                    self._sent = int(parts[2])
+                progressed = True
+            elif line.startswith(b"{"):
+                self._answer = line
+                progressed = True
+        return progressed
+
     def _put(self, kind: bytes, data: bytes) -> None:
         if len(self.buf) >= self.max_buffer_bytes:
-            self._pump()
+            # full: the worker is behind (a collector slow or down); try the pipe again only
+            # now and then, so that a dropped record costs next to nothing
+            if not self.dropped["logs"] % 256:
+                self._pump()
             if len(self.buf) >= self.max_buffer_bytes:
                 self.dropped["logs"] += 1
                 return
@@ -167,25 +198,34 @@ class OtlpSink(Sink):
     def _finish(self, deadline: float) -> dict[str, Any]:
         """Hand the worker the rest, close its input, and wait for its account.
 
-        While the worker reports progress (``P N`` after each batch: it is sending, or
+        While the worker reports progress (``P`` after each batch: it is sending, or
         catching up on a long run) the wait goes on; ``flush_timeout`` without progress,
-        or ``max_wait`` in all, ends it."""
+        ``max_wait`` in all, or (from a collector that has not taken a record yet) a request
+        left unanswered for ``stall_grace`` ends it."""
         proc = self.proc
         assert proc is not None and proc.stdout is not None and proc.stdin is not None
-        answer = b""
-        pending = b""
         out_fd = proc.stdout.fileno()
         hard = time.monotonic() + self.max_wait
         closed = False
-        while not answer:
+        stalled = False
+        while not self._answer:
             now = time.monotonic()
+            # a collector that has not taken a single record this run, with a request left
+            # unanswered: stalled (one that has answered before may just be slow: the timeout)
+            suspect = self._inflight if not self._sent else None
+            if suspect is not None and now - suspect >= self.stall_grace:
+                stalled = True
+                break
+            until = min(deadline, hard)
+            if suspect is not None:
+                until = min(until, suspect + self.stall_grace)
             if now >= min(deadline, hard):
                 break
             if not self.buf and not closed:
                 proc.stdin.close()
                 closed = True
             writers = [self.fd] if self.buf and not closed else []
-            ready_r, ready_w, _ = select.select([out_fd], writers, [], min(deadline, hard) - now)
+            ready_r, ready_w, _ = select.select([out_fd], writers, [], max(0.0, until - now))
             if ready_w:
                 self._pump(drain=False)
             if not ready_r:
@@ -196,13 +236,8 @@ class OtlpSink(Sink):
                 continue
             if not chunk:
                 break
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                if line.startswith(b"P "):
-                    deadline = time.monotonic() + self.flush_timeout
-                elif line.startswith(b"{"):
-                    answer = line
+            if self._heard(chunk):
+                deadline = time.monotonic() + self.flush_timeout
         lost_at_end = 1 if self.buf else 0  # the spans line did not make it
         if not closed:
             try:
@@ -215,19 +250,25 @@ class OtlpSink(Sink):
         proc.stdout.close()
         base = {**self.target.to_json(), "target": self.target.describe()}
         try:
-            got = json.loads(answer)
+            got = json.loads(self._answer)
         except ValueError:
             got = None
         dropped = self.dropped["logs"]
-        if got is None:  # the worker did not answer in time: nothing is known to be sent
+        total = self.handed + dropped
+        if got is None:  # no account: what the worker last said was sent, and nothing more
+            sent = min(self._sent, total)
+            why = (
+                f"the collector left a request unanswered for {self.stall_grace:g} s at the end of the run"
+                if stalled
+                else f"the export gave no account (no progress for {self.flush_timeout:g} s)"
+            )
             return {
                 **base,
-                "spans": {"emitted": 0, "sent": 0, "unsent": lost_at_end},
-                "logs": {"emitted": self.handed + dropped, "sent": 0, "unsent": self.handed + dropped},
+                "spans": {"emitted": 0, "sent": 0, "unsent": 1},  # the spans were not even built
+                "logs": {"emitted": total, "sent": sent, "unsent": total - sent},
                 "complete": False,
-                "error": f"the export gave no account (no progress for {self.flush_timeout:g} s)",
+                "error": why,
             }
-        total = self.handed + dropped
         sent = min(int(got["logs"]["sent"]), total)
         logs = {"emitted": total, "sent": sent, "unsent": total - sent}
         spans = got["spans"]

@@ -5,8 +5,9 @@ the run's resource, its id), then one line per record as the run goes:
 ``E`` + an event's JSON, ``A`` + an alert's JSON, and at the end ``D`` + the
 run's metadata and agent view, from which it builds the spans.  It sends in
 batches (a batch is sent when full, or when no line came for half a second)
-and prints ``P N`` on stdout after each batch (N records handled so far) and
-what was sent as one JSON line when stdin closes.
+prints ``S`` on stdout before each request to the collector, ``P N SENT`` after
+each batch (N records handled so far, SENT log records sent so far) and what
+was sent as one JSON line when stdin closes.
 
 Running apart from the recording means the SDK's encoding and the network
 never hold the recorder's interpreter lock; the recorder only writes lines
@@ -20,6 +21,7 @@ import os
 import select
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -27,11 +29,9 @@ import msgspec
 from spyglass.events import Alert, Event
 from spyglass.otel.config import OtlpTarget
 from spyglass.otel.mapping import SpanBuilder, alert_log, event_log, trace_id_for
-from spyglass.store.meta import RunMeta
 
 _event_dec = msgspec.json.Decoder(Event)
 _alert_dec = msgspec.json.Decoder(Alert)
-_meta_dec = msgspec.json.Decoder(RunMeta)
 
 
 def _lines(fd: int, idle: float) -> Any:
@@ -68,11 +68,16 @@ def serve(fd: int, out: Any) -> dict[str, Any]:
         source=t.get("source", "option"),
     )
     run_id = header["run_id"]
+
     def progress(n: int) -> None:
-        out.write(f"P {n}\n")
+        out.write(f"P {n} {emitter.stats.logs.sent}\n")
         out.flush()
 
-    emitter = Emitter(target, header["resource"], trace_id_for(run_id), on_batch=progress)
+    def sending() -> None:
+        out.write("S\n")
+        out.flush()
+
+    emitter = Emitter(target, header["resource"], trace_id_for(run_id), on_batch=progress, on_send=sending)
     builder = SpanBuilder(run_id)
     run: Any = None
     for line in gen:
@@ -82,13 +87,19 @@ def serve(fd: int, out: Any) -> dict[str, Any]:
         kind, body = line[:1], line[1:]
         if kind == b"E":
             ev = _event_dec.decode(body)
-            emitter.log(event_log(ev, builder.feed(ev)))
+            span_id = builder.feed(ev)
+            if emitter.down:  # the collector failed a moment ago: counted, not built
+                emitter.drop_log()
+            else:
+                emitter.log(event_log(ev, span_id))
         elif kind == b"A":
             alert = _alert_dec.decode(body)
             emitter.log(alert_log(alert, _RunView(header), builder.span_of(alert.pid)))
         elif kind == b"D":
             done = json.loads(body)
-            run = _meta_dec.decode(json.dumps(done["run"]).encode())
+            # every field of the run's metadata (RunMeta, which the store's package would cost
+            # this process its import time to decode into)
+            run = SimpleNamespace(**done["run"])
             for span in builder.spans(run, done.get("agent"), int(done["end"])):
                 emitter.span(span)
     stats = emitter.finish()

@@ -464,6 +464,7 @@ def _build(data: dict[str, Any], path: str, base_dir: str, digest: str) -> Polic
             manifest_exclude=tuple(ev.get("manifest_exclude", ev_defaults.manifest_exclude)),
             max_files=ev.get("max_files", ev_defaults.max_files),
             max_diff_bytes=ev.get("max_diff_bytes", ev_defaults.max_diff_bytes),
+            max_run_diff_bytes=ev.get("max_run_diff_bytes", ev_defaults.max_run_diff_bytes),
             test_patterns=tuple(ev.get("test_patterns", ev_defaults.test_patterns)),
         ),
         gate=_t(data.get("gate")) or defaults.DEFAULT_GATE,

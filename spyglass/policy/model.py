@@ -80,6 +80,7 @@ class EvidencePolicy:
     manifest_exclude: tuple[str, ...] = defaults.DEFAULT_MANIFEST_EXCLUDE
     max_files: int = 50000
     max_diff_bytes: int = 262144
+    max_run_diff_bytes: int = 4194304
     test_patterns: tuple[str, ...] = defaults.DEFAULT_TEST_PATTERNS
 
 

@@ -90,6 +90,7 @@ evidence:
   manifest_exclude:
 {_items(ev.manifest_exclude, "    ")}  max_files: {ev.max_files}
   max_diff_bytes: {ev.max_diff_bytes}
+  max_run_diff_bytes: {ev.max_run_diff_bytes}
   # command lines that count as running the tests
   test_patterns:
 {_items(ev.test_patterns, "    ")}

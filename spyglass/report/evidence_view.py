@@ -34,13 +34,13 @@ def _first(evdir: Path, names: tuple[str, ...]) -> Path | None:
 
 def _changes(path: Path) -> dict[str, Any] | None:
     try:
-        from spyglass.evidence.changes import decode_changes
+        from spyglass.evidence.changes import read_changes
     except ImportError:
-        decode_changes = None  # type: ignore[assignment]
+        read_changes = None  # type: ignore[assignment]
     try:
         data = path.read_bytes()
-        if decode_changes is not None:
-            c = decode_changes(data)
+        if read_changes is not None:
+            c = read_changes(path)
             items = c.all_changes()
             rows = [
                 {

@@ -257,6 +257,8 @@ class RuleEngine(Sink):
             self.state.update(ev)
         elif t == "process.exec" and ev.ok:
             self.state.note_exec(ev.pid)
+        elif t == "process.exit":
+            self.state.note_exit(ev.pid)
         elif t == "process.start":
             self.state.note_fork(ev.pid, ev.ppid)
         elif t == "file.read" and ev.ok:

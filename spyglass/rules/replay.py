@@ -110,7 +110,7 @@ def read_events_file(path: Path) -> list[Event]:
     import msgspec
 
     from spyglass.errors import SourceError
-    from spyglass.events.codec import decode_event
+    from spyglass.events.codec import decode_event, record_lines
 
     out: list[Event] = []
     try:
@@ -118,9 +118,7 @@ def read_events_file(path: Path) -> list[Event]:
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror}", str(path)) from None
     with f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+        for n, line in record_lines(f):
             try:
                 out.append(decode_event(line))
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -58,7 +58,6 @@ class RunState:
         #: pid -> files it created since its exec
         self.created_by: dict[int, list[str]] = {}
         self.read_secret: set[int] = set()
-        self.deleted: set[str] = set()
         #: pid -> the file it created last, until it reads or execs (a redirection about to be inherited)
         self.pending_out: dict[int, str] = {}
 
@@ -78,6 +77,14 @@ class RunState:
             self.redirect[pid] = (made, _REDIRECT_READS)
         else:
             self.redirect.pop(pid, None)
+
+    def note_exit(self, pid: int) -> None:
+        """A process ended: what was kept about it alone goes (memory stays bounded by the living)."""
+        self.recent.pop(pid, None)
+        self.redirect.pop(pid, None)
+        self.created_by.pop(pid, None)
+        self.pending_out.pop(pid, None)
+        self.read_secret.discard(pid)
 
     def note_read(self, ev: Event, secret: bool) -> None:
         """A successful read (called by the engine, which knows what is secret)."""
@@ -150,8 +157,6 @@ class RunState:
         elif t == "file.delete":
             if ev.path:
                 self.written.discard(ev.path)
-                if len(self.deleted) < self.MAX_PATHS:
-                    self.deleted.add(ev.path)
         elif t == "net.dns" and ev.dns_answers and ev.dns_name:
             if len(self.dns) > self.MAX_DNS:
                 self.dns.clear()

@@ -140,6 +140,7 @@ def _workspace_evidence(plan: Plan) -> Iterable[object]:
             excludes=ev.manifest_exclude,
             max_files=ev.max_files,
             max_diff_bytes=ev.max_diff_bytes,
+            max_run_diff_bytes=ev.max_run_diff_bytes,
             store_root=plan.store.root,
         )
     ]

@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 
 from spyglass.events import Alert, Event
-from spyglass.events.codec import decode_alert, decode_event
+from spyglass.events.codec import decode_alert, iter_event_stream
 from spyglass.store.meta import RunMeta
 from spyglass.store.store import Store
 
@@ -64,13 +64,7 @@ def iter_event_file(path: Path, on_bad_line: OnBadLine = _warn) -> Iterator[Even
     except FileNotFoundError:
         return
     with f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield decode_event(line)
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                on_bad_line(path, n, str(exc))
+        yield from iter_event_stream(f, lambda n, why: on_bad_line(path, n, why))
 
 
 def open_run(ref: str = "latest", store: Store | str | Path | None = None) -> RunReader:

@@ -192,8 +192,11 @@ class Store:
 
 
 def _count_lines(path: Path) -> int:
+    """Records in a stored stream (block seal lines are not records)."""
+    from spyglass.events.codec import record_lines
+
     try:
         with path.open("rb") as f:
-            return sum(1 for line in f if line.strip())
+            return sum(1 for _ in record_lines(f))
     except FileNotFoundError:
         return 0

@@ -1,9 +1,11 @@
 """RunWriter: the pipeline sink that persists a run as it happens.
 
-Events and alerts are appended as hash-chained JSON lines and flushed at
-least every ``flush_interval`` seconds by a small background thread, so a
-monitor killed with SIGKILL leaves every event it had handled more than a
-moment before on disk.  ``run.json`` says ``running`` until ``finish()``;
+Events are appended as JSON lines sealed per block (one hash per block of
+up to 1024 records; :mod:`spyglass.store.chain`), and every pending block is
+sealed and written at least every ``flush_interval`` seconds by a small
+background thread, so a monitor killed with SIGKILL leaves every event it had
+handled more than a moment before on disk, sealed.  Alerts are written and
+chained one by one, at once.  ``run.json`` says ``running`` until ``finish()``;
 the next command that opens the store turns a dead ``running`` run into
 ``incomplete``.
 
@@ -34,9 +36,9 @@ import msgspec
 
 from spyglass.errors import StoreWriteError
 from spyglass.events import Alert, Event, level_rank
-from spyglass.events.codec import encode_canonical
+from spyglass.events.codec import encode, encode_canonical
 from spyglass.pipeline import RunContext, Sink
-from spyglass.store.chain import Chain, checkpoint_anchor
+from spyglass.store.chain import BlockChain, Chain, checkpoint_anchor
 from spyglass.store.meta import RunMeta, encode_meta
 from spyglass.store.store import Store
 
@@ -58,6 +60,7 @@ class Checkpoint(msgspec.Struct, kw_only=True):
     outcome_digest: str | None = None  # final only: status, exit, end time, stopping rule
     evidence: dict[str, str] | None = None  # final only: evidence file name -> sha256
     signature: dict[str, str] | None = None
+    events_format: str | None = None  # "block": events.jsonl is block-sealed (None: one chain value per line)
 
 
 def meta_digest(meta: RunMeta) -> str:
@@ -134,7 +137,7 @@ class RunWriter(Sink):
         self.store = store
         self.meta = meta
         self.dir: Path = store.run_dir(meta.id)
-        self.events_chain = Chain(meta.id, "events")
+        self.events_chain = BlockChain(meta.id, "events")
         self.alerts_chain = Chain(meta.id, "alerts")
         self.signer = signer
         self.warn = warn or _stderr
@@ -187,13 +190,21 @@ class RunWriter(Sink):
 
     # -- hooks -----------------------------------------------------------------
     def event(self, ev: Event) -> None:
-        canonical = encode_canonical(ev)
+        line = encode(ev)
         with self._lock:  # chain and file advance together (a checkpoint never counts an unwritten line)
+            if self.events_chain.add(line):
+                self._seal_events()
+        t = ev.type
+        self.counts[t] = self.counts.get(t, 0) + 1
+
+    def _seal_events(self) -> None:
+        """Seal the pending block of events and hand it to the file (the lock is held)."""
+        data = self.events_chain.seal()
+        if data and not self._closed:
             try:
-                self._events.write(self.events_chain.add(canonical) + b"\n")
+                self._events.write(data)
             except (OSError, ValueError) as exc:
                 self._fail(exc if isinstance(exc, OSError) else OSError(str(exc)), self.dir / "events.jsonl")
-        self.counts[ev.type] = self.counts.get(ev.type, 0) + 1
 
     def alert(self, alert: Alert) -> None:
         # an alert counts from the moment it fires, saved or not
@@ -229,6 +240,7 @@ class RunWriter(Sink):
     def flush(self) -> None:
         with self._lock:
             if not self._closed:
+                self._seal_events()
                 try:
                     self._events.flush()
                 except OSError as exc:
@@ -257,6 +269,7 @@ class RunWriter(Sink):
 
     def _restore(self, problem: str) -> None:
         with self._lock:
+            self._seal_events()
             self._events.flush()
             if _fid(self.dir) is not None and _fid(self.dir) != self._dir_id:  # another directory, a symlink
                 os.rename(self.dir, self.dir.with_name(f"{self.dir.name}.replaced-{time.time_ns()}"))
@@ -295,11 +308,12 @@ class RunWriter(Sink):
     def checkpoint(self, final: bool) -> Checkpoint:
         with self._lock:
             if not self._closed:
+                self._seal_events()
                 self._events.flush()  # every record the checkpoint counts is on disk
             return Checkpoint(
                 run_id=self.meta.id,
                 final=final,
-                events=self.events_chain.count,
+                events=self.events_chain.sealed,
                 events_head=self.events_chain.head,
                 alerts=self.alerts_chain.count,
                 alerts_head=self.alerts_chain.head,
@@ -307,6 +321,7 @@ class RunWriter(Sink):
                 policy_digest=self.meta.policy_digest,
                 spyglass_version=self.meta.spyglass_version,
                 ts=time.time_ns(),
+                events_format="block",
             )
 
     def write_checkpoint(self, final: bool) -> Checkpoint:
@@ -334,6 +349,7 @@ class RunWriter(Sink):
         self._flusher.join(timeout=5)
         self.check_dir()
         with self._lock:
+            self._seal_events()
             try:
                 self._events.flush()
             except OSError as exc:

@@ -78,3 +78,25 @@ def test_schema_rejects_unknown_type_and_accepts_events() -> None:
         pass
     else:
         raise AssertionError("an unknown event type passed the schema")
+
+
+def test_event_stream_skips_seals_and_names_bad_lines_across_chunks() -> None:
+    """Runs of lines are decoded at once; a bad line falls back to line by line and is named exactly."""
+    import io
+
+    from spyglass.events.codec import encode, iter_event_stream
+
+    lines: list[bytes] = []
+    for i in range(1, 30_001):  # > 1 MiB: the stream is read in several chunks
+        lines.append(encode(Event(seq=i, type="file.read", pid=7, path=f"/ws/some/longer/path/file{i}.txt")))
+        if i % 1000 == 0:
+            lines.append(b'{"seal":{"crc32":"00000000","chain":"' + b"0" * 64 + b'"}}')
+    lines[20_000] = b"{not json"
+    bad: list[tuple[int, str]] = []
+    evs = list(iter_event_stream(io.BytesIO(b"\n".join(lines) + b"\n"), lambda n, why: bad.append((n, why))))
+    assert len(evs) == 30_000 - 1 and [n for n, _ in bad] == [20_001]
+    seqs = [e.seq for e in evs]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    # a last line without its newline is read too
+    tail = list(iter_event_stream(io.BytesIO(encode(Event(seq=1, type="file.read", pid=1))), lambda n, w: None))
+    assert [e.seq for e in tail] == [1]

@@ -45,6 +45,7 @@ def record_events(
     sinks: Sequence[object] = (),
     finish: bool = True,
     cwd: str | None = None,
+    flush_interval: float = 0.1,
 ) -> RunReader:
     """Feed events (and alerts) through a pipeline with a RunWriter: a stored run."""
     meta = RunMeta(
@@ -57,7 +58,7 @@ def record_events(
         started=1,
         spyglass_version="0.1.0",
     )
-    writer = RunWriter(store, meta, signer=signer)
+    writer = RunWriter(store, meta, signer=signer, flush_interval=flush_interval)
     ctx = RunContext(
         run_id=meta.id, root_cwd=meta.cwd, workspace=meta.workspace, run=meta, store=store, run_dir=writer.dir
     )

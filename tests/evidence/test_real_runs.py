@@ -55,7 +55,8 @@ def _record(tmp_path: Path, script: str, *, signer=None) -> RunReader:  # type: 
     (tmp_path / "agent.sh").write_text("set -e\n" + script)
     store = Store(tmp_path / "store", create=True)
     req = RunRequest(argv=["sh", str(tmp_path / "agent.sh")], cwd=str(ws), workspace=[str(ws)])
-    outcome = record(req, get_backend("strace"), store, [WorkspaceEvidence()], signer=signer)
+    # hashes before the agent starts: these agents edit at once, and the test checks exact diffs
+    outcome = record(req, get_backend("strace"), store, [WorkspaceEvidence(background_hash=False)], signer=signer)
     return RunReader(store, outcome.meta.id)
 
 

@@ -13,7 +13,7 @@ from spyglass.events import Alert
 from spyglass.evidence.keys import generate_keypair, load_public_key_raw, make_signer
 from spyglass.evidence.verify import verify_run
 from spyglass.store import RunReader
-from spyglass.store.chain import link, seal, unseal
+from spyglass.store.chain import block_link, genesis, seal_line
 
 
 def _events(n: int = 20) -> list:
@@ -66,25 +66,26 @@ def test_delete_a_line(run: RunReader) -> None:
     assert "seq 5 missing" in first.message
 
 
-def test_insert_a_forged_line_with_a_bogus_chain_value(run: RunReader) -> None:
+def test_insert_a_forged_line(run: RunReader) -> None:
     lines = _lines(run.events_path)
-    canonical, _ = unseal(lines[3])  # type: ignore[misc]
-    forged = seal(canonical.replace(b"file3", b"evil"), "0" * 64) + b"\n"
-    lines.insert(4, forged)
+    lines.insert(4, lines[3].replace(b"file3", b"evil"))
     _put(run.events_path, lines)
     first = verify_run(run.dir).first_problem
     assert first is not None and (first.line, first.kind) == (5, "inserted")
 
 
-def test_insert_a_forged_line_that_links_to_its_predecessor(run: RunReader) -> None:
+def test_insert_a_forged_line_and_rewrite_the_seals_crcs(run: RunReader) -> None:
+    """The CRCs are no defence: the chain value still breaks, and the repeated seq names the line."""
+    from spyglass.store.chain import parse_seal
+
     lines = _lines(run.events_path)
-    _, prev_chain = unseal(lines[3])  # type: ignore[misc]
-    canonical, _ = unseal(lines[3])  # type: ignore[misc]
-    bad = canonical.replace(b"file3", b"evil")
-    lines.insert(4, seal(bad, link(prev_chain, bad)) + b"\n")
+    lines.insert(4, lines[3].replace(b"file3", b"evil"))
+    records = [ln.rstrip(b"\n") for ln in lines[:-1]]
+    old = parse_seal(lines[-1].rstrip(b"\n"))
+    assert old is not None
+    lines[-1] = seal_line(old.chain, records)
     _put(run.events_path, lines)
-    r = verify_run(run.dir)
-    first = r.first_problem
+    first = verify_run(run.dir).first_problem
     assert first is not None and (first.line, first.kind) == (5, "inserted")
 
 
@@ -113,17 +114,20 @@ def test_truncate_mid_line(run: RunReader) -> None:
     r = verify_run(run.dir)
     assert r.status == "tampered"
     lines = sorted(p.line for p in r.problems if p.line is not None)
-    assert lines[0] == 20
+    assert lines[0] == 21  # the seal line after the 20 records
 
 
 def test_lines_appended_after_the_final_checkpoint(run: RunReader) -> None:
+    from spyglass.store.chain import parse_seal
+
     lines = _lines(run.events_path)
-    canonical, chain = unseal(lines[-1])  # type: ignore[misc]
-    extra = canonical.replace(b'"seq":20', b'"seq":21')
-    lines.append(seal(extra, link(chain, extra)) + b"\n")
+    seal = parse_seal(lines[-1].rstrip(b"\n"))
+    assert seal is not None
+    extra = lines[-2].rstrip(b"\n").replace(b'"seq":20', b'"seq":21')
+    lines += [extra + b"\n", seal_line(block_link(seal.chain, extra + b"\n"), [extra])]
     _put(run.events_path, lines)
     first = verify_run(run.dir).first_problem
-    assert first is not None and (first.line, first.kind) == (21, "appended")
+    assert first is not None and (first.line, first.kind) == (22, "appended")
 
 
 def test_alert_stream_is_checked_too(run: RunReader) -> None:
@@ -159,8 +163,10 @@ def test_truncation_with_a_matching_forged_count_is_detected(run: RunReader) -> 
     cp = json.loads(_cp_path(run).read_text())
     cp["events"] = 15
     _cp_path(run).write_text(json.dumps(cp))
-    first = verify_run(run.dir).first_problem
-    assert first is not None and (first.where, first.kind) == ("checkpoint", "forged")
+    r = verify_run(run.dir)
+    first = r.first_problem
+    assert r.status == "tampered"  # the 15 records left have no seal
+    assert first is not None and (first.where, first.kind, first.line) == ("events", "unsealed", 15)
 
 
 def test_checkpoint_of_another_run(run: RunReader, make_run: MakeRun) -> None:
@@ -246,10 +252,11 @@ def test_resigned_forged_checkpoint_fails_against_the_trusted_key(make_run: Make
     good = generate_keypair(tmp_path / "good")
     forger = generate_keypair(tmp_path / "forger")
     run = make_run(_events(), signer=make_signer(good.private))
-    _put(run.events_path, _lines(run.events_path)[:10])
+    kept = _lines(run.events_path)[:10]
+    head = block_link(genesis(run.id, "events"), b"".join(kept))
+    _put(run.events_path, [*kept, seal_line(head, [ln.rstrip(b"\n") for ln in kept])])
     cp = json.loads(_cp_path(run).read_text())
-    cp["events"] = 10
-    _, cp["events_head"] = unseal(_lines(run.events_path)[-1])  # type: ignore[misc]
+    cp["events"], cp["events_head"] = 10, head
     cp["signature"] = make_signer(forger.private)(checkpoint_signed_bytes(cp))
     _cp_path(run).write_text(json.dumps(cp))
     assert verify_run(run.dir).status == "verified"  # self-consistent: why --pubkey matters
@@ -372,7 +379,7 @@ def test_outcome_digest_and_evidence_file_digests_when_the_checkpoint_has_them(
 
 def test_damaged_seal_is_one_problem(run: RunReader) -> None:
     lines = _lines(run.events_path)
-    lines[6] = lines[6].replace(b'"chain":"', b'"chian":"')
+    lines[20] = lines[20].replace(b'"chain":"', b'"chian":"')
     _put(run.events_path, lines)
     r = verify_run(run.dir)
-    assert [(p.line, p.kind) for p in r.problems if p.where == "events"] == [(7, "damaged")]
+    assert [(p.line, p.kind) for p in r.problems if p.where == "events"] == [(21, "damaged")]

@@ -38,6 +38,7 @@ def _record(
     tmp_path: Path, ws: Path, action: Callable[[], None], events: list[Event] | None = None, **sink_kw: object
 ) -> RunReader:
     store = Store(tmp_path / "store", create=True)
+    sink_kw.setdefault("background_hash", False)  # the 'agent' acts at once: exact diffs need the hashes first
     sink = WorkspaceEvidence(**sink_kw)  # type: ignore[arg-type]
     return record_events(store, _during(action, events or []), workspace=[str(ws)], sinks=[sink])
 
@@ -142,7 +143,7 @@ def test_excludes_gitignore_and_the_store_are_left_out(tmp_path: Path) -> None:
         (ws / ".gitignore").write_text("build/\n*.log\n!keep.log\nsecret/\n")  # added rule not applied
         _tree(ws, {"secret/loot.txt": "x"})
 
-    sink = WorkspaceEvidence()
+    sink = WorkspaceEvidence(background_hash=False)
     run = record_events(Store(store, create=True), _during(agent, []), workspace=[str(ws)], sinks=[sink])
     assert sink.before is not None
     listed = sorted(sink.before.rel(f.path) for f in sink.before.files)
@@ -202,7 +203,11 @@ def test_changes_json_roundtrip_and_manifest_only_fallback(tmp_path: Path) -> No
     run = _record(tmp_path, ws, lambda: (ws / "a").write_text("2\n"))
     evdir = run.dir / "evidence"
     stored = decode_changes((evdir / "changes.json").read_bytes())
-    assert stored.modified[0].diff is not None
+    # the diff is stored once, in changes.patch; changes.json says how long it is there
+    patch = (evdir / "changes.patch").read_bytes()
+    assert stored.modified[0].diff is None and stored.modified[0].diff_bytes == len(patch) > 0
+    loaded = load_workspace_changes(run.dir)
+    assert loaded is not None and loaded.modified[0].diff == "--- a/a\n+++ b/a\n@@ -1 +1 @@\n-1\n+2\n"
     (evdir / "changes.json").unlink()
     rebuilt = load_workspace_changes(run.dir)
     assert rebuilt is not None and [c.path for c in rebuilt.modified] == ["a"]
@@ -218,7 +223,8 @@ def test_cli_changes(spy, tmp_path: Path, store_dir: Path) -> None:  # type: ign
         (ws / "gone.py").unlink()
 
     run = record_events(
-        Store(store_dir, create=True), _during(agent, []), workspace=[str(ws)], sinks=[WorkspaceEvidence()]
+        Store(store_dir, create=True), _during(agent, []), workspace=[str(ws)],
+        sinks=[WorkspaceEvidence(background_hash=False)]
     )
     res = spy("changes", run.id)
     assert res.exit_code == 0, res.output
@@ -246,3 +252,69 @@ def test_file_names_that_are_not_utf8(tmp_path: Path) -> None:
 
     ch = load_workspace_changes(_record(tmp_path, ws, agent).dir)
     assert ch is not None and [c.path for c in ch.added] == ["caf\\xe9.txt"]
+
+
+def test_the_run_has_one_diff_budget_and_added_files_past_it_are_hash_entries(tmp_path: Path) -> None:
+    """Many new files cost a hash each past the run's budget; modified files get their diffs first."""
+    from spyglass.evidence.changes import ADDED_NOTE, diff_manifests
+    from spyglass.evidence.manifest import ManifestOptions, build_manifest
+
+    ws = tmp_path / "ws"
+    _tree(ws, {"z-modified.txt": "old\n"})
+    opts = ManifestOptions(keep_text_max=1 << 20)
+    kept: dict[str, bytes] = {}
+    before, _ = build_manifest([str(ws)], opts, keeper=kept.__setitem__)
+    (ws / "z-modified.txt").write_text("new\n")
+    for i in range(50):
+        (ws / f"new{i:02d}.txt").write_text(f"line {i}\n" * 20)
+    after, _ = build_manifest([str(ws)], ManifestOptions())
+    ch = diff_manifests(before, after, old_content=kept.get, max_run_diff_bytes=1000)
+    assert ch.modified[0].diff is not None  # first, whatever the order of paths
+    with_diff = [c for c in ch.added if c.diff]
+    assert 0 < len(with_diff) < 10 and sum(len(c.diff or "") for c in ch.all_changes()) <= 1000
+    rest = [c for c in ch.added if not c.diff]
+    assert len(rest) == 50 - len(with_diff) and all(c.diff_note == ADDED_NOTE for c in rest)
+    assert all(c.after is not None and len(c.after.sha256 or "") == 64 for c in rest)
+
+
+def test_the_before_manifest_is_hashed_while_the_agent_runs(tmp_path: Path) -> None:
+    """Benign twin: files the agent changes after they were hashed get their exact diff."""
+    ws = tmp_path / "ws"
+    _tree(ws, {f"f{i}.txt": f"{i}\n" for i in range(200)})
+    sink = WorkspaceEvidence(background_hash=True, hash_wait=0)
+
+    def agent() -> None:
+        assert sink._hasher is not None  # started before the agent
+        sink._hasher.join(timeout=120)  # this agent waits for the hashes
+        (ws / "f7.txt").write_text("seven\n")
+
+    run = record_events(Store(tmp_path / "store", create=True), _during(agent, []), workspace=[str(ws)],
+                        sinks=[sink])
+    ch = load_workspace_changes(run.dir)
+    assert ch is not None and [c.path for c in ch.modified] == ["f7.txt"]
+    assert ch.modified[0].diff == "--- a/f7.txt\n+++ b/f7.txt\n@@ -1 +1 @@\n-7\n+seven\n"
+    before = decode_manifest((run.dir / "evidence" / "manifest-before.json").read_bytes())
+    assert len(before.files) == 200 and all(len(f.sha256 or "") == 64 for f in before.files)
+
+
+def test_a_file_changed_before_its_hash_counts_as_modified_even_with_its_times_put_back(tmp_path: Path) -> None:
+    """The agent changes a file before the hashing thread reaches it, same size, and restores its mtime:
+    its ctime (the kernel's) still tells, so it is no hash in the before-manifest and a modified file."""
+    from spyglass.evidence.changes import diff_manifests
+    from spyglass.evidence.manifest import CHANGED_NOTE, hash_pending, list_manifest
+
+    ws = tmp_path / "ws"
+    _tree(ws, {"a.txt": "good\n", "b.txt": "same\n"})
+    opts = ManifestOptions(defer_hash=True, keep_text_max=1024)
+    before, _, pending = list_manifest([str(ws)], opts)
+    st = os.stat(ws / "a.txt")
+    (ws / "a.txt").write_text("evil\n")
+    os.utime(ws / "a.txt", ns=(st.st_atime_ns, st.st_mtime_ns))
+    kept: dict[str, bytes] = {}
+    hash_pending(pending, opts, keeper=kept.__setitem__)
+    a, b = before.by_path()[str(ws / "a.txt")], before.by_path()[str(ws / "b.txt")]
+    assert a.sha256 is None and a.note == CHANGED_NOTE and b.sha256 is not None
+    assert list(kept) == [str(ws / "b.txt")]
+    after, _ = build_manifest([str(ws)], ManifestOptions())
+    ch = diff_manifests(before, after, old_content=kept.get)
+    assert [(c.path, c.what) for c in ch.modified] == [("a.txt", ["content"])]

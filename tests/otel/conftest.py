@@ -6,7 +6,11 @@ the spans and log records, flattened, for the tests to look at.
 
 from __future__ import annotations
 
+import base64
+import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +43,18 @@ class Received:
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: called before each look (a receiver in another process hands over what it got)
     poll: Callable[[], None] | None = None
+
+    def add(self, kind: str, body: bytes) -> bytes:
+        """Decode one export request (``traces`` or ``logs``) and keep its records; the reply's bytes."""
+        if kind == "traces":
+            req_t = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
+            self.add_traces(req_t)
+            reply: bytes = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+            return reply
+        req_l = logs_service_pb2.ExportLogsServiceRequest.FromString(body)
+        self.add_logs(req_l)
+        reply = logs_service_pb2.ExportLogsServiceResponse().SerializeToString()
+        return reply
 
     def add_traces(self, req: trace_service_pb2.ExportTraceServiceRequest) -> None:
         with self.lock:
@@ -99,30 +115,29 @@ class Received:
 @dataclass
 class Receiver:
     url: str
+    protocol: str  # the OTLP protocol it speaks: http/protobuf or grpc
     got: Received
     stop: Callable[[], None]
 
 
-def _serve_http(got: Received, port: int = 0) -> tuple[ThreadingHTTPServer, int]:
+_PATHS = {"/v1/traces": "traces", "/v1/logs": "logs"}
+
+
+def start_http(port: int = 0) -> Receiver:
+    """An OTLP/HTTP (protobuf) receiver on loopback, on ``port`` or a free one."""
+    got = Received()
+
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
             pass
 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if self.path == "/v1/traces":
-                req_t = trace_service_pb2.ExportTraceServiceRequest()
-                req_t.ParseFromString(body)
-                got.add_traces(req_t)
-                reply = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
-            elif self.path == "/v1/logs":
-                req_l = logs_service_pb2.ExportLogsServiceRequest()
-                req_l.ParseFromString(body)
-                got.add_logs(req_l)
-                reply = logs_service_pb2.ExportLogsServiceResponse().SerializeToString()
-            else:
+            kind = _PATHS.get(self.path)
+            if kind is None:
                 self.send_error(404)
                 return
+            reply = got.add(kind, body)
             self.send_response(200)
             self.send_header("Content-Type", "application/x-protobuf")
             self.send_header("Content-Length", str(len(reply)))
@@ -131,28 +146,12 @@ def _serve_http(got: Received, port: int = 0) -> tuple[ThreadingHTTPServer, int]
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, server.server_address[1]
-
-
-@pytest.fixture
-def otlp_http() -> Iterator[Receiver]:
-    got = Received()
-    server, port = _serve_http(got)
-    yield Receiver(f"http://127.0.0.1:{port}", got, server.shutdown)
-    server.shutdown()
-    server.server_close()
-
-
-def start_http_on(port: int) -> Receiver:
-    """A receiver on a given port (for the collector that comes back)."""
-    got = Received()
-    server, _ = _serve_http(got, port)
 
     def stop() -> None:
         server.shutdown()
         server.server_close()
 
-    return Receiver(f"http://127.0.0.1:{port}", got, stop)
+    return Receiver(f"http://127.0.0.1:{server.server_address[1]}", "http/protobuf", got, stop)
 
 
 _GRPC_SERVER = r"""
@@ -194,19 +193,16 @@ server.stop(0)
 """
 
 
-@pytest.fixture
-def otlp_grpc(tmp_path: Path) -> Iterator[Receiver]:
-    """A gRPC OTLP server on loopback, in a process of its own: gRPC's threads in the test
-    process would be in the way of the runs that fork the agent there."""
-    import base64
-    import json
-    import subprocess
-    import sys
-
-    sink = tmp_path / "grpc-received.jsonl"
-    sink.touch()
+def start_grpc(received_file: Path) -> Receiver:
+    """An OTLP gRPC server on loopback, in a process of its own (gRPC's threads in the test
+    process would be in the way of the runs that fork the agent there); it writes what it
+    gets to ``received_file``, which the receiver reads at each look."""
+    received_file.touch()
     proc = subprocess.Popen(
-        [sys.executable, "-c", _GRPC_SERVER, str(sink)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", _GRPC_SERVER, str(received_file)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None and proc.stdin is not None
     port = int(proc.stdout.readline())
@@ -214,18 +210,10 @@ def otlp_grpc(tmp_path: Path) -> Iterator[Receiver]:
     seen = [0]
 
     def poll() -> None:
-        lines = sink.read_text().splitlines()
+        lines = received_file.read_text().splitlines()
         for line in lines[seen[0]:]:
             rec = json.loads(line)
-            data = base64.b64decode(rec["data"])
-            if rec["kind"] == "traces":
-                req_t = trace_service_pb2.ExportTraceServiceRequest()
-                req_t.ParseFromString(data)
-                got.add_traces(req_t)
-            else:
-                req_l = logs_service_pb2.ExportLogsServiceRequest()
-                req_l.ParseFromString(data)
-                got.add_logs(req_l)
+            got.add(rec["kind"], base64.b64decode(rec["data"]))
         seen[0] = len(lines)
 
     got.poll = poll
@@ -239,8 +227,15 @@ def otlp_grpc(tmp_path: Path) -> Iterator[Receiver]:
                 proc.kill()
                 proc.wait()
 
-    yield Receiver(f"http://127.0.0.1:{port}", got, stop)
-    stop()
+    return Receiver(f"http://127.0.0.1:{port}", "grpc", got, stop)
+
+
+@pytest.fixture(params=["http/protobuf", "grpc"])
+def otlp(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Receiver]:
+    """A real OTLP receiver on loopback, once for each protocol."""
+    receiver = start_http() if request.param == "http/protobuf" else start_grpc(tmp_path / "grpc-received.jsonl")
+    yield receiver
+    receiver.stop()
 
 
 def free_port() -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 from spyglass.otel.mapping import trace_id_for
 from spyglass.store import RunReader, Store
 
-from .conftest import Receiver, free_port, start_http_on
+from .conftest import Receiver, free_port, start_http
 
 pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
 
@@ -104,17 +105,20 @@ def _check_trace(got: Any, run_id: str) -> None:
     assert spans[a["span_id"]]["attrs"]["process.executable.name"] == "cat"
 
 
-def test_live_run_exports_spans_and_logs_over_http(
-    spy: Spy, store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, otlp_http: Receiver
+def test_live_run_exports_spans_and_logs(
+    spy: Spy, store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, otlp: Receiver
 ) -> None:
     _, argv = _agent(tmp_path, monkeypatch)
-    res = spy("run", "-q", "--task", "otel-test", "--otlp", otlp_http.url, "--", *argv)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", otlp.protocol)  # the standard variable sets the protocol
+    res = spy("run", "--task", "otel-test", "--otlp", otlp.url, "--", *argv)
     assert res.exit_code == 0, res.output
     run_id = _run_id(store_dir)
     meta = RunReader(Store(store_dir), run_id).meta
-    assert meta.extra["otlp"]["complete"] is True, meta.extra["otlp"]
-    got = otlp_http.got
-    assert got.wait(lambda g: len(g.spans) == meta.extra["otlp"]["spans"]["emitted"])
+    sent = meta.extra["otlp"]
+    assert sent["complete"] is True and sent["protocol"] == otlp.protocol, sent
+    assert f"otlp: sent {sent['spans']['sent']} spans" in res.stderr
+    got = otlp.got
+    assert got.wait(lambda g: len(g.spans) == sent["spans"]["emitted"] and len(g.logs) == sent["logs"]["emitted"])
     _check_trace(got, run_id)
     # the alert as stored carries where it came from
     alerts = json.loads(spy("alerts", "latest", "--format", "json").stdout)
@@ -123,21 +127,21 @@ def test_live_run_exports_spans_and_logs_over_http(
     assert first["host"] == meta.host and first["task"] == "otel-test"
 
 
-def test_export_of_a_stored_run_over_grpc_gives_the_same_trace(
-    spy: Spy, store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, otlp_grpc: Receiver
+def test_export_of_a_stored_run_gives_the_same_trace(
+    spy: Spy, store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, otlp: Receiver
 ) -> None:
     _, argv = _agent(tmp_path, monkeypatch)
     assert spy("run", "-q", "--task", "otel-test", "--", *argv).exit_code == 0
     # in a process of its own: gRPC's client threads would stay in this one, in the way of later forks
     res = subprocess.run(
-        [sys.executable, "-m", "spyglass", "export", "latest", "--otlp", otlp_grpc.url, "--protocol", "grpc",
+        [sys.executable, "-m", "spyglass", "export", "latest", "--otlp", otlp.url, "--protocol", otlp.protocol,
          "--format", "json"],
         env={**os.environ, "SPYGLASS_STORE": str(store_dir)}, capture_output=True, text=True, timeout=120,
     )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
-    assert out["complete"] is True and out["protocol"] == "grpc"
-    got = otlp_grpc.got
+    assert out["complete"] is True and out["protocol"] == otlp.protocol
+    got = otlp.got
     assert got.wait(lambda g: len(g.spans) == out["spans"]["emitted"] and len(g.logs) == out["logs"]["emitted"])
     _check_trace(got, _run_id(store_dir))
 
@@ -157,7 +161,7 @@ def test_collector_down_leaves_the_run_alone_says_so_and_export_resends(
     assert meta.extra["otlp"]["complete"] is False and meta.extra["otlp"]["source"] == "environment"
     assert "not sent" in res.stderr and f"spyglass export {run_id} --otlp {url}" in res.stderr
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
-    back = start_http_on(port)  # the collector is back
+    back = start_http(port)  # the collector is back
     try:
         res = spy("export", run_id, "--otlp", url, "--format", "json")
         assert res.exit_code == 0, res.output
@@ -167,6 +171,30 @@ def test_collector_down_leaves_the_run_alone_says_so_and_export_resends(
         _check_trace(back.got, run_id)
     finally:
         back.stop()
+
+
+def test_stalled_collector_costs_the_run_no_wait_and_the_loss_is_said(
+    spy: Spy, store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A collector that accepts connections and never answers: the run ends without waiting out
+    the request timeout, and what was not sent is said, with the command that re-sends it."""
+    _, argv = _agent(tmp_path, monkeypatch)
+    stalled = socket.socket()
+    stalled.bind(("127.0.0.1", 0))
+    stalled.listen(16)  # the kernel completes the connections; nothing reads or answers
+    url = f"http://127.0.0.1:{stalled.getsockname()[1]}"
+    try:
+        res = spy("run", "--task", "otel-test", "--otlp", url, "--", *argv)
+    finally:
+        stalled.close()
+    assert res.exit_code == 0, res.output
+    run_id = _run_id(store_dir)
+    meta = RunReader(Store(store_dir), run_id).meta
+    otlp = meta.extra["otlp"]
+    assert meta.status == "complete" and otlp["complete"] is False, otlp
+    assert otlp["logs"]["sent"] == 0 and otlp["logs"]["unsent"] == otlp["logs"]["emitted"] > 10
+    assert "unanswered" in otlp["error"]
+    assert "not sent" in res.stderr and f"spyglass export {run_id} --otlp {url}" in res.stderr
 
 
 def test_otlp_json_file(spy: Spy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -206,18 +234,3 @@ def test_live_alerts_as_json_lines_carry_where_they_came_from(
     assert lines and all(line["run_id"] == meta.id for line in lines)
     assert {(a["host"], a["agent_id"], a["task"]) for a in lines} == {(meta.host, meta.agent_id, "otel-test")}
     assert "cred-secret-read" in {a["rule_id"] for a in lines}
-
-
-def test_live_run_over_grpc(
-    spy: Spy, store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, otlp_grpc: Receiver
-) -> None:
-    _, argv = _agent(tmp_path, monkeypatch)
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-    res = spy("run", "--task", "otel-test", "--otlp", otlp_grpc.url, "--", *argv)
-    assert res.exit_code == 0, res.output
-    run_id = _run_id(store_dir)
-    otlp = RunReader(Store(store_dir), run_id).meta.extra["otlp"]
-    assert otlp["complete"] is True and otlp["protocol"] == "grpc", otlp
-    assert f"otlp: sent {otlp['spans']['sent']} spans" in res.stderr
-    assert otlp_grpc.got.wait(lambda g: len(g.logs) == otlp["logs"]["emitted"])
-    _check_trace(otlp_grpc.got, run_id)

@@ -14,7 +14,7 @@ from spyglass.errors import RunNotFound, StoreError
 from spyglass.events import Alert, Event
 from spyglass.pipeline import Pipeline, RunContext
 from spyglass.store import RunMeta, RunReader, RunWriter, Store, new_run_id
-from spyglass.store.chain import genesis, link, unseal
+from spyglass.store.chain import block_link, genesis, parse_seal, record_crcs
 
 
 def _events(n: int) -> list[Event]:
@@ -44,14 +44,12 @@ def test_write_read_roundtrip_with_chain(tmp_path: Path) -> None:
     assert reader.meta.counts["events"] == 6 and reader.meta.counts["file.read"] == 5
     assert reader.alerts()[0].rule_id == "r1"
     assert reader.meta.extra["max_level"] == "high"
-    # the chain links every line to the one before
-    head = genesis(rid, "events")
-    for line in (store.run_dir(rid) / "events.jsonl").read_bytes().splitlines():
-        sealed = unseal(line)
-        assert sealed is not None
-        canonical, chain = sealed
-        head = link(head, canonical)
-        assert chain == head
+    # one block of six records, sealed: the seal's chain value links the block to the genesis value
+    *records, last = (store.run_dir(rid) / "events.jsonl").read_bytes().splitlines()
+    seal = parse_seal(last)
+    assert len(records) == 6 and seal is not None
+    head = block_link(genesis(rid, "events"), b"".join(r + b"\n" for r in records))
+    assert seal.chain == head and seal.crc32 == record_crcs(records)
     cp = json.loads((store.run_dir(rid) / "evidence" / "checkpoint.json").read_text())
     assert cp["final"] is True and cp["events"] == 6 and cp["events_head"] == head
 

@@ -12,7 +12,7 @@ from typing import Any
 # secret, re-chains both streams consistently and writes a matching checkpoint.  Without an anchor
 # kept outside the run directory this rewrite verifies.
 DAEMON = r'''
-import hashlib, json, os, sys, time
+import hashlib, json, os, struct, sys, time, zlib
 from pathlib import Path
 store, done = Path(sys.argv[1]), Path(sys.argv[2])
 deadline = time.time() + 120
@@ -29,16 +29,25 @@ while time.time() < deadline:
 def genesis(stream):
     return hashlib.sha256(f"spyglass-chain-v1:{run.name}:{stream}".encode()).hexdigest()
 cp = json.loads((run / "evidence" / "checkpoint.json").read_text())
-for stream in ("events", "alerts"):
-    head, kept = genesis(stream), []
-    for line in (run / f"{stream}.jsonl").read_bytes().splitlines():
-        if b"id_rsa" in line or b"cred-" in line:
-            continue
-        canonical = line[: -len(b',"chain":""}') - 64] + b"}"
-        h = hashlib.sha256(head.encode()); h.update(canonical); head = h.hexdigest()
-        kept.append(canonical[:-1] + b',"chain":"' + head.encode() + b'"}')
-    (run / f"{stream}.jsonl").write_bytes(b"".join(k + b"\n" for k in kept))
-    cp[stream], cp[f"{stream}_head"] = len(kept), head
+# events: block-sealed; one new block of the records kept, sealed from the genesis value
+kept = [line for line in (run / "events.jsonl").read_bytes().splitlines()
+        if not line.startswith(b'{"seal":') and b"id_rsa" not in line and b"cred-" not in line]
+data = b"".join(k + b"\n" for k in kept)
+head = hashlib.sha256(genesis("events").encode() + data).hexdigest()
+crcs = struct.pack(f">{len(kept)}I", *map(zlib.crc32, kept)).hex()
+seal = b'{"seal":{"crc32":"' + crcs.encode() + b'","chain":"' + head.encode() + b'"}}\n'
+(run / "events.jsonl").write_bytes(data + seal)
+cp["events"], cp["events_head"] = len(kept), head
+# alerts: one chain value per record
+head, kept = genesis("alerts"), []
+for line in (run / "alerts.jsonl").read_bytes().splitlines():
+    if b"id_rsa" in line or b"cred-" in line:
+        continue
+    canonical = line[: -len(b',"chain":""}') - 64] + b"}"
+    h = hashlib.sha256(head.encode()); h.update(canonical); head = h.hexdigest()
+    kept.append(canonical[:-1] + b',"chain":"' + head.encode() + b'"}')
+(run / "alerts.jsonl").write_bytes(b"".join(k + b"\n" for k in kept))
+cp["alerts"], cp["alerts_head"] = len(kept), head
 (run / "evidence" / "checkpoint.json").write_text(json.dumps(cp, indent=2))
 meta = json.loads((run / "run.json").read_text())
 meta["counts"]["alerts"] = 0

@@ -81,8 +81,8 @@ def test_an_alert_fired_on_a_full_disk_still_counts(setup: Any, small_fs: Path, 
 
 def test_a_store_that_fills_ends_in_one_line_and_reading_still_works(setup: Any, small_fs: Path) -> None:
     store = small_fs / "store"
-    # many events: each open is one record; ~10 000 of them overflow a 2 MiB store
-    agent = "import os\nfor i in range(12000):\n    os.close(os.open('/etc/hostname', os.O_RDONLY))\n"
+    # many events: each open is one record (about 170 bytes on disk); 20 000 of them overflow a 2 MiB store
+    agent = "import os\nfor i in range(20000):\n    os.close(os.open('/etc/hostname', os.O_RDONLY))\n"
     (setup.ws / "agent.py").write_text(agent)
     res = _spyglass(setup, "run", "--store", str(store), "--no-workspace-evidence", "--", PY, "agent.py")
     assert res.returncode == 8, res.stderr
