@@ -6,7 +6,12 @@ hundred directories deep in total) through a pipeline holding only the rule
 engine, and through one holding the rule engine and the witness guard.  Prints
 median wall times of ``--repeat`` passes and the ratio (same run, same events).
 
-    .venv/bin/python benchmarks/bench_witness.py [--events 40000] [--repeat 3]
+With ``--watchdog N`` (needs a loadable eBPF program: root, BTF) it also
+records ``true`` N times with the eBPF backend's watchdog and N times without
+(alternating, the program preloaded each time) and prints both medians and
+their ratio: what the watchdog process costs a short run.
+
+    .venv/bin/python benchmarks/bench_witness.py [--events 40000] [--repeat 3] [--watchdog 10]
 """
 
 from __future__ import annotations
@@ -52,11 +57,40 @@ def one_pass(evs: list[Event], ws: Path, store: Path, guard: bool) -> float:
     return time.perf_counter() - t0
 
 
+def watchdog_cost(n: int) -> None:
+    """Median start-to-end of an eBPF-recorded ``true``, with and without the watchdog."""
+    from spyglass.capture.base import LaunchSpec
+    from spyglass.capture.ebpf import EbpfBackend
+    from spyglass.capture.ebpf.probe import static_problem
+
+    found = static_problem()
+    if found is not None:
+        print(f"watchdog: skipped, eBPF unavailable: {found[0]}")
+        return
+    backend = EbpfBackend()
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for i in range(2 * n):
+        on = i % 2 == 0
+        backend.preload()
+        t0 = time.perf_counter()
+        session = backend.start(LaunchSpec(["true"], "/tmp", options={"watchdog": on}))
+        for _ in session.events():
+            pass
+        times[on].append(time.perf_counter() - t0)
+    with_wd, without = statistics.median(times[True]), statistics.median(times[False])
+    print(f"eBPF `true`, watchdog  {with_wd * 1000:8.1f} ms (median of {n})")
+    print(f"eBPF `true`, none      {without * 1000:8.1f} ms (median of {n})")
+    print(f"ratio (watchdog/none)  {with_wd / without:8.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=40000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--watchdog", type=int, default=0, metavar="N", help="also time N eBPF runs of `true` each way")
     args = ap.parse_args()
+    if args.watchdog:
+        watchdog_cost(args.watchdog)
     with tempfile.TemporaryDirectory() as tmp:
         ws, store = Path(tmp) / "ws", Path(tmp) / "store"
         (store / "runs").mkdir(parents=True)

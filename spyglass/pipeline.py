@@ -99,6 +99,12 @@ class RunContext:
         if self.pipeline is not None:
             self.pipeline.dispatch_alert(alert)
 
+    def announce_alert(self, alert: Alert) -> None:
+        """Say now that an alert fired, before it is recorded (the fast lane, on the capture's
+        reader thread): sinks with an ``announce`` hook (the live printer) get it."""
+        if self.pipeline is not None:
+            self.pipeline.announce(alert)
+
     def note_fact(self, key: str, value: Any) -> None:
         """Record a sink's fact in run.json ``extra`` (no-op without run metadata)."""
         if self.run is not None:
@@ -151,6 +157,34 @@ class Pipeline:
         self.errors: dict[str, int] = {}
         self._hooks: dict[str, list[tuple[object, Hook]]] = {}
         self._alert_hooks = [(s, h) for s in self.sinks if (h := getattr(s, "alert", None)) is not None]
+
+    def urgent_hook(self) -> Callable[[Event], None] | None:
+        """What the capture calls with each event before it is queued (``LaunchSpec.urgent``):
+        the sinks' ``urgent`` hooks (the rule engine's fast lane), or None when no sink has one.
+        They run on the capture's reader thread, before the event has its ``seq``."""
+        hooks = [(s, h) for s in self.sinks if (h := getattr(s, "urgent", None)) is not None]
+        if not hooks:
+            return None
+        if len(hooks) == 1:
+            only: Callable[[Event], None] = hooks[0][1]
+            return only
+
+        def urgent(ev: Event) -> None:
+            for _, h in hooks:
+                h(ev)
+
+        return urgent
+
+    def announce(self, alert: Alert) -> None:
+        """An alert decided ahead of the stream (see :meth:`RunContext.announce_alert`)."""
+        self._stamp(alert)
+        for sink in self.sinks:
+            fn = getattr(sink, "announce", None)
+            if fn is not None:
+                try:
+                    fn(alert)
+                except Exception:
+                    self._failed(sink, f"announcing {alert.rule_id}")
 
     def _hooks_for(self, etype: str) -> list[tuple[object, Hook]]:
         hooks = self._hooks.get(etype)
@@ -231,6 +265,14 @@ class Pipeline:
     def dispatch_alert(self, alert: Alert) -> None:
         self.alert_seq += 1
         alert.seq = self.alert_seq
+        self._stamp(alert)
+        for sink, hook in self._alert_hooks:
+            try:
+                hook(alert)
+            except Exception:
+                self._failed(sink, f"alert {alert.rule_id}")
+
+    def _stamp(self, alert: Alert) -> None:
         run = self.ctx.run
         if run is not None:  # the run's identity travels with the alert
             # (getattr: replays and tests hand in metadata of their own shape)
@@ -239,11 +281,6 @@ class Pipeline:
             alert.agent_id = alert.agent_id or getattr(run, "agent_id", None)
             alert.task = alert.task or getattr(run, "task", None)
             alert.policy_digest = alert.policy_digest or getattr(run, "policy_digest", None)
-        for sink, hook in self._alert_hooks:
-            try:
-                hook(alert)
-            except Exception:
-                self._failed(sink, f"alert {alert.rule_id}")
 
     def done(self) -> None:
         for sink in self.sinks:

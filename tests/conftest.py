@@ -60,3 +60,49 @@ def _private_state_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
     monkeypatch.delenv("SPYGLASS_POLICY", raising=False)
+
+
+# --- capture backends: attack tests that concern capture run under each -----------------------
+
+#: the live capture backends an attack test is played under (``@pytest.mark.backends(...)`` narrows it)
+BACKENDS = ("strace", "ebpf")
+_SKIP: dict[str, str | None] = {}
+
+
+def backend_skip_reason(name: str) -> str | None:
+    """Why backend ``name`` cannot record here (None: it can); checked once per session."""
+    if name not in _SKIP:
+        import shutil
+
+        if name == "strace":
+            _SKIP[name] = None if shutil.which("strace") else "strace not installed"
+        elif name == "ebpf":
+            from spyglass.capture.ebpf import probe
+
+            found = probe.static_problem()
+            if found is not None:
+                _SKIP[name] = f"eBPF backend unavailable: {found[0]}"
+            else:
+                ok, why = probe.try_load()
+                _SKIP[name] = None if ok else f"eBPF program refused: {why}"
+        else:
+            _SKIP[name] = None
+    return _SKIP[name]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "capture_backend" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("backends")
+        names = marker.args if marker is not None and marker.args else BACKENDS
+        metafunc.parametrize("capture_backend", names, indirect=True)
+
+
+@pytest.fixture
+def capture_backend(request: pytest.FixtureRequest) -> str:
+    """The backend this test is played under (one test per backend, skipped with the reason
+    where the backend cannot run)."""
+    name = str(request.param)
+    why = backend_skip_reason(name)
+    if why is not None:
+        pytest.skip(why)
+    return name

@@ -16,12 +16,22 @@ that strace, eBPF and replay backends fit the same mould:
   ``session.lost_events`` counts records known to be dropped so far;
   ``session.kill_tree()`` kills every process of the traced tree (enforcement).
 * ``session.result()`` after the stream ends: exit status, lost/unparsed
-  counts, processes still alive when capture stopped.
+  counts, processes still alive when capture stopped, the hand-over's waits.
+* A backend that reads on a thread of its own hands batches over through
+  :class:`spyglass.capture.handover.Handover` (bounded; ``spec.urgent`` sees
+  each event before it is queued).
+
+``options["descendants"]`` says what happens to processes still alive when
+the grace period after the root's exit is over: ``kill``, ``follow`` (keep
+recording until they exit) or ``detach``.  With ``follow``, a backend calls
+``options["on_following"](pids, exit_code, signal)`` once when it starts
+following them (the root has exited; the caller may give its user the
+prompt back while recording goes on) and notes how long it followed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -49,6 +59,10 @@ class LaunchSpec:
     options: dict[str, object] = field(default_factory=dict)  # backend-specific knobs
     #: file descriptors for the command's stdin, stdout, stderr (None: inherit spyglass's)
     stdio: tuple[int, int, int] | None = None
+    #: called on the reader's thread with every event right after it is parsed, before it is
+    #: queued for ``events()`` (the session's fast lane for single-event alerts; see
+    #: :mod:`spyglass.capture.handover`); quick, and it must not raise
+    urgent: Callable[[Event], None] | None = None
 
 
 @dataclass(slots=True)
@@ -69,6 +83,8 @@ class CaptureResult:
     notes: list[str] = field(default_factory=list)
     monitor_lost: bool = False  # the tracer stopped while processes of the run were alive
     failed_to_start: str | None = None  # why the command never ran (a sandbox that did not start)
+    #: the reader -> consumer queue: its bound, how often and how long the reader waited for room
+    handover: dict[str, float | int] = field(default_factory=dict)
 
     @property
     def shell_exit_code(self) -> int:
@@ -83,6 +99,26 @@ class CaptureResult:
             except KeyError:
                 return 128
         return 1
+
+
+#: ``on_following(pids, root exit code, root signal)``: the root exited, these are followed on
+OnFollowing = Callable[[list[int], "int | None", "str | None"], None]
+
+
+def tell_following(spec: LaunchSpec, pids: list[int], exit_code: int | None, signal: str | None) -> None:
+    """Call the spec's ``on_following`` hook, if any (a failing hook never stops capture)."""
+    hook = spec.options.get("on_following")
+    if callable(hook):
+        try:
+            hook(list(pids), exit_code, signal)
+        except Exception:  # the recording matters more than the caller's hook
+            pass
+
+
+def followed_note(count: int, seconds: float) -> str:
+    """The result note of a run that followed descendants after the root exited."""
+    return (f"followed {count} descendant(s) left by the agent for {seconds:.1f} s after the grace period, "
+            "until they exited")
 
 
 class CaptureSession(Protocol):

@@ -35,6 +35,11 @@ SIGINT or SIGTERM to spyglass is passed on to the agent's processes, which
 get 5 seconds to exit before they are killed (a second signal kills them at
 once); the run is recorded as interrupted.
 
+With --descendants follow, run returns when the agent exits (its exit code,
+or 6/7 for what fired until then) while a recorder in the background keeps
+recording the processes it left and completes the run when they exit
+(`spyglass show` says "still recording" meanwhile); --wait-for-tree waits.
+
 \b
 Examples:
   spyglass run -- python agent.py
@@ -86,8 +91,15 @@ Examples:
     type=click.Choice(["kill", "follow", "detach"]),
     default=None,
     help="Processes still alive after the grace period: kill them (default in contain/enforce), "
-    "follow them until they exit (run returns when the whole tree is gone), or detach from them "
-    "with a high alert (default in observe; under seccomp tracing their traced calls then fail with ENOSYS).",
+    "follow them until they exit (run returns when the agent exits; a recorder in the background "
+    "completes the run when they are gone), or detach from them with a high alert (default in observe; "
+    "under seccomp tracing their traced calls then fail with ENOSYS).",
+)
+@click.option(
+    "--wait-for-tree",
+    is_flag=True,
+    help="With --descendants follow: return only when the whole tree is gone (the exit code then covers "
+    "what the followed processes did too).",
 )
 @click.option(
     "--mode",
@@ -213,6 +225,7 @@ def run_cmd(
     skills: tuple[str, ...],
     wait_descendants: float,
     descendants: str | None,
+    wait_for_tree: bool,
     mode: str | None,
     sandbox: bool,
     fail_on: str | None,
@@ -238,6 +251,7 @@ def run_cmd(
 ) -> None:
     from spyglass.cli.common import open_store
     from spyglass.session import RunOptions, run_session
+    from spyglass.session.core import follows
 
     if model_vars:
         from spyglass.cli.cmd_agents import parse_vars
@@ -272,6 +286,10 @@ def run_cmd(
         alerts_format=alerts_format,
         ask_egress=ask_egress,
     )
+    if not wait_for_tree and follows(opts):  # the prompt comes back when the agent exits
+        from spyglass.cli.follow import fork_recorder
+
+        fork_recorder(opts)  # returns in the recorder only
     store = open_store(store_path, create=True)
     result = run_session(opts, store)
     meta = result.meta

@@ -10,6 +10,7 @@ import msgspec
 from spyglass.events import Event
 from spyglass.events.schema import FILE_WRITE_TYPES
 from spyglass.evidence.ignore import GlobSet
+from spyglass.policy.paths import DirSet
 
 #: events that change a file's content, name or permissions (an "edit")
 EDIT_TYPES: Final = frozenset(
@@ -42,6 +43,7 @@ PSEUDO_PATHS: Final = (
     "/proc/thread-self/**",
 )
 MAX_SEQS = 10
+_MEMO_MAX = 100_000
 
 
 def event_paths(ev: Event) -> list[str]:
@@ -83,7 +85,12 @@ class OutsideWriteTracker:
 
     def __init__(self, roots: Sequence[str], allowed: Iterable[str] = ()) -> None:
         self.roots = [r.rstrip("/") or "/" for r in roots]
-        self._ignore = abs_globs([*PSEUDO_PATHS, *allowed])
+        patterns = [*PSEUDO_PATHS, *allowed]
+        # "/literal/dir/**" patterns are a directory test; only the others need a glob match
+        trees = {p for p in patterns if p.endswith("/**") and not any(c in p[:-3] for c in "*?[\\")}
+        self._trees = DirSet("/" + t[:-3].lstrip("/") for t in trees)
+        self._ignore = abs_globs([p for p in patterns if p not in trees])
+        self._ignored: dict[str, bool] = {}  # path -> ignored (memo of the glob match, bounded)
         self._by_path: dict[str, OutsideWrite] = {}
         self._new: dict[str, bool] = {}  # the first change surely made the path
         self._gone: dict[str, bool] = {}  # the last change removed it
@@ -91,13 +98,24 @@ class OutsideWriteTracker:
     def inside(self, path: str) -> bool:
         return any(root == "/" or path == root or path.startswith(root + "/") for root in self.roots)
 
+    def ignored(self, path: str) -> bool:
+        """A path whose changes never count (pseudo-devices, the allowed globs); memoised."""
+        if path in self._trees:
+            return True
+        hit = self._ignored.get(path)
+        if hit is None:
+            if len(self._ignored) >= _MEMO_MAX:
+                self._ignored.clear()
+            hit = self._ignored[path] = self._ignore.match_abs(path) is not None
+        return hit
+
     def feed(self, ev: Event, command: str | None = None) -> None:
         if ev.type not in FILE_WRITE_TYPES or not ev.ok:
             return
         if ev.flags and "O_TMPFILE" in ev.flags:
             return  # an anonymous file: it has no name unless a later link gives it one
         for i, path in enumerate(event_paths(ev)):
-            if self.inside(path) or self._ignore.match_abs(path) is not None:
+            if self.inside(path) or self.ignored(path):
                 continue
             w = self._by_path.get(path)
             if w is None:

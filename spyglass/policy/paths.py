@@ -192,3 +192,82 @@ class DirSet:
 
     def __repr__(self) -> str:
         return f"DirSet({sorted(self.exact)!r})"
+
+
+_SPECIAL = "*?[\\"
+
+
+class GlobMatcher:
+    """:func:`compile_globs` for matching many distinct paths: the same answers, most paths
+    decided without running a regular expression.
+
+    Each glob (after home expansion and anchoring) is sorted by shape: ``**/NAME``
+    (NAME without ``/``, ``**`` or a class) is a test on the base name alone,
+    remembered per base name; an absolute glob can only match paths that start
+    with its literal head (``/home/u/.ssh`` of ``/home/u/.ssh/**``), one C-level
+    ``startswith`` over all heads at once, and only then is its expression run;
+    any other glob runs only on paths that contain its longest literal part
+    (``.git/config`` of ``**/.git/config``).  Without ``cased`` the literal
+    tests compare lower-cased ASCII (a path or glob with other characters is
+    left to the expression).  ``fullmatch`` returns True or None, like a
+    match object's truth."""
+
+    __slots__ = ("_all", "_anchored", "_base_rx", "_bases", "_cased", "_heads", "_other", "pattern")
+
+    def __init__(self, patterns: Iterable[str], home: str | None = None, *, cased: bool = True) -> None:
+        pats = [anchor(p, home) for p in patterns]
+        flags = re.DOTALL | (0 if cased else re.IGNORECASE)
+        self._cased = cased
+        self.pattern = "|".join(f"(?:{glob_to_regex(p)})" for p in pats)  # what compile_globs would compile
+        self._all = re.compile(self.pattern or r"(?!)", flags)
+        anchored: list[tuple[str, re.Pattern[str]]] = []
+        bases: list[str] = []
+        other: list[tuple[str, re.Pattern[str]]] = []
+        for p in pats:
+            rx = re.compile(glob_to_regex(p), flags)
+            while p.startswith("**/**/"):  # anchoring put "**/" before a "**/NAME"
+                p = p[3:]
+            if p.startswith("**/") and "/" not in p[3:] and "**" not in p[3:] and "[" not in p[3:]:
+                bases.append(glob_to_regex(p[3:]))
+                continue
+            if not p.isascii():
+                other.append(("", rx))
+                continue
+            key = p if cased else p.lower()
+            i = next((k for k, c in enumerate(key) if c in _SPECIAL), len(key))
+            head = key[:i].rstrip("/")
+            if key.startswith("/") and head:
+                anchored.append((head, rx))
+            else:  # the longest literal run ("/" at its ends may belong to a "**": left out)
+                needle = max(re.split(r"[*?\\[\]]", key), key=len).strip("/")
+                other.append((needle if "\\" not in key and "[" not in key else "", rx))
+        self._anchored = anchored
+        self._heads = tuple(h for h, _ in anchored)
+        self._base_rx = re.compile("|".join(f"(?:{b})" for b in bases), flags) if bases else None
+        self._bases: dict[str, bool] = {}
+        self._other = other
+
+    def fullmatch(self, path: str) -> bool | None:
+        key = path
+        if not self._cased:
+            if not path.isascii():
+                return True if self._all.fullmatch(path) is not None else None
+            key = path.lower()
+        if self._heads and key.startswith(self._heads):
+            for head, rx in self._anchored:
+                if key.startswith(head) and rx.fullmatch(path) is not None:
+                    return True
+        brx = self._base_rx
+        if brx is not None:
+            name = path.rpartition("/")[2]
+            hit = self._bases.get(name)
+            if hit is None:
+                if len(self._bases) >= 65536:
+                    self._bases.clear()
+                hit = self._bases[name] = brx.fullmatch(name) is not None
+            if hit:
+                return True
+        for needle, rx in self._other:
+            if needle in key and rx.fullmatch(path) is not None:
+                return True
+        return None

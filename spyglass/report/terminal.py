@@ -91,10 +91,17 @@ def _header(data: ReportData) -> list[Line]:
         )
     if m.stopped_by:
         out.append(("bold red", f"  stopped by rule {m.stopped_by}"))
+    following = m.extra.get("following")
+    if m.status == "running" and isinstance(following, dict):
+        out.append(("yellow", f"  still recording: the agent exited ({following.get('agent_exit')}); "
+                              f"following the {len(following.get('pids') or [])} process(es) it left"))
     if m.status == "incomplete":
         out.append(("yellow", "  the monitor stopped before the run ended: the record holds every event up to then"))
     elif m.status == "monitor-lost":
         out.append(("bold red", "  the tracer stopped while the run went on: later actions are unrecorded"))
+        lost = m.extra.get("monitor_lost")
+        if isinstance(lost, dict) and lost.get("detail"):  # spyglass died; its watchdog said what it saw
+            out.append(("bold red", f"  {lost['detail']} (noted by the watchdog)"))
     elif m.status == "failed" and not m.extra.get("failure"):
         out.append(("bold red", "  the agent never ran (see the capture notes for why)"))
     out.extend(_witness_lines(m.extra))

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from spyglass.events import EVENT_TYPES, Event
-from spyglass.policy.paths import DirSet
+from spyglass.policy.paths import DirSet, GlobMatcher
 from spyglass.rules.condition import And, AtLeast, Cond, Macro, Not, Or, Sel
 from spyglass.rules.context import FieldContext
 from spyglass.rules.fields import FIELDS
@@ -81,10 +82,15 @@ class CompiledSet:
     active: list[bool] = field(default_factory=list)
     #: event type -> generated source of its full function (for `spyglass rules` debugging)
     source: dict[str, str] = field(default_factory=dict)
+    #: the fast lane's functions (only the matchers given as ``early``), per event type and the fallback
+    early_by_type: dict[str, MatchFn] = field(default_factory=dict)
+    early_fallback: MatchFn | None = None
     #: lazy sets: event type (None: the fallback) -> its function, compiled at the first call
     #: (``by_type`` and ``fallback`` stay empty); ``types`` are those some matcher may match
     build: Callable[[str | None], MatchFn | None] | None = None
     types: frozenset[str] = frozenset()
+    #: lazy sets: the fast lane's function of an event type (None: the fallback), compiled when asked
+    build_early: Callable[[str | None], MatchFn | None] | None = None
 
 
 class _Shared:
@@ -93,9 +99,12 @@ class _Shared:
     def __init__(self, ns: dict[str, Any]) -> None:
         self.ns = ns
         self.keys: dict[str, str] = {}
+        #: functions are also compiled after start, on two threads (the engine's specialized ones,
+        #: the fast lane's): one at a time, so constants never get the same name
+        self.lock = threading.RLock()
 
     def const(self, value: Any) -> str:
-        if isinstance(value, re.Pattern | DirSet | NetSet) or callable(value):
+        if isinstance(value, re.Pattern | DirSet | NetSet | GlobMatcher) or callable(value):
             key = f"id:{id(value)}"
         else:
             key = repr((type(value).__name__, value))
@@ -125,6 +134,7 @@ class _Emitter:
         self.pure = pure
         self.vars: dict[str, str] = {}  # field -> local var for the raw value (derived)
         self.lvars: dict[str, str] = {}  # field -> local var for the lower-cased value
+        self.two: set[str] = set()  # (pure) expressions known to be True or False, never None
 
     def const(self, value: Any) -> str:
         return self.shared.const(value)
@@ -167,8 +177,55 @@ class _Emitter:
         if self.pure is not None:
             if FIELDS[t.field].key not in self.pure:
                 return "None"
-            return f"bool({self._test(t, values)})"
+            return self._two(f"bool({self._test(t, values)})")
         return self._test(t, values)
+
+    # -- three-valued logic (``pure``), folded while generating -------------------------
+    def _two(self, expr: str) -> str:
+        """``expr`` is two-valued (True or False, never None)."""
+        self.two.add(expr)
+        return expr
+
+    def k_and(self, parts: list[str]) -> str:
+        parts = [p for p in parts if p != "True"]
+        if "False" in parts:
+            return "False"
+        rest = [p for p in parts if p != "None"]
+        unknown = len(rest) < len(parts)
+        if not rest:
+            return "None" if unknown else "True"
+        if all(p in self.two for p in rest):  # Python's own and: False, else True (or None)
+            if len(rest) == 1 and not unknown:
+                return rest[0]
+            text = "(" + " and ".join([*rest, *(["None"] if unknown else [])]) + ")"
+            return text if unknown else self._two(text)
+        if len(rest) == 1 and not unknown:
+            return rest[0]
+        return "_kand(" + ", ".join([*rest, *(["None"] if unknown else [])]) + ")"
+
+    def k_or(self, parts: list[str]) -> str:
+        parts = [p for p in parts if p != "False"]
+        if "True" in parts:
+            return "True"
+        rest = [p for p in parts if p != "None"]
+        unknown = len(rest) < len(parts)
+        if not rest:
+            return "None" if unknown else "False"
+        if all(p in self.two for p in rest):  # Python's own or: True, else False (or None)
+            if len(rest) == 1 and not unknown:
+                return rest[0]
+            text = "(" + " or ".join([*rest, *(["None"] if unknown else [])]) + ")"
+            return text if unknown else self._two(text)
+        if len(rest) == 1 and not unknown:
+            return rest[0]
+        return "_kor(" + ", ".join([*rest, *(["None"] if unknown else [])]) + ")"
+
+    def k_not(self, x: str) -> str:
+        if x in ("None", "True", "False"):
+            return {"None": "None", "True": "False", "False": "True"}[x]
+        if x in self.two:
+            return self._two(f"(not {x})")
+        return f"_knot({x})"
 
     def _test(self, t: FieldTest, values: list[Any]) -> str:
         return MODIFIERS[t.operator].emit(self, t, values)
@@ -206,18 +263,18 @@ class _Emitter:
             if "False" in parts:
                 continue
             parts = [p for p in parts if p != "True"] or ["True"]
-            if len(parts) == 1:
+            if self.pure is not None:
+                alts.append(self.k_and(parts))
+            elif len(parts) == 1:
                 alts.append(parts[0])
-            elif self.pure is not None:
-                alts.append("_kand(" + ", ".join(parts) + ")")
             else:
                 alts.append("(" + " and ".join(parts) + ")")
         if not alts:
             return "False"
+        if self.pure is not None:
+            return self.k_or(alts)
         if len(alts) == 1:
             return alts[0]
-        if self.pure is not None:
-            return "_kor(" + ", ".join(alts) + ")"
         return "(" + " or ".join(alts) + ")"
 
     def cond(self, c: Cond, sels: dict[str, Selection]) -> str:
@@ -228,13 +285,13 @@ class _Emitter:
         k = self.pure is not None
         if isinstance(c, Not):
             inner = self.cond(c.expr, sels)
-            return f"_knot({inner})" if k else f"(not {inner})"
+            return self.k_not(inner) if k else f"(not {inner})"
         if isinstance(c, And):
             items = [self.cond(i, sels) for i in c.items]
-            return ("_kand(" + ", ".join(items) + ")") if k else ("(" + " and ".join(items) + ")")
+            return self.k_and(items) if k else ("(" + " and ".join(items) + ")")
         if isinstance(c, Or):
             items = [self.cond(i, sels) for i in c.items]
-            return ("_kor(" + ", ".join(items) + ")") if k else ("(" + " or ".join(items) + ")")
+            return self.k_or(items) if k else ("(" + " or ".join(items) + ")")
         if isinstance(c, AtLeast):
             items = [self.cond(i, sels) for i in c.items]
             if k:
@@ -294,6 +351,10 @@ class _TypeCompiler:
         return em.cond(det.condition, det.selections)
 
     def function(self, idxs: Iterable[int], suffix: str = "") -> tuple[MatchFn, str]:
+        with self.shared.lock:
+            return self._function(idxs, suffix)
+
+    def _function(self, idxs: Iterable[int], suffix: str) -> tuple[MatchFn, str]:
         em = _Emitter(self.etype, self.lists, self.macros, self.home, self.shared)
         body: list[str] = []
         for i in idxs:
@@ -315,16 +376,24 @@ class _TypeCompiler:
         fn: Callable[[Event, FieldContext], tuple[bool | None, ...]] = self._compile(fname, src)
         return fn
 
+    def early(self, early: frozenset[int]) -> MatchFn | None:
+        """The function over just the fast lane's matchers of this type (None: it has none)."""
+        idxs = [i for i in self.idxs if i in early]
+        return self.function(idxs, "_early")[0] if idxs else None
+
     def specialized(self, cands: tuple[int, ...], full: MatchFn) -> MatchFn | None:
         """The function for events that only these matchers can match (None: no matcher can)."""
         if not cands:
             return None
         fn = self._specialized.get(cands, _MISS)
         if fn is _MISS:
-            if len(self._specialized) >= SPECIALIZE_MAX:
-                return full
-            fn = self.function(cands, f"_{len(self._specialized)}")[0]
-            self._specialized[cands] = fn
+            with self.shared.lock:
+                fn = self._specialized.get(cands, _MISS)
+                if fn is _MISS:
+                    if len(self._specialized) >= SPECIALIZE_MAX:
+                        return full
+                    fn = self.function(cands, f"_{len(self._specialized)}")[0]
+                    self._specialized[cands] = fn
         return fn  # type: ignore[return-value]
 
     def _compile(self, fname: str, src: str) -> Any:
@@ -350,13 +419,16 @@ def compile_matchers(
     *,
     per_path: bool = True,
     lazy: bool = False,
+    early: frozenset[int] | None = None,
 ) -> CompiledSet:
     """Generate and compile the functions of every event type over ``matchers``.
 
     ``per_path=False`` turns off the per-path memo (every event runs its type's
     full function); the alerts are the same either way.  ``lazy`` compiles
     nothing now: ``CompiledSet.build(etype)`` compiles one type's function when
-    it is first needed (a run sees a few of the event types), once.
+    it is first needed (a run sees a few of the event types), once.  ``early``:
+    the indexes of the matchers the fast lane evaluates
+    (``CompiledSet.early_by_type``, or ``build_early`` when lazy).
     """
     active = [True] * len(matchers)
     out = CompiledSet(matchers=matchers, active=active)
@@ -374,35 +446,55 @@ def compile_matchers(
                 by_type[t].append(i)
         if types is None:
             by_type[None].append(i)
-    built: dict[str | None, MatchFn | None] = {}
+    built: dict[str | None, tuple[MatchFn | None, MatchFn | None]] = {}
+
+    def both(etype: str | None) -> tuple[MatchFn | None, MatchFn | None]:
+        """The type's function and the fast lane's, compiled once (either thread may ask first)."""
+        got = built.get(etype)
+        if got is not None:
+            return got
+        with shared.lock:
+            got = built.get(etype)
+            if got is not None:
+                return got
+            tc = _TypeCompiler(etype, by_type.get(etype, []), matchers, lists, macros, home, shared)
+            fn: MatchFn | None = None
+            fast: MatchFn | None = None
+            if tc.idxs:
+                fn, src = tc.function(tc.idxs)
+                out.source[etype or "*"] = src
+                kinds = tc.key_kinds()
+                has_early = early is not None and any(i in early for i in tc.idxs)
+                if per_path and etype is not None and etype.startswith("file.") and "path" in kinds:
+                    with_target = "target" in kinds
+                    pre = tc.prefilter(frozenset({"path", "target"} if with_target else {"path"}))
+                    fn, fast = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
+                                             with_target=with_target, early=early if has_early else None)
+                elif has_early and early is not None:
+                    fast = tc.early(early)
+            got = built[etype] = (fn, fast)
+            return got
 
     def build(etype: str | None) -> MatchFn | None:
-        if etype in built:
-            return built[etype]
-        tc = _TypeCompiler(etype, by_type.get(etype, []), matchers, lists, macros, home, shared)
-        fn: MatchFn | None = None
-        if tc.idxs:
-            fn, src = tc.function(tc.idxs)
-            out.source[etype or "*"] = src
-            kinds = tc.key_kinds()
-            if per_path and etype is not None and etype.startswith("file.") and "path" in kinds:
-                with_target = "target" in kinds
-                pre = tc.prefilter(frozenset({"path", "target"} if with_target else {"path"}))
-                fn = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
-                                   with_target=with_target)
-        built[etype] = fn
-        return fn
+        return both(etype)[0]
+
+    def build_early(etype: str | None) -> MatchFn | None:
+        return both(etype)[1] if early else None
 
     if lazy:
         out.build = build
+        out.build_early = build_early
         out.types = frozenset(t for t, idxs in by_type.items() if idxs and t is not None)
         return out
     for etype in by_type:
-        fn = build(etype)
+        fn, fast = both(etype)
         if fn is None:
             continue
         if etype is None:
             out.fallback = fn
+            out.early_fallback = fast
         else:
             out.by_type[etype] = fn
+            if fast is not None:
+                out.early_by_type[etype] = fast
     return out

@@ -8,14 +8,13 @@ process event changes the tree (``procs_changed``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from spyglass.events import Event
 from spyglass.events.proctree import ProcessTable
 from spyglass.policy.hosts import HostMatcher, parse_ip
-from spyglass.policy.paths import DirSet
+from spyglass.policy.paths import DirSet, GlobMatcher
 from spyglass.rules.fields import parse_mode
 from spyglass.rules.runstate import DATA_EXTENSIONS, RunState
 
@@ -43,10 +42,10 @@ class FieldContext:
         temp: DirSet,
         home: str | None,
         trusted: DirSet,
-        trusted_re: re.Pattern[str],
-        secrets_re: re.Pattern[str],
-        secret_exceptions_re: re.Pattern[str],
-        honeytokens_re: re.Pattern[str],
+        trusted_re: GlobMatcher,
+        secrets_re: GlobMatcher,
+        secret_exceptions_re: GlobMatcher,
+        honeytokens_re: GlobMatcher,
         hosts: HostMatcher,
         monitor_pids: frozenset[int] = frozenset(),
         live_monitors: Sequence[int] = (),
@@ -55,7 +54,7 @@ class FieldContext:
         launch_programs: frozenset[str] = frozenset(),
         launch_interpreters: frozenset[str] = frozenset(),
         launch_trees: DirSet | None = None,
-        agent_state_re: re.Pattern[str] | None = None,
+        agent_state_re: GlobMatcher | None = None,
         resolvers: frozenset[str] = frozenset(),
     ) -> None:
         self.procs = procs

@@ -19,23 +19,22 @@ from typing import Any
 from spyglass.agents.adapters import adapter_named, agent_state_globs
 from spyglass.agents.launch import install_trees
 from spyglass.events import EVENT_TYPES, Alert, Event, LineageEntry
+from spyglass.events.proctree import ProcessTable
 from spyglass.pipeline import RunContext, Sink, default_home
 from spyglass.policy import Policy
 from spyglass.policy import defaults as pdefaults
 from spyglass.policy.hosts import HostMatcher
-from spyglass.policy.paths import DirSet, compile_globs, expand_home
+from spyglass.policy.paths import DirSet, GlobMatcher, expand_home
 from spyglass.rules.compiler import CompiledSet, Matcher, compile_matchers
 from spyglass.rules.context import FieldContext, RunState
 from spyglass.rules.describe import describe, duration, short_command
+from spyglass.rules.fastlane import FastLane, fast_matchers
 from spyglass.rules.fields import FIELDS
 from spyglass.rules.model import Rule, RuleSet
 from spyglass.rules.pathmemo import MatchFn
 from spyglass.rules.state import ProcRef, SequenceTracker, ThresholdCounter
+from spyglass.rules.tracking import track
 
-_STATE_TYPES = frozenset(
-    {"file.create", "file.write", "file.mkdir", "file.link", "file.symlink", "file.truncate", "file.rename",
-     "file.delete", "net.dns", "net.connect"}
-)
 _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
 _TEMPLATE = re.compile(r"\{([a-z_][a-z0-9_.]*)(?:\|([^{}]*))?\}")  # {field} or {field|when missing}
 MAX_DEDUP = 100_000
@@ -67,6 +66,7 @@ class RuleEngine(Sink):
         monitor_pids: tuple[int, ...] = (),
         per_path: bool = True,
         validated: bool = False,
+        fast_lane: bool = True,
     ) -> None:
         self.ruleset = ruleset
         self.policy = policy or Policy.default()
@@ -76,6 +76,9 @@ class RuleEngine(Sink):
         self._workspace = workspace
         self._monitor_pids = monitor_pids
         self._per_path = per_path
+        self._fast_lane = fast_lane
+        self.lane: FastLane | None = None
+        self._raised_now: list[str] = []  # ids of the rules that raised on the event being evaluated
         self.alerts: list[Alert] = []
         self.stopped_by: str | None = None
         self.ctx: RunContext | None = None
@@ -135,10 +138,10 @@ class RuleEngine(Sink):
             temp=DirSet(expand_home(d, home) for d in pdefaults.WRITABLE_TEMP),
             home=home,
             trusted=DirSet(trusted_dirs),
-            trusted_re=compile_globs(ws_trusted, home),
-            secrets_re=compile_globs(secret_globs, home),
-            secret_exceptions_re=compile_globs(pdefaults.SECRET_EXCEPTIONS, home),
-            honeytokens_re=compile_globs(honeytokens, home),
+            trusted_re=GlobMatcher(ws_trusted, home),
+            secrets_re=GlobMatcher(secret_globs, home),
+            secret_exceptions_re=GlobMatcher(pdefaults.SECRET_EXCEPTIONS, home),
+            honeytokens_re=GlobMatcher(honeytokens, home),
             hosts=HostMatcher(pol.network.effective_allow, pol.network.deny),
             monitor_pids=frozenset(monitors),
             live_monitors=ctx.monitor_pids,
@@ -147,7 +150,7 @@ class RuleEngine(Sink):
             launch_programs=frozenset(launch.get("programs") or ()),
             launch_interpreters=frozenset(launch.get("interpreters") or ()),
             launch_trees=DirSet(launch.get("trees") or ()),
-            agent_state_re=compile_globs(_agent_state(launch.get("kind"), home), home),
+            agent_state_re=GlobMatcher(_agent_state(launch.get("kind"), home), home),
             resolvers=frozenset(extra.get("resolvers") or ()),
         )
         self.fx = FieldContext(**fx_args)
@@ -191,8 +194,10 @@ class RuleEngine(Sink):
                 if rule.threshold is not None:
                     th = rule.threshold
                     self._trackers[ri] = ThresholdCounter(th.count, th.within_ns, th.distinct is not None)
+        # (not for the validating compile: the lane's functions are subsets of the others)
+        early = fast_matchers(self.rules, matchers) if self._fast_lane and not self._eager else frozenset()
         self.compiled = compile_matchers(matchers, lists, self.ruleset.library.macros, home,
-                                         per_path=self._per_path, lazy=not self._eager)
+                                         per_path=self._per_path, lazy=not self._eager, early=early)
         self._active = self.compiled.active
         for m_idx in self._steps.values():
             for i in m_idx[1:]:
@@ -205,6 +210,8 @@ class RuleEngine(Sink):
             self._fallback = self._first_of(None)
         self._matchers = matchers
         self._nprocs = len(ctx.procs.procs)
+        self.lane = FastLane(self, FieldContext(**{**fx_args, "procs": ProcessTable(), "state": RunState()}),
+                             self.compiled, early) if early else None
 
     def warm(self, more: Callable[[], bool] = lambda: False) -> None:
         """Compile now the functions of the event types every run sees, then of the others in
@@ -251,19 +258,18 @@ class RuleEngine(Sink):
         if fn is not None:
             hits = fn(ev, fx)
             if hits:
+                self._raised_now.clear()
                 for i in reversed(hits):
                     self._hit(self._matchers[i], ev)
-        if t in _STATE_TYPES:
-            self.state.update(ev)
-        elif t == "process.exec" and ev.ok:
-            self.state.note_exec(ev.pid)
-        elif t == "process.exit":
-            self.state.note_exit(ev.pid)
-        elif t == "process.start":
-            self.state.note_fork(ev.pid, ev.ppid)
-        elif t == "file.read" and ev.ok:
-            p = ev.path
-            self.state.note_read(ev, bool(p) and self._taints(ev, p or ""))
+        lane = self.lane
+        if lane is not None and lane.pending:
+            lane.settle(ev, self._raised_now if fn is not None and hits else ())
+        track(ev, fx, self.state)
+
+    def urgent(self, ev: Event) -> None:
+        """The fast lane: called on the capture's reader thread before the event is queued."""
+        if self.lane is not None:
+            self.lane.see(ev)
 
     def would_block(self, ev: Event) -> str | None:
         """The id of a ``block`` rule that this would-be event matches, or None.
@@ -285,12 +291,13 @@ class RuleEngine(Sink):
                 return self.rules[m.rule_index].id
         return None
 
-    def _value(self, name: str, ev: Event) -> Any:
+    def _value(self, name: str, ev: Event, fx: FieldContext | None = None) -> Any:
         g = self._getters.get(name)
         if g is None:
             g = self._getters[name] = _getter(name)
-        self.fx.ev = ev
-        return g(ev, self.fx)
+        fx = fx or self.fx
+        fx.ev = ev
+        return g(ev, fx)
 
     def _proc_ref(self, ev: Event, by: str) -> ProcRef:
         """The event's process as a sequence scope needs it (ancestors only for ``lineage``)."""
@@ -357,19 +364,24 @@ class RuleEngine(Sink):
         if len(self._dedup) >= MAX_DEDUP:
             self._dedup.clear()
         self._dedup.add(dkey)
+        self._raised_now.append(rule.id)
         self._raise(rule, ev, [ev.seq], msg)
 
     # -- messages ----------------------------------------------------------------------
-    def _describe(self, ev: Event) -> str:
-        self.fx.ev = ev
-        return describe(ev, self.fx.domain() if ev.type.startswith("net.") else None)
+    def _describe(self, ev: Event, fx: FieldContext | None = None) -> str:
+        fx = fx or self.fx
+        fx.ev = ev
+        return describe(ev, fx.domain() if ev.type.startswith("net.") else None)
 
-    def _message(self, rule: Rule, ev: Event) -> str:
+    def message(self, rule: Rule, ev: Event, fx: FieldContext | None = None) -> str:
+        return self._message(rule, ev, fx)
+
+    def _message(self, rule: Rule, ev: Event, fx: FieldContext | None = None) -> str:
         if not rule.message:
-            return f"{rule.title}: {self._describe(ev)}"
+            return f"{rule.title}: {self._describe(ev, fx)}"
 
         def sub(m: re.Match[str]) -> str:
-            v = self._value(m.group(1), ev)
+            v = self._value(m.group(1), ev, fx)
             if isinstance(v, list):
                 return " ".join(str(x) for x in v)
             if m.group(2) is not None and (v is None or v == ""):
@@ -387,17 +399,19 @@ class RuleEngine(Sink):
 
     # -- alerts ------------------------------------------------------------------------
     def _raise(self, rule: Rule, ev: Event, seqs: list[int], message: str) -> None:
+        self.record(self.build_alert(rule, ev, seqs, message, self.fx))
+
+    def build_alert(self, rule: Rule, ev: Event, seqs: list[int], message: str, fx: FieldContext) -> Alert:
         assert self.ctx is not None
-        fx = self.fx
         fx.ev = ev
         labels = self.ctx.tool_calls
         lineage = [
             LineageEntry(pid=p.pid, exe=p.exe, argv=list(p.argv) if p.argv else None, cwd=p.cwd,
                          tool_call=labels.get(p.pid))
-            for p in reversed(self.ctx.procs.lineage(ev.pid))
+            for p in reversed(fx.procs.lineage(ev.pid))
         ]
         argv = fx.argv()
-        alert = Alert(
+        return Alert(
             ts=ev.ts,
             rule_id=rule.id,
             title=rule.title,
@@ -412,33 +426,22 @@ class RuleEngine(Sink):
             lineage=lineage,
             tags=list(rule.tags),
         )
+
+    def record(self, alert: Alert) -> None:
+        """The alert joins the run (store, printer, enforcer …); a kill rule stops the agent."""
+        assert self.ctx is not None
         self.alerts.append(alert)
         self.ctx.raise_alert(alert)
-        if rule.action == "kill" and self.mode == "enforce" and self.stopped_by is None:
-            self.stopped_by = rule.id
-            if self.ctx.stop_agent is not None:
-                self.ctx.stop_agent(rule.id)
+        if alert.action == "kill":
+            self.enforce(alert.rule_id)
 
+    def enforce(self, rule_id: str) -> None:
+        """A kill rule fired: in enforce mode the agent is stopped (once)."""
+        if self.mode == "enforce" and self.stopped_by is None:
+            self.stopped_by = rule_id
+            if self.ctx is not None and self.ctx.stop_agent is not None:
+                self.ctx.stop_agent(rule_id)
 
-    def _taints(self, ev: Event, path: str) -> bool:
-        """A read that makes what the reader writes next a secret: a secret as cred-secret-read
-        sees one (not the workspace's .env, not a shell history), by neither the agent itself
-        nor a program that owns the credential."""
-        fx = self.fx
-        if not fx.is_secret(path):
-            return False
-        name = path.rsplit("/", 1)[-1]
-        if name in _HISTORIES or (name.startswith(".env") and fx.in_ws(path)):
-            return False
-        fx.ev = ev
-        return not (fx.launched_exe() or (fx.identity() or "") in _OWNERS)
-
-
-_HISTORIES = frozenset({".bash_history", ".zsh_history", ".zhistory", ".histfile", "fish_history", ".python_history",
-                        ".node_repl_history", ".psql_history", ".mysql_history", ".sqlite_history", ".lesshst"})
-#: programs whose reads of their own credentials do not taint what they write (ssh writes known_hosts)
-_OWNERS = frozenset({"ssh", "scp", "sftp", "ssh-add", "ssh-agent", "ssh-keygen", "gpg", "gpg2", "gpg-agent",
-                     "git", "git-remote-http", "git-remote-https", "kubectl", "aws", "gcloud", "gh", "docker"})
 
 
 def _agent_state(kind: str | None, home: str) -> list[str]:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from spyglass.policy.hosts import parse_ip
-from spyglass.policy.paths import DirSet, compile_globs, expand_home
+from spyglass.policy.paths import DirSet, GlobMatcher, compile_globs, expand_home
 
 if TYPE_CHECKING:
     from spyglass.rules.compiler import _Emitter as Emitter
@@ -198,7 +198,8 @@ class Glob(_TextOnly):
             parts = [f"{em.const(compile_globs([p], em.home, cased=t.cased))}.fullmatch({raw}) is not None"
                      for p in pats]
             return f"({raw} is not None and {em.join(parts, True)})"
-        rx = compile_globs(pats, em.home, cased=t.cased)
+        # most paths are decided without running a regular expression (GlobMatcher)
+        rx = GlobMatcher(pats, em.home, cased=t.cased)
         return f"({raw} is not None and {em.const(rx)}.fullmatch({raw}) is not None)"
 
 

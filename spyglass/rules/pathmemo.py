@@ -11,6 +11,7 @@ are the candidates, and the event runs a function generated for just them
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,6 @@ Prefilter = Callable[[Event, FieldContext], tuple[bool | None, ...]]
 #: distinct paths remembered per event type before the memo starts over
 MEMO_MAX = 100_000
 _E: tuple[int, ...] = ()
-_MISS = object()
 
 
 def kand(*xs: bool | None) -> bool | None:
@@ -68,39 +68,66 @@ def path_dispatch(
     specialized: Callable[[tuple[int, ...]], MatchFn | None],
     *,
     with_target: bool,
-) -> MatchFn:
-    """A match function that looks up (or decides) the candidates of the event's path.
+    early: frozenset[int] | None = None,
+) -> tuple[MatchFn, MatchFn | None]:
+    """Match functions that look up (or decide) the candidates of the event's path.
 
     ``prefilter`` gives one verdict per matcher of ``idxs``; ``specialized``
     returns the function for a tuple of candidate matchers (None for none).
     With ``with_target`` the memo is keyed by ``(file.path, file.target)``.
+    With ``early`` (the matchers of the fast lane, :mod:`spyglass.rules.fastlane`)
+    a second function over just those is returned; both share the memo, so a
+    path is decided once, by whichever thread sees it first (the fast lane,
+    on the capture's reader thread, usually).
     """
-    memo: dict[Any, MatchFn | None] = {}
+    memo: dict[Any, tuple[MatchFn | None, MatchFn | None]] = {}
     get = memo.get
+    lock = threading.Lock()  # ``specialized`` compiles into a shared namespace
 
-    def decide(ev: Event, fx: FieldContext) -> MatchFn | None:
+    def decide(ev: Event, fx: FieldContext) -> tuple[MatchFn | None, MatchFn | None]:
         verdicts = prefilter(ev, fx)
         cands = tuple(i for i, v in zip(idxs, verdicts, strict=True) if v is not False)
         if len(memo) >= MEMO_MAX:
             memo.clear()
-        return specialized(cands)
+        with lock:
+            main = specialized(cands)
+            fast = specialized(tuple(i for i in cands if i in early)) if early is not None and cands else None
+        return main, fast
 
     if with_target:
 
         def by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
             key = (ev.path, ev.target)
-            fn = get(key, _MISS)
-            if fn is _MISS:
-                fn = memo[key] = decide(ev, fx)
-            return _E if fn is None else fn(ev, fx)  # type: ignore[operator]
+            fns = get(key)
+            if fns is None:
+                fns = memo[key] = decide(ev, fx)
+            fn = fns[0]
+            return _E if fn is None else fn(ev, fx)
 
-        return by_path_and_target
+        def early_by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
+            key = (ev.path, ev.target)
+            fns = get(key)
+            if fns is None:
+                fns = memo[key] = decide(ev, fx)
+            fn = fns[1]
+            return _E if fn is None else fn(ev, fx)
+
+        return by_path_and_target, (early_by_path_and_target if early else None)
 
     def by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
         key = ev.path
-        fn = get(key, _MISS)
-        if fn is _MISS:
-            fn = memo[key] = decide(ev, fx)
-        return _E if fn is None else fn(ev, fx)  # type: ignore[operator]
+        fns = get(key)
+        if fns is None:
+            fns = memo[key] = decide(ev, fx)
+        fn = fns[0]
+        return _E if fn is None else fn(ev, fx)
 
-    return by_path
+    def early_by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
+        key = ev.path
+        fns = get(key)
+        if fns is None:
+            fns = memo[key] = decide(ev, fx)
+        fn = fns[1]
+        return _E if fn is None else fn(ev, fx)
+
+    return by_path, (early_by_path if early else None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from typing import IO
 
 from spyglass.events import Alert
@@ -25,7 +26,12 @@ def format_alert_line(alert: Alert, color: bool = False) -> str:
 
 
 class AlertPrinter:
-    """Pipeline sink: prints every alert raised by any sink."""
+    """Pipeline sink: prints every alert raised by any sink.
+
+    An alert the rule engine's fast lane announced ahead of the stream is printed
+    when announced (on the capture's reader thread) and not again when recorded,
+    unless the store could not save it: then again, marked NOT SAVED (``json``: when
+    recorded, with its ``seq`` and event)."""
 
     name = "alert-printer"
 
@@ -34,6 +40,8 @@ class AlertPrinter:
         self.color = color
         self.fmt = fmt  # "text": one readable line; "json": the alert as one JSON line (run, host, agent, task)
         self._unsaved: set[int] = set()
+        self._announced: set[tuple[str, int, str]] = set()
+        self._lock = threading.Lock()  # two threads print: whole lines, one at a time
         #: lines the stream refused (stderr on a full disk): written again at the end of the run
         self._pending: list[str] = []
 
@@ -41,7 +49,23 @@ class AlertPrinter:
         # the store writer (ahead of us) adds the seq of every alert it could not save
         self._unsaved = ctx.unsaved_alerts
 
+    def announce(self, alert: Alert) -> None:
+        if self.fmt == "json":  # machines get the alert whole (its seq, its event), when recorded
+            return
+        with self._lock:
+            self._announced.add((alert.rule_id, alert.pid, alert.message))
+            self._print(alert)
+
     def alert(self, alert: Alert) -> None:
+        with self._lock:
+            key = (alert.rule_id, alert.pid, alert.message)
+            if key in self._announced:
+                self._announced.discard(key)
+                if alert.seq not in self._unsaved:
+                    return  # printed when announced; an alert the store could not save is said again
+            self._print(alert)
+
+    def _print(self, alert: Alert) -> None:
         stream = self.stream or sys.stderr
         if self.fmt == "json":
             import msgspec
@@ -66,7 +90,8 @@ class AlertPrinter:
         if not self._pending:
             return
         stream = self.stream or sys.stderr
-        lines, self._pending = self._pending, []
+        with self._lock:
+            lines, self._pending = self._pending, []
         for line in lines:
             try:
                 stream.write(line + ("" if self.fmt == "json" else "  [printed late: the terminal output "

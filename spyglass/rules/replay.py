@@ -67,7 +67,7 @@ def evaluate(
     )
     if workspace_before is not None:
         ctx.workspace_before = workspace_before
-    engine = RuleEngine(ruleset, policy, home=home)
+    engine = RuleEngine(ruleset, policy, home=home, fast_lane=False)  # a replay has no reader thread
     collector = AlertCollector()
     pipe = Pipeline([*before, engine, collector], ctx)
     pipe.start()

@@ -274,5 +274,7 @@ class SandboxedBackend:
             wrapper=[*sb.wrapper_for(spec.cwd), *spec.wrapper],
             env=env,
             wait_descendants=max(spec.wait_descendants, MIN_GRACE),
+            # no fast lane: the sandbox maps paths and derives denials after capture, in order
+            urgent=None,
         )
         return SandboxedSession(self.inner.start(launched), sb)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from spyglass.policy.loader import policy_record
 from spyglass.policy.model import MODES
 from spyglass.session.agent import agent_install, setup_agent
 from spyglass.session.options import RunOptions
-from spyglass.session.record import RunOutcome, RunRequest, record
+from spyglass.session.record import Following, RunOutcome, RunRequest, record
 from spyglass.session.sinks import Plan, assemble
 from spyglass.store import Store
 from spyglass.store.writer import Signer
@@ -165,6 +165,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             policy=policy,
             sandbox_view=sandbox_view,
             stdio=plan.stdio,
+            on_following=_verdict_so_far(opts, fail_on),
         )
         outcome = record(request, backend, store, sinks, signer=signer)
 
@@ -181,6 +182,26 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     outcome.verdict_code = code
     outcome.fail_on = fail_on
     return outcome
+
+
+def _verdict_so_far(opts: RunOptions, fail_on: str | None) -> Callable[[Following], None] | None:
+    """``descendants: follow``: the exit code ``run`` reports when it returns at the agent's exit
+    (alerts up to then; what the followed processes do later is in the run, not in that code)."""
+    hook = opts.on_following
+    if hook is None:
+        return None
+    from spyglass.rules import fail_on_exceeded
+
+    def tell(fw: Following) -> None:
+        code = fw.exit_code
+        if fw.stopped_by:
+            code = EXIT_KILLED
+        elif fail_on_exceeded(fw.max_level, fail_on):
+            code = EXIT_ALERT
+        assert hook is not None
+        hook(fw.run_id, code, fw.pids)
+
+    return tell
 
 
 def _hide_key(policy: Policy, key: Path | None) -> Policy:
@@ -243,6 +264,15 @@ def apply_retention(policy: Policy, store: Store, run_id: str) -> list[str]:
     if not gone:
         return []
     return [f"retention: deleted {len(gone)} old run(s) ({retention.fmt_size(plan.total_before - plan.total_after)})"]
+
+
+def follows(opts: RunOptions) -> bool:
+    """Whether this run follows the agent's leftovers (``--descendants follow``, or the policy's)."""
+    if opts.descendants is not None:
+        return opts.descendants == "follow"
+    from spyglass.policy import load_policy
+
+    return load_policy(opts.policy_file, str(Path(opts.cwd).resolve())).descendants == "follow"
 
 
 def descendants_choice(opts: RunOptions, policy: Policy, mode: str) -> str:

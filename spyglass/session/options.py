@@ -57,3 +57,6 @@ class RunOptions:
     sandbox_host_loopback: bool = False
     #: more sinks, after the built-in ones (a harness's own collectors)
     sinks: list[object] = field(default_factory=list)
+    #: ``descendants: follow``: ``(run id, exit code so far, followed pids)`` once the agent has exited
+    #: and the processes it left are still recorded (``spyglass run`` gives the prompt back then)
+    on_following: Callable[[str, int, list[int]], None] | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -24,14 +25,18 @@ from typing import TYPE_CHECKING, Any
 from spyglass import __version__, phases
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
 from spyglass.errors import EXIT_CANNOT_RUN
-from spyglass.events import Event
+from spyglass.events import LEVELS, Event
 from spyglass.events.proctree import ProcessTable
 from spyglass.pipeline import BackendInfo, Pipeline, RunContext, SandboxView, SinkStartError, default_home
 from spyglass.store import RunMeta, RunWriter, Store, new_run_id
+from spyglass.store.store import MONITOR_NOTE
 from spyglass.store.writer import Signer
 
 if TYPE_CHECKING:
     from spyglass.policy import Policy
+
+
+_SWITCH_INTERVAL = 0.001  # seconds
 
 
 @dataclass
@@ -54,6 +59,19 @@ class RunRequest:
     policy: Policy | None = None
     sandbox_view: SandboxView | None = None
     stdio: tuple[int, int, int] | None = None
+    #: ``descendants: follow``: called once when the agent has exited and its leftovers are followed
+    on_following: Callable[[Following], None] | None = None
+
+
+@dataclass
+class Following:
+    """The run so far, when the agent has exited and the processes it left are still recorded."""
+
+    run_id: str
+    exit_code: int  # the agent's, as a shell reports it (128+N for signal N)
+    max_level: str | None  # the highest alert so far (in memory)
+    stopped_by: str | None
+    pids: list[int]
 
 
 @dataclass
@@ -256,9 +274,25 @@ def record(
             env=request.env,
             wait_descendants=request.wait_descendants,
             wrapper=list(request.wrapper),
-            options=dict(request.backend_options),
+            # where a backend's helper notes that spyglass died mid-run (Store.repair reads it)
+            options={**request.backend_options, "monitor_note": os.path.abspath(writer.dir / MONITOR_NOTE),
+                     "on_following": _following_hook(request, meta, writer, store, stopped_by)},
             stdio=request.stdio,
+            urgent=pipeline.urgent_hook(),  # the rule engine's fast lane, on the capture's thread
         )
+        started: list[CaptureSession] = []
+        stop_lock = threading.Lock()
+
+        def stop_agent(reason: str) -> None:
+            # also from the capture's reader thread (the fast lane), maybe before start() returned
+            with stop_lock:
+                if not stopped_by:
+                    stopped_by.append(reason)
+                live = started[0] if started else None
+            if live is not None:
+                live.kill_tree()
+
+        ctx.stop_agent = stop_agent
         _warm(sinks)
         phases.mark("warm")
         sig = _Signals(None, ctx.procs)  # from before the agent starts: no window without a handler
@@ -268,6 +302,11 @@ def record(
         except BaseException:
             sig.__exit__()
             raise
+        with stop_lock:
+            started.append(session)
+            stop_now = bool(stopped_by)
+        if stop_now:  # a kill rule fired while the capture was starting
+            session.kill_tree()
         sig.attach(session)
         phases.mark("capture start")
         chosen: Any = getattr(backend, "inner", backend)  # a sandbox wraps the backend
@@ -275,29 +314,30 @@ def record(
         if getattr(chosen, "reason", None):
             meta.extra["backend_reason"] = chosen.reason
         pipeline.launched()
-
-        def stop_agent(reason: str) -> None:
-            if not stopped_by:
-                stopped_by.append(reason)
-            session.kill_tree()
-
-        ctx.stop_agent = stop_agent
         if on_started is not None:
             on_started(meta)
         groups = meta.extra["monitor_pgids"]
         tracer_known = False
-        with sig:
-            for ev in session.events():
-                if not tracer_known:  # the tracer's pid, for rules about killing the monitor
-                    tracer = session.tracer_pid
-                    if tracer is not None:
-                        ctx.monitor_pids.append(tracer)
-                        _add_group(groups, tracer)
-                        tracer_known = True
-                pipeline.feed(ev)
-                if sig.pending:
-                    sig.drain(pipeline)
-            sig.drain(pipeline)
+        # the capture's reader thread (and the fast lane on it) waits for the interpreter lock at most
+        # this long while the pipeline is busy (the default, 5 ms, let a burst delay alerts)
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(switch, _SWITCH_INTERVAL))
+        try:
+            with sig:
+                for ev in session.events():
+                    if not tracer_known:  # the tracer's pid, for rules about killing the monitor
+                        tracer = session.tracer_pid
+                        if tracer is not None:
+                            helpers = [p for p in getattr(session, "helper_pids", ()) if p not in ctx.monitor_pids]
+                            ctx.monitor_pids.extend([tracer, *helpers])
+                            _add_group(groups, tracer)
+                            tracer_known = True
+                    pipeline.feed(ev)
+                    if sig.pending:
+                        sig.drain(pipeline)
+                sig.drain(pipeline)
+        finally:
+            sys.setswitchinterval(switch)
         if not tracer_known and session.tracer_pid is not None:
             ctx.monitor_pids.append(session.tracer_pid)
         capture = session.result()
@@ -334,11 +374,35 @@ def record(
             "root_pid": capture.root_pid,
             "notes": capture.notes,
             "sink_errors": pipeline.errors,
+            **({"handover": capture.handover} if capture.handover else {}),
         },
         still_running=[{"pid": s.pid, "argv": s.argv} for s in capture.still_running],
     )
     phases.mark("finish: store")
     return RunOutcome(meta=meta, capture=capture, sink_errors=pipeline.errors)
+
+
+def _following_hook(
+    request: RunRequest, meta: RunMeta, writer: RunWriter, store: Store, stopped_by: list[str]
+) -> Callable[[list[int], int | None, str | None], None] | None:
+    """The backend's ``on_following``: run.json says the run is still recording, then the caller is told."""
+    hook = request.on_following
+    if hook is None:
+        return None
+
+    def following(pids: list[int], exit_code: int | None, sig: str | None) -> None:
+        shell = CaptureResult(exit_code=exit_code, signal=sig).shell_exit_code
+        meta.extra["following"] = {"since": time.time_ns(), "pids": pids, "agent_exit": shell}
+        try:
+            store.write_meta(meta)  # `show` and `ls` say "still recording" meanwhile
+        except OSError:
+            pass
+        level = writer.max_level
+        assert hook is not None
+        hook(Following(meta.id, shell, LEVELS[level] if level >= 0 else None,
+                       stopped_by[0] if stopped_by else None, pids))
+
+    return following
 
 
 def _warm(sinks: Sequence[object]) -> None:

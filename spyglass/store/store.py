@@ -12,11 +12,13 @@ and run directories missing from the index are added back.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from spyglass.errors import PathError, RunNotFound, StoreError
 from spyglass.store.index import Index
@@ -161,7 +163,8 @@ class Store:
             if not d.is_dir() or not (d / "run.json").exists():
                 continue
             row = indexed.pop(d.name, None)
-            if row is not None and row["status"] != "running":
+            late_note = row is not None and row["status"] == "incomplete" and (d / MONITOR_NOTE).exists()
+            if row is not None and row["status"] != "running" and not late_note:
                 continue
             try:
                 meta = self.read_meta(d.name)
@@ -169,8 +172,14 @@ class Store:
                 continue
             if meta.id != d.name:  # a directory put aside (or planted) under another name is not that run
                 continue
+            if late_note and meta.status == "incomplete":  # marked before the watchdog's note was written
+                meta.status = "running"
             if meta.status == "running" and not _pid_alive(meta.monitor_pid):
                 meta.status = "incomplete"
+                lost = _monitor_note(d)
+                if lost is not None:  # spyglass was killed and its watchdog said so
+                    meta.status = "monitor-lost"
+                    meta.extra = {**meta.extra, "monitor_lost": lost}
                 meta.counts = dict(meta.counts)
                 meta.counts["events"] = _count_lines(d / "events.jsonl")
                 meta.counts["alerts"] = _count_lines(d / "alerts.jsonl")
@@ -189,6 +198,22 @@ class Store:
         for stale in indexed:  # rows whose directory is gone
             self.index.delete(stale)
         return fixed
+
+
+#: the note a capture helper leaves in the run directory when spyglass died during the run
+MONITOR_NOTE = "monitor-lost.json"
+
+
+def _monitor_note(run_dir: Path) -> dict[str, Any] | None:
+    """What the eBPF backend's watchdog wrote when spyglass died mid-run (None: no note)."""
+    try:
+        data = json.loads((run_dir / MONITOR_NOTE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    keep = ("detail", "ts", "monitor_pid", "signals", "alive", "killed", "events_after_total")
+    return {k: data[k] for k in keep if k in data}
 
 
 def _count_lines(path: Path) -> int:

@@ -202,7 +202,7 @@ def _policy(path: Path, allowed_port: int, extra: dict[str, object], mode: str |
 
 
 def run_one(template: Path, base: Path, sc: Scenario, variant: str, ports: tuple[int, int],
-            mode: str | None = None, script: str | None = None) -> Result:
+            mode: str | None = None, script: str | None = None, backend: str = "auto") -> Result:
     root = base / f"{sc.id}-{variant}"
     shutil.copytree(template, root, symlinks=True)
     ws, home = root / "ws", root / "home"
@@ -214,8 +214,8 @@ def run_one(template: Path, base: Path, sc: Scenario, variant: str, ports: tuple
     store = root / ".spyglass"
     env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PY": PYTHON, "ROOT": str(root),
            "A": str(ports[0]), "C": str(ports[1]), "LANG": "C.UTF-8", "GIT_CONFIG_NOSYSTEM": "1"}
-    cmd = [PYTHON, "-m", "spyglass", "run", "--store", str(store), "--policy", str(policy), "--workspace", str(ws),
-           "--", PYTHON, str(AGENT), str(skill)]
+    cmd = [PYTHON, "-m", "spyglass", "run", "--backend", backend, "--store", str(store), "--policy", str(policy),
+           "--workspace", str(ws), "--", PYTHON, str(AGENT), str(skill)]
     try:
         proc = subprocess.run(cmd, cwd=ws, env={**env, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_TIMEOUT,
@@ -241,7 +241,7 @@ def run_one(template: Path, base: Path, sc: Scenario, variant: str, ports: tuple
 
 
 def play(scenarios: Iterable[Scenario] = SCENARIOS, variants: tuple[str, ...] = ("attack", "benign"),
-         workers: int = 3, keep: bool = False) -> list[Result]:
+         workers: int = 3, keep: bool = False, backend: str = "auto") -> list[Result]:
     """Every scenario in every variant; results in scenario order."""
     base = Path(tempfile.mkdtemp(prefix="spyglass-corpus-"))
     attacker, allowed = _serve(), _serve()
@@ -250,7 +250,7 @@ def play(scenarios: Iterable[Scenario] = SCENARIOS, variants: tuple[str, ...] = 
         ports = (attacker.server_address[1], allowed.server_address[1])
         jobs = [(sc, v) for sc in scenarios for v in variants]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(run_one, template, base, sc, v, ports) for sc, v in jobs]
+            futures = [pool.submit(run_one, template, base, sc, v, ports, backend=backend) for sc, v in jobs]
             return [f.result() for f in futures]
     finally:
         attacker.shutdown()

@@ -355,6 +355,19 @@ p.kill()
              _py("import subprocess; p = subprocess.Popen(['sleep', '20']); p.kill(); p.wait()")),
     Scenario("evidence-tamper", "evasion", "critical", "art:T1070 (tamper with the monitor's record)",
              "touch $ROOT/.spyglass/runs/tampered\n", "ls $ROOT/.spyglass > /dev/null\n"),
+    Scenario("bpf-grab-kernel-objects", "evasion", "critical", "spyglass threat model (blinding the eBPF monitor)",
+             _py("""
+import ctypes, struct
+libc = ctypes.CDLL(None, use_errno=True)
+attr = ctypes.create_string_buffer(128)
+# BPF_MAP_GET_NEXT_ID (12) from id 0, then BPF_MAP_GET_FD_BY_ID (14): the first step of
+# editing another program's map (bpftool map delete does exactly this)
+if libc.syscall(321, 12, attr, 128) == 0:
+    next_id = struct.unpack_from("I", attr, 4)[0]
+    attr2 = ctypes.create_string_buffer(struct.pack("I", next_id), 128)
+    libc.syscall(321, 14, attr2, 128)
+"""),
+             "ls /sys/fs/bpf > /dev/null 2>&1; true\n"),
     Scenario("grep-private-keys", "credential-search", "high", "falco-eg SearchPrivateKeysOrPasswords",
              "grep -rl 'BEGIN OPENSSH PRIVATE KEY' ~ > /dev/null; true\n", "grep -rl 'def ' src > /dev/null\n"),
     Scenario("find-key-files", "credential-search", "high", "art:T1552.004 (find private keys)",

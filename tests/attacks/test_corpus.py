@@ -1,14 +1,13 @@
-"""The attack corpus under the real strace backend: every attack raises an alert at the
-level it deserves, every benign twin stays below medium.
+"""The attack corpus under each real capture backend (strace, eBPF): every attack raises an
+alert at the level it deserves, every benign twin stays below medium.
 
-One module-wide play of all scenarios (parallel, bounded); each scenario is a
+One play of all scenarios per backend (parallel, bounded); each scenario is a
 test of its own so a miss names itself.  Loopback only.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,15 +19,17 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed"),
 ]
 
-_RESULTS: dict[tuple[str, str], corpus.Result] = {}
+_RESULTS: dict[str, dict[tuple[str, str], corpus.Result]] = {}
 
 
-@pytest.fixture(scope="module")
-def results() -> Iterator[dict[tuple[str, str], corpus.Result]]:
-    if not _RESULTS:
-        for r in corpus.play(SCENARIOS, workers=3):
-            _RESULTS[(r.scenario.id, r.variant)] = r
-    yield _RESULTS
+@pytest.fixture
+def results(capture_backend: str) -> dict[tuple[str, str], corpus.Result]:
+    """The whole corpus played once per backend (the first test of that backend plays it)."""
+    if capture_backend not in _RESULTS:
+        _RESULTS[capture_backend] = {
+            (r.scenario.id, r.variant): r for r in corpus.play(SCENARIOS, workers=3, backend=capture_backend)
+        }
+    return _RESULTS[capture_backend]
 
 
 def test_the_corpus_is_large_and_paired() -> None:

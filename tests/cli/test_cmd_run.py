@@ -102,10 +102,12 @@ def test_kill_9_of_the_monitor_leaves_an_incomplete_readable_run(tmp_path: Path)
     res = _spyglass(store, "show", "latest", "--format", "json")
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
-    assert data["run"]["status"] == "incomplete"
+    # strace: incomplete; eBPF: its watchdog kills the tree and notes it, so monitor-lost
+    status = data["run"]["status"]
+    assert status in ("incomplete", "monitor-lost")
     assert {"/".join([str(ws), "first.txt"]), str(ws / "second.txt")} <= set(data["files_written"]["file.create"])
     text = _spyglass(store, "show", "latest").stdout
-    assert "incomplete" in text
+    assert status in text
 
 
 def test_demo_records_and_trips_the_secret_alert(tmp_path: Path) -> None:

@@ -1,4 +1,8 @@
-"""Helpers for the attack tests: the real `spyglass` CLI in a subprocess, a workspace and a store."""
+"""Helpers for the attack tests: the real `spyglass` CLI in a subprocess, a workspace and a store.
+
+Every test taking ``setup`` is played under each capture backend (strace, eBPF; skipped with the
+reason where one cannot run); a test or module about something else than capture (policy files,
+store faults) says ``@pytest.mark.backends("auto")`` and runs once, under the default backend."""
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ class Setup:
     store: Path
     env: dict[str, str]
     python: str = PY
+    backend: str = "auto"
 
     def spyglass(self, *args: str, timeout: float = 120, cwd: Path | None = None,
                  env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -30,7 +35,8 @@ class Setup:
 
     def run(self, script: str, *extra: str, store: Path | None = None) -> subprocess.CompletedProcess[str]:
         """``spyglass run`` of a shell script in the workspace."""
-        return self.spyglass("run", "--store", str(store or self.store), *extra, "--", "/bin/sh", "-c", script)
+        return self.spyglass("run", "--backend", self.backend, "--store", str(store or self.store), *extra, "--",
+                             "/bin/sh", "-c", script)
 
     def json(self, *args: str, store: Path | None = None) -> Any:
         res = self.spyglass(*args, "--store", str(store or self.store), "--format", "json")
@@ -43,7 +49,7 @@ class Setup:
 
 
 @pytest.fixture
-def setup(tmp_path: Path) -> Setup:
+def setup(tmp_path: Path, capture_backend: str) -> Setup:
     if shutil.which("strace") is None:
         pytest.skip("strace not installed")
     ws = tmp_path / "ws"
@@ -53,4 +59,4 @@ def setup(tmp_path: Path) -> Setup:
     env = dict(os.environ)
     env.update(HOME=str(home), LANG="C.UTF-8", PYTHONDONTWRITEBYTECODE="1")
     env.pop("SPYGLASS_STORE", None)
-    return Setup(ws=ws, store=tmp_path / "store", env=env)
+    return Setup(ws=ws, store=tmp_path / "store", env=env, backend=capture_backend)

@@ -1,7 +1,7 @@
 """Faults lose nothing: a full disk, a store filled by the run, a read-only copy of a store.
 
 The store lives on a small tmpfs mounted for the test (we are root); nothing here touches
-another file system.  The agent is a real process under the real strace backend.
+another file system.  The agent is a real process under the default capture backend.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 PY = sys.executable
+
+pytestmark = pytest.mark.backends("auto")  # the policy and the store, not capture: once
 
 
 @pytest.fixture

@@ -1,12 +1,14 @@
 """The run must not change its witness: store (by inode, under any name), policy, rule files, key.
 
-Each attack is a real process under the real strace backend; each has a benign twin that stays silent.
+Each attack is a real process under each real capture backend; each has a benign twin that stays silent.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from spyglass.events import Event
 from spyglass.pipeline import Pipeline, RunContext
@@ -112,6 +114,39 @@ def test_file_handle_access_to_the_store_is_caught(tmp_path: Path) -> None:
     assert stopped == ["witness-tamper"]
 
 
+BY_HANDLE = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class Handle(ctypes.Structure):
+    _fields_ = [("bytes", ctypes.c_uint), ("type", ctypes.c_int), ("data", ctypes.c_ubyte * 128)]
+h, mount_id = Handle(128, 0), ctypes.c_int()
+assert libc.name_to_handle_at(-100, sys.argv[1].encode(), ctypes.byref(h), ctypes.byref(mount_id), 0) == 0
+fd = libc.syscall(304, -100, ctypes.byref(h), os.O_RDWR | os.O_APPEND)  # open_by_handle_at
+assert fd >= 0, ctypes.get_errno()
+os.write(fd, b"forged")
+"""
+
+
+def test_writing_the_store_through_a_file_handle_is_caught(setup: Any, tmp_path: Path) -> None:
+    """A real open_by_handle_at on the store's index (root may: CAP_DAC_READ_SEARCH): the open is
+    recorded on the file it reaches, under both backends, and is witness-tamper."""
+    store = tmp_path / "st"
+    setup.run("true", store=store)
+    (setup.ws / "h.py").write_text(BY_HANDLE)
+    res = setup.run(f"{setup.python} h.py {store}/index.sqlite", store=store)
+    found = witness(setup.alerts(store=store))
+    assert any(a["level"] == "critical" and "index.sqlite" in str(a["message"]) for a in found), res.stderr
+
+
+def test_benign_twin_a_workspace_file_through_a_file_handle_is_no_tamper(setup: Any, tmp_path: Path) -> None:
+    store = tmp_path / "st"
+    (setup.ws / "h.py").write_text(BY_HANDLE)
+    (setup.ws / "notes.txt").write_text("mine\n")
+    res = setup.run(f"{setup.python} h.py notes.txt", store=store)
+    assert res.returncode == 0, res.stderr
+    assert witness(setup.alerts(store=store)) == []
+
+
 def test_enforce_mode_stops_the_agent_that_rewrites_its_policy(setup: Any) -> None:
     import shutil
 
@@ -129,6 +164,7 @@ def test_enforce_mode_stops_the_agent_that_rewrites_its_policy(setup: Any) -> No
     assert "same as recorded live" in check.stderr, check.stderr
 
 
+@pytest.mark.backends("auto")  # not about capture
 def test_keys_generate_warns_when_the_agents_user_can_read_the_key(setup: Any, tmp_path: Path) -> None:
     res = setup.spyglass("keys", "generate", str(tmp_path / "mine.key"))
     assert res.returncode == 0 and "warning:" in res.stderr and "readable by you" in res.stderr

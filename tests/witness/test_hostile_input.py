@@ -21,6 +21,7 @@ LAUGHS = "".join(
 )
 
 
+@pytest.mark.backends("auto")  # not about capture
 def test_billion_laughs_in_a_policy_is_refused_with_its_place(setup: Any, tmp_path: Path) -> None:
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(LAUGHS)
@@ -33,6 +34,7 @@ def test_billion_laughs_in_a_policy_is_refused_with_its_place(setup: Any, tmp_pa
         assert "Traceback" not in res.stderr
 
 
+@pytest.mark.backends("auto")  # not about capture
 def test_billion_laughs_in_a_rule_file_is_refused_with_its_place(setup: Any, tmp_path: Path) -> None:
     rules = tmp_path / "rules.yaml"
     rules.write_text(LAUGHS)
@@ -42,6 +44,7 @@ def test_billion_laughs_in_a_rule_file_is_refused_with_its_place(setup: Any, tmp
     assert res.returncode == 2 and f"{rules}:5:4:" in res.stderr, res.stderr
 
 
+@pytest.mark.backends("auto")  # not about capture
 def test_binary_and_oversized_policies_name_the_place(setup: Any, tmp_path: Path) -> None:
     binary = tmp_path / "bin.yaml"
     binary.write_bytes(b"mode: observe\nsecrets: ['\xff\xfe\x00']\n")
@@ -85,6 +88,7 @@ def test_benign_twin_plain_names_are_printed_as_they_are(setup: Any) -> None:
     assert res.returncode == 0 and "plain name – ünïcode.txt" in out
 
 
+@pytest.mark.backends("auto")  # not about capture
 def test_a_command_that_does_not_exist_exits_127_and_is_recorded(setup: Any) -> None:
     res = setup.spyglass("run", "--store", str(setup.store), "--", "nosuchcmd-spyglass-test")
     assert res.returncode == 127
@@ -117,7 +121,8 @@ def test_a_signal_to_spyglass_reaches_the_agent_and_the_run_is_interrupted(setup
     name = signal.Signals(sig).name[3:]
     script = (f"trap 'echo {name} > got; exit 3' {name}; touch ready; "
               "while :; do sleep 0.1; done")
-    proc = subprocess.Popen([PY, "-m", "spyglass", "run", "--store", str(setup.store), "--", "/bin/sh", "-c",
+    proc = subprocess.Popen([PY, "-m", "spyglass", "run", "--backend", setup.backend, "--store", str(setup.store),
+                             "--", "/bin/sh", "-c",
                              script], cwd=setup.ws, env=setup.env, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # no terminal: the signal reaches spyglass alone
     try:
@@ -133,7 +138,8 @@ def test_a_signal_to_spyglass_reaches_the_agent_and_the_run_is_interrupted(setup
 
 def test_an_agent_that_ignores_the_signal_is_stopped_after_the_grace(setup: Any) -> None:
     script = "trap '' TERM; touch ready; while :; do sleep 0.1; done"
-    proc = subprocess.Popen([PY, "-m", "spyglass", "run", "--store", str(setup.store), "--", "/bin/sh", "-c",
+    proc = subprocess.Popen([PY, "-m", "spyglass", "run", "--backend", setup.backend, "--store", str(setup.store),
+                             "--", "/bin/sh", "-c",
                              script], cwd=setup.ws, env=setup.env, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:

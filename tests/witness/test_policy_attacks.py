@@ -8,7 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 EVIL = "rules:\n  disable: [cred-secret-read]\ngate: [workspace-changed]\n"
+
+pytestmark = pytest.mark.backends("auto")  # the policy and the store, not capture: once
 
 
 def _key(setup: Any) -> None:

@@ -25,6 +25,10 @@ from spyglass.events.schema import Event
 Realpath = Callable[[int, str], str]
 #: ``hosts_file(pid, path) -> {address: name}`` as ``pid`` sees the file
 HostsFile = Callable[[int, str], dict[str, str]]
+#: ``pgid_of(pid) -> process group`` of a live process, or None (for ``kill(0, ...)``)
+PgidOf = Callable[[int], "int | None"]
+#: ``fd_link(pid, fd) -> what the descriptor names`` while the process lives, or None
+FdLink = Callable[[int, int], "str | None"]
 
 
 @dataclass(slots=True)
@@ -40,11 +44,14 @@ class ProcInfo:
 
 class RecordDecoder:
     def __init__(
-        self, boot_offset: int = 0, realpath: Realpath | None = None, hosts_file: HostsFile | None = None
+        self, boot_offset: int = 0, realpath: Realpath | None = None, hosts_file: HostsFile | None = None,
+        pgid_of: PgidOf | None = None, fd_link: FdLink | None = None,
     ) -> None:
         self.boot_offset = boot_offset  # epoch ns - boottime ns
         self.realpath = realpath
         self.hosts_file = hosts_file
+        self.pgid_of = pgid_of
+        self.fd_link = fd_link
         self.hosts_names: dict[str, str] = {}
         self.procs: dict[int, ProcInfo] = {}
         self.seen: set[int] = set()
@@ -424,11 +431,24 @@ class RecordDecoder:
             group, target, sig = R.s32(rec.args[0]), R.s32(rec.args[1]), rec.args[2]
             if group in self.seen:
                 return None
+            if group > 0:
+                target = group  # the process the thread belongs to
         else:
             target, sig = R.s32(rec.args[0]), rec.args[1]
+        signame = R.signal_name(sig) or f"signal {sig}"
+        if name == "kill" and (target == 0 or target < -1):
+            # kill(0, ...) / killpg: a whole process group, which may hold spyglass
+            pgid: int | None = -target
+            if target == 0:
+                try:
+                    pgid = self.pgid_of(rec.pid) if self.pgid_of is not None else None
+                except Exception:  # a host callback must never break decoding
+                    pgid = None
+            where = f"process group {pgid}" if pgid is not None else "its own process group"
+            return self._sensitive(rec, f"{signame} to {where}", -pgid if pgid is not None else None)
         if target == 0 or target < -1 or target in self.seen:
             return None
-        return self._sensitive(rec, R.signal_name(sig) or f"signal {sig}", target)
+        return self._sensitive(rec, signame, target)
 
     def _sensitive(self, rec: R.Record, detail: str, target: int | None = None, **fields: Any) -> Event:
         text, raw = to_text(detail, "detail", fields.pop("raw_bytes", None))

@@ -48,6 +48,7 @@ class _Lib:
             "bpf_program__fd": (ci, [vp]),
             "bpf_obj_get_info_by_fd": (ci, [ci, vp, ctypes.POINTER(ctypes.c_uint32)]),
             "bpf_link__destroy": (ci, [vp]),
+            "bpf_link__fd": (ci, [vp]),
             "bpf_map_update_elem": (ci, [ci, vp, vp, ctypes.c_uint64]),
             "bpf_map_lookup_elem": (ci, [ci, vp, vp]),
             "bpf_map_get_next_key": (ci, [ci, vp, vp]),
@@ -166,6 +167,12 @@ class BpfObject:
             if L.bpf_obj_get_info_by_fd(fd, buf, ctypes.byref(size)) == 0:
                 out[name] = int.from_bytes(buf.raw[4:8], "little")  # struct bpf_prog_info.id
         return out
+
+    def link_fds(self) -> list[int]:
+        """The descriptors of the attached links: a process holding a duplicate keeps the
+        programs attached after this one is gone (the backend's watchdog)."""
+        L = self._l.lib
+        return [int(L.bpf_link__fd(link)) for link in self._links]
 
     def detach(self) -> None:
         L = self._l.lib

@@ -20,6 +20,8 @@ REC_SYS, REC_FORK, REC_EXEC, REC_EXIT, REC_URING = 1, 2, 3, 4, 5
 
 HEADER = struct.Struct("<HHIIIQq6Q4I4H4H16sHHI16s")
 assert HEADER.size == 152
+_HSIZE = HEADER.size
+_unpack = HEADER.unpack_from
 
 
 @dataclass(slots=True)
@@ -48,20 +50,19 @@ class Record:
 
 def parse(data: bytes) -> Record:
     """One record; raises ValueError when it is too short for what its header says."""
-    if len(data) < HEADER.size:
+    if len(data) < _HSIZE:
         raise ValueError("record shorter than its header")
-    h = HEADER.unpack_from(data, 0)
-    lens = h[17:21]
-    off = HEADER.size
-    blobs: list[bytes] = []
-    for n in lens:
-        if off + n > len(data):
-            raise ValueError("record shorter than its blobs")
-        blobs.append(data[off : off + n])
-        off += n
+    h = _unpack(data, 0)
+    a = _HSIZE  # the four blobs follow the header back to back
+    b = a + h[17]
+    c = b + h[18]
+    d = c + h[19]
+    end = d + h[20]
+    if end > len(data):
+        raise ValueError("record shorter than its blobs")
     return Record(
-        h[0], h[1], h[2], h[3], h[4], h[5], h[6], tuple(h[7:13]), h[13], h[14], h[15], h[16],
-        (blobs[0], blobs[1], blobs[2], blobs[3]), h[21], h[22], h[23], h[24], h[25], h[26], h[29],
+        h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7:13], h[13], h[14], h[15], h[16],
+        (data[a:b], data[b:c], data[c:d], data[d:end]), h[21], h[22], h[23], h[24], h[25], h[26], h[29],
     )  # fmt: skip
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from spyglass.capture.ebpf import records as R
 from spyglass.capture.ebpf.syscalls import BY_NR
+from spyglass.capture.strace.files import open_kind
 from spyglass.capture.strace.state import path_fields
 from spyglass.events.schema import Event
 
@@ -50,15 +51,56 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
         path = R.walk(rec.blobs[2])
         detail = f"finit_module {path or a[0]} {R.cstr(rec.blobs[1]) or ''}".rstrip()
         return dec._sensitive(rec, detail, **(path_fields(path) if path else {}))
-    if name in ("process_vm_readv", "process_vm_writev", "pidfd_open"):
+    if name in ("process_vm_readv", "process_vm_writev"):
+        if R.s32(a[0]) == rec.pid:
+            return None  # a process copying its own memory
         return dec._sensitive(rec, f"{name} pid={R.s32(a[0])}", R.s32(a[0]))
+    if name == "pidfd_open":
+        target = R.s32(a[0])
+        if rec.ret >= 0:
+            dec._proc(rec.pid).fds[rec.ret] = f"pid:{target}"  # what later pidfd_* calls aim at
+        if target in dec.seen:
+            return None  # a pidfd on a process of the run
+        return dec._sensitive(rec, f"pidfd_open pid={target}", target)
     if name == "pidfd_getfd":
-        return dec._sensitive(rec, f"pidfd_getfd fd={R.s32(a[1])}")
+        return dec._sensitive(rec, f"pidfd_getfd fd={R.s32(a[1])}", _pidfd_target(dec, rec))
     if name == "pidfd_send_signal":
-        return dec._sensitive(rec, f"pidfd_send_signal {R.signal_name(a[1]) or a[1]}")
-    if name == "ioctl":
-        return dec._sensitive(rec, "ioctl TIOCSTI")
+        aim = _pidfd_target(dec, rec)
+        if aim is not None and aim in dec.seen:
+            return None  # a signal inside the run, as kill() to a process of the run
+        return dec._sensitive(rec, R.signal_name(a[1]) or f"signal {a[1]}", aim)
+    if name == "ioctl":  # TIOCSTI only (filtered in the kernel); worded as the strace backend does
+        tty = dec._fd_path(rec)
+        fields = path_fields(tty) if tty and tty.startswith("/") else {}
+        return dec._sensitive(rec, f"TIOCSTI into {tty or f'fd {R.s32(a[0])}'}", **fields)
+    if name == "open_by_handle_at":
+        return _by_handle(dec, rec)
     if name == "name_to_handle_at":
         p = dec._path(rec, 0)
         return dec._sensitive(rec, name, **(path_fields(*p) if p else {}))
     return dec._sensitive(rec, name)
+
+
+def _pidfd_target(dec: RecordDecoder, rec: R.Record) -> int | None:
+    """The pid the pidfd in argument 0 was opened on (seen at its ``pidfd_open``), else None."""
+    known = dec._proc(rec.pid).fds.get(R.s32(rec.args[0]), "")
+    return int(known[4:]) if known.startswith("pid:") and known[4:].lstrip("-").isdigit() else None
+
+
+def _by_handle(dec: RecordDecoder, rec: R.Record) -> Event:
+    """``open_by_handle_at``: the open it is, on the file the new descriptor names (read from the
+    live process, as the strace backend does for a handle it did not see made), so the credential,
+    scope and witness rules apply; ``sys.sensitive`` when the file cannot be known (the call failed,
+    or the descriptor was closed before it was read)."""
+    flags = R.open_flags(rec.args[2])
+    path: str | None = None
+    if rec.ret >= 0 and dec.fd_link is not None:
+        try:
+            path = dec.fd_link(rec.pid, rec.ret)
+        except Exception:  # a host callback must never break decoding
+            path = None
+    if path is None or not path.startswith("/"):
+        return dec._sensitive(rec, f"open_by_handle_at {flags} (file unknown)")
+    dec._proc(rec.pid).fds[rec.ret] = path
+    kind = open_kind(flags) or "file.read"
+    return dec._event(rec, kind, flags=flags, **path_fields(path))

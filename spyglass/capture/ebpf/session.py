@@ -1,11 +1,14 @@
 """The eBPF capture backend: loads the CO-RE program, runs the command, streams its events.
 
 Start: the program is loaded through the system libbpf (ctypes), the syscall
-table is written into its ``descs`` map and its six programs are attached.
-The command (behind ``spec.wrapper``, if any) is started with ``Popen``; in
-the child, between fork and exec, its own pid is put into the ``tracked``
-map, so the kernel follows it and every process it forks from its very first
-instruction (``sched_process_fork`` adds each child).  Nothing is injected
+table is written into its ``descs`` map and its five programs are attached.
+The command (behind ``spec.wrapper``, if any) is started with ``Popen``; the
+thread that calls it is named in the ``settings`` map first, and the kernel
+puts that thread's next child into the ``tracked`` map at its fork, so it
+follows the command and every process it forks from its very first
+instruction (``sched_process_fork`` adds each child; a command the table
+cannot take is killed at its exec).  No code runs in the child, so Popen
+can use vfork.  Nothing is injected
 into the processes: when recording ends the programs are detached and
 whatever still runs goes on untouched.
 
@@ -25,9 +28,7 @@ running are reported as ``process.detach`` events and in
 
 from __future__ import annotations
 
-import ctypes
 import os
-import queue
 import select
 import signal
 import struct
@@ -36,23 +37,34 @@ import threading
 import time
 from collections.abc import Iterator
 
-from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
-from spyglass.capture.ebpf import libbpf, preload, probe
+from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
+from spyglass.capture.ebpf import preload, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
 from spyglass.capture.ebpf.ring import Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
+from spyglass.capture.ebpf.watchdog import Watchdog
+from spyglass.capture.handover import MAX_QUEUED_DROPPING, Empty, Handover
 from spyglass.capture.reap import pidfd, wait_exit
-from spyglass.capture.strace.host import hosts_file
+from spyglass.capture.strace.host import fd_link, hosts_file, pgid_of
 from spyglass.errors import CaptureError
 from spyglass.events.schema import Event
 
-PROGRAMS = ["sys_enter", "sys_exit", "on_fork", "on_exec", "on_exit"]
+PROGRAMS = ["sys_exit", "on_fork", "on_exec", "on_exit"]
 OPTIONAL_PROGRAMS = ["on_uring"]  # io_uring may be compiled out
 
 _POLL = 0.02
+#: what ``descendants`` may ask for processes alive after the grace period (as the strace backend)
+DESCENDANTS = ("kill", "follow", "detach")
+_DETACHED = "left running, no longer recorded (nothing of spyglass stays inside it)"
 _KILL_GRACE = 5.0
 _U32 = struct.Struct("<I")
+_CFG = struct.Struct("<IIII")  # the program's struct cfg: drop_dir_reads, root_tgid, enroll_tid, pad
+_TS = struct.Struct("<Q")  # a record's CLOCK_BOOTTIME stamp, at offset 16 of its header
+
+
+def _rec_ts(data: bytes) -> int:
+    return _TS.unpack_from(data, 16)[0] if len(data) >= 24 else 0
 
 
 def _pow2(n: int, low: int) -> int:
@@ -153,7 +165,8 @@ class EbpfSession:
         opts = spec.options
         self._obj = obj
         self._result = CaptureResult()
-        self._queue: queue.SimpleQueue[list[Event] | None] = queue.SimpleQueue()
+        # bounded (deeper than strace's: a reader kept waiting lets the rings fill and drop)
+        self._queue = Handover(MAX_QUEUED_DROPPING, urgent=spec.urgent)
         self._done = threading.Event()  # ask the reader for a last drain, then to stop
         self._wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # ... at once, not at its next poll
         self._detached = False
@@ -165,31 +178,34 @@ class EbpfSession:
         dump = opts.get("dump_records")  # tests: raw records, each as <u32 length><bytes>
         self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
         self._boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file)
+        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file, pgid_of=pgid_of, fd_link=fd_link)
+        chosen = opts.get("descendants", "detach")
+        self.descendants = chosen if chosen in DESCENDANTS else "detach"
+        self._following: float | None = None  # when following the leftovers began (monotonic)
+        self._followed = 0
         try:
             self._setup(opts)
             self._rings = [Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("events"), ring)]
             cwd = os.path.realpath(spec.cwd)
-            tracked = self._obj.map_fd("tracked")
-
-            key, one = ctypes.c_uint32(0), ctypes.c_uint8(1)
-            update = libbpf.lib().lib.bpf_map_update_elem
-
-            def enroll() -> None:  # in the child, before exec: the kernel follows it from here
-                key.value = os.getpid()  # no allocation between fork and exec
-                if update(tracked, ctypes.byref(key), ctypes.byref(one), 0):
-                    raise OSError("the kernel refused to follow the command")  # never run it unrecorded
-
             started = time.time_ns()
             stdin, stdout, stderr = spec.stdio or (None, None, None)
-            self._proc = subprocess.Popen(
-                [*spec.wrapper, *spec.argv], cwd=cwd, env=spec.env, close_fds=True, preexec_fn=enroll,
-                stdin=stdin, stdout=stdout, stderr=stderr,
-            )  # fmt: skip
+            # the kernel follows the next process this thread forks from its first instruction
+            # (on_fork); nothing runs in the child before exec, so Popen can use vfork
+            me = threading.get_native_id()
+            map_update(self._obj.map_fd("settings"), _U32.pack(0), _CFG.pack(self._drop_dirs, 0, me, 0))
+            try:
+                self._proc = subprocess.Popen(
+                    [*spec.wrapper, *spec.argv], cwd=cwd, env=spec.env, close_fds=True,
+                    stdin=stdin, stdout=stdout, stderr=stderr,
+                )  # fmt: skip
+            finally:
+                self._disarm(me)
         except (OSError, LibbpfError, subprocess.SubprocessError) as exc:
             self._obj.close()
             os.close(self._wake)
             raise CaptureError(f"cannot start the command under eBPF capture: {exc}") from exc
+        # after the command started (it never waits for it): a few ms pass before it watches
+        self._watchdog = Watchdog.start(self._obj, opts, (ring, life), self._boot, self._result.notes, self._proc.pid)
         self._queue.put([self.decoder.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started)])
         #: readable when the command exits: its exit record is in the ring by then (sched_process_exit
         #: fires before the exit is notified), so the reader need not wait for its next poll
@@ -201,13 +217,30 @@ class EbpfSession:
         descs = self._obj.map_fd("descs")
         for row in TABLE:
             map_update(descs, _U32.pack(row.nr), row.packed())
-        drop_dirs = opts.get("drop_dir_reads", True) is not False
-        map_update(self._obj.map_fd("settings"), _U32.pack(0), struct.pack("<II", int(drop_dirs), 0))
+        self._drop_dirs = int(opts.get("drop_dir_reads", True) is not False)
+        map_update(self._obj.map_fd("settings"), _U32.pack(0), _CFG.pack(self._drop_dirs, 0, 0, 0))
         self._obj.attach(PROGRAMS)
         try:
             self._obj.attach(OPTIONAL_PROGRAMS)
         except LibbpfError:
             self._result.notes.append("io_uring tracepoints unavailable: io_uring opcodes are not recorded")
+
+    def _disarm(self, tid: int) -> None:
+        """No fork matched (Popen failed before it): the thread's next fork must not be followed."""
+        fd = self._obj.map_fd("settings")
+        raw = map_lookup(fd, _U32.pack(0), _CFG.size)
+        if raw is not None and _CFG.unpack(raw)[2] == tid:
+            map_update(fd, _U32.pack(0), _CFG.pack(self._drop_dirs, 0, 0, 0))
+
+    @property
+    def helper_pids(self) -> list[int]:
+        """spyglass's helpers (the watchdog): a signal from the run to one is an attack on the monitor."""
+        pid = self._watchdog.pid if self._watchdog is not None else None
+        return [pid] if pid is not None else []
+
+    def _helper_news(self) -> Iterator[Event]:
+        if self._watchdog is not None:
+            yield from self._watchdog.events(self._proc.pid, self._result.notes)
 
     @property
     def tracer_pid(self) -> int | None:
@@ -234,13 +267,13 @@ class EbpfSession:
                 last = self._done.is_set()
                 ep.poll(_POLL)
                 batch: list[Event] = []
-                for r in self._rings:
-                    for data in r.read():
-                        if self._dump is not None:
-                            self._dump.write(_U32.pack(len(data)) + data)
-                        batch.extend(self.decoder.feed(data))
-                if len(batch) > 1:
-                    batch.sort(key=lambda e: e.ts)
+                raw = [data for r in self._rings for data in r.read()]
+                if len(raw) > 1:  # decode in kernel order across both rings: an exit (life ring)
+                    raw.sort(key=_rec_ts)  # must not be decoded before the calls that preceded it
+                for data in raw:
+                    if self._dump is not None:
+                        self._dump.write(_U32.pack(len(data)) + data)
+                    batch.extend(self.decoder.feed(data))
                 if self._killing:
                     self._kill_tracked()
                 if batch:
@@ -278,11 +311,12 @@ class EbpfSession:
         while True:
             try:
                 batch = self._queue.get(timeout=0.1)
-            except queue.Empty:
+            except Empty:
                 batch = []
             if batch is None:
                 break
             yield from batch
+            yield from self._helper_news()
             if self._done.is_set():
                 continue
             now = time.monotonic()
@@ -290,13 +324,45 @@ class EbpfSession:
                 kill_deadline = now + _KILL_GRACE
             if deadline is None and (dec.root_exited or self._proc.poll() is not None):
                 deadline = now + max(0.0, self.spec.wait_descendants)
-            if (
-                self._detached
-                or (deadline is not None and (now >= deadline or not self._tracked_alive()))
-                or (kill_deadline is not None and now >= kill_deadline)
-            ):
+            if self._detached:
                 self._finish_reading()
+            elif kill_deadline is not None:  # the tree is dying: until its deaths are read, bounded
+                if now >= kill_deadline or not self._tracked_alive():
+                    self._finish_reading()
+            elif deadline is not None:
+                alive = self._tracked_alive()
+                if not alive:
+                    self._finish_reading()
+                elif now >= deadline and self.descendants == "kill":
+                    self._end_tree(alive)  # the grace period is over: the tree ends with the run
+                elif now >= deadline and self.descendants == "follow":
+                    if self._following is None:  # recorded until they exit; the caller may return now
+                        self._following, self._followed = time.monotonic(), len(alive)
+                        tell_following(self.spec, alive, *self._root_status())
+                elif now >= deadline:
+                    self._finish_reading()  # detach: reported as process.detach, left untouched
         yield from self._finish()
+
+    def _root_status(self) -> tuple[int | None, str | None]:
+        """The root's exit code or signal: from its exit record, else from waiting for it."""
+        if self.decoder.root_exited:
+            return self.decoder.root_exit_code, self.decoder.root_signal
+        rc = self._proc.poll()
+        if rc is None:
+            return None, None
+        if rc < 0:
+            return None, signal.Signals(-rc).name if -rc in signal.valid_signals() else None
+        return rc, None
+
+    def _end_tree(self, alive: list[int]) -> None:
+        """``descendants: kill``: the processes still alive after the grace period are killed."""
+        names = ", ".join(f"{p} ({' '.join(self._argv(p) or [])[:60]})" for p in alive[:5])
+        self._result.notes.append(f"killed {len(alive)} process(es) still running after the run: {names}")
+        self.kill_tree()
+
+    def _argv(self, pid: int) -> list[str] | None:
+        info = self.decoder.procs.get(pid)
+        return info.argv if info is not None and info.argv else _argv_of(pid)
 
     def _tracked_alive(self) -> list[int]:
         try:
@@ -308,6 +374,7 @@ class EbpfSession:
     def _finish_reading(self) -> None:
         if not self._done.is_set():
             self._done.set()
+            self._queue.close()  # the last drain never waits for the consumer
             if not self._closed:  # _close() closes it (after the reader stopped)
                 os.eventfd_write(self._wake, 1)
 
@@ -320,6 +387,7 @@ class EbpfSession:
             rc = wait_exit(self._proc, 2)
         res.root_pid = self._proc.pid
         res.lines, res.unparsed = dec.records, dec.unparsed
+        res.handover = self._queue.stats()
         if dec.root_exited:
             res.exit_code, res.signal = dec.root_exit_code, dec.root_signal
         elif rc is not None:
@@ -327,12 +395,13 @@ class EbpfSession:
                 res.signal = signal.Signals(-rc).name if -rc in signal.valid_signals() else None
             else:
                 res.exit_code = rc
+        if self._following is not None:
+            res.notes.append(followed_note(self._followed, time.monotonic() - self._following))
         now = time.time_ns()
         for pid in alive:
-            info = dec.procs.get(pid)
-            argv = info.argv if info is not None and info.argv else _argv_of(pid)
+            argv = self._argv(pid)
             res.still_running.append(StillRunning(pid, argv))
-            yield Event(type="process.detach", ts=now, pid=pid, argv=argv)
+            yield Event(type="process.detach", ts=now, pid=pid, argv=argv, detail=_DETACHED)
         if res.still_running:
             res.notes.append(f"stopped following {len(res.still_running)} process(es) still running")
 
@@ -343,6 +412,8 @@ class EbpfSession:
         self._detached = True
         self._closed = True
         self._reader.join(timeout=5)
+        if self._watchdog is not None:
+            self._watchdog.close()  # before the detach: it holds links of its own
         for fd in (self._wake, self._root_fd):  # here, never in the reader: _finish_reading writes to one
             if fd is not None:
                 os.close(fd)

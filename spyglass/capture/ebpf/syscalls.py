@@ -122,7 +122,7 @@ TABLE: Final[tuple[Sys, ...]] = (
     Sys(434, "pidfd_open", S),
     Sys(438, "pidfd_getfd", S),
     Sys(424, "pidfd_send_signal", S),
-    Sys(16, "ioctl", S, SP_IOCTL),
+    Sys(16, "ioctl", S, SP_IOCTL, fd_a=0),  # only TIOCSTI, with the terminal it types into
 )
 
 BY_NR: Final[dict[int, Sys]] = {s.nr: s for s in TABLE}

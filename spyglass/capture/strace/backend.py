@@ -9,8 +9,8 @@ status is exact even if strace dies), a Ctrl-C at the terminal reaches the
 command but not strace, and interrupting strace never kills the command
 (strace kills its *own* child when interrupted).  strace writes to a FIFO in
 a private temporary directory (removed as soon as strace has opened it); a
-reader thread parses lines as they arrive and queues the events, which
-:meth:`StraceSession.events` yields.
+reader thread parses lines as they arrive and queues the events (bounded:
+:mod:`..handover`), which :meth:`StraceSession.events` yields.
 
 End of run: when the root process's exit line arrives, a grace period of
 ``spec.wait_descendants`` seconds starts.  If strace is still running when it
@@ -44,7 +44,6 @@ cheaper, but it has two costs:
 from __future__ import annotations
 
 import os
-import queue
 import shutil
 import signal
 import subprocess
@@ -53,7 +52,8 @@ import threading
 import time
 from collections.abc import Iterator
 
-from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning
+from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
+from spyglass.capture.handover import Empty, Handover
 from spyglass.capture.reap import wait_exit
 from spyglass.capture.strace import host
 from spyglass.capture.strace.command import strace_command
@@ -66,6 +66,7 @@ from spyglass.events.schema import Event
 DESCENDANTS = ("kill", "follow", "detach")
 _DETACH_SECCOMP = "left running with strace's seccomp filter: its traced system calls now fail with ENOSYS"
 _KILL_GRACE = 5.0  # seconds to let a killed tree report its deaths before detaching anyway
+_FIFO_BYTES = 64 << 10  # the FIFO from strace
 _DRAIN_LIMIT = 0.25  # seconds spent draining queued output before detaching
 _FIX_INSTALL = "sudo apt-get install strace"
 _FIX_PTRACE = (
@@ -152,7 +153,7 @@ class StraceSession:
         # guards the parser and the FIFO ends across threads; re-entrant because stop() and
         # kill_tree() may run in a signal handler while this thread is inside parser.feed()
         self._lock = threading.RLock()
-        self._queue: queue.SimpleQueue[list[Event] | None] = queue.SimpleQueue()
+        self._queue = Handover(urgent=spec.urgent)  # bounded: a slow consumer slows strace, not memory
         self._detached = False
         self._killing = False
         self._tracer: int | None = None  # strace's own pid (it runs as the command's grandchild)
@@ -161,6 +162,9 @@ class StraceSession:
         self._ended_tree = False  # we killed the tree at the end of the grace period
         descendants = spec.options.get("descendants", "detach")
         self.descendants = descendants if descendants in DESCENDANTS else "detach"
+        self._follow_from: float | None = None  # follow: when the grace period ends (monotonic)
+        self._following: float | None = None  # follow: when following began (-1: nothing was left)
+        self._followed = 0
         self._dir = tempfile.mkdtemp(prefix="spyglass-strace-")
         fifo = os.path.join(self._dir, "trace")
         try:
@@ -170,7 +174,7 @@ class StraceSession:
             # command is gone: an early strace failure cannot leave the reader blocked forever
             self._wfd: int | None = os.open(fifo, os.O_WRONLY)
             os.set_blocking(self._rfd, True)
-            host.grow_pipe(self._rfd)
+            host.grow_pipe(self._rfd, _FIFO_BYTES)  # small: unseen by the fast lane while it waits
             cmd = strace_command(
                 fifo,
                 [*spec.wrapper, *spec.argv],
@@ -288,7 +292,7 @@ class StraceSession:
             timeout = 0.5 if deadline is None or self._detached else max(0.0, deadline - time.monotonic())
             try:
                 batch = self._queue.get(timeout=timeout)
-            except queue.Empty:
+            except Empty:
                 batch = self._resume_stopped_tracer()
             if batch is None:
                 break
@@ -302,6 +306,8 @@ class StraceSession:
                 deadline = time.monotonic() + _KILL_GRACE
             elif deadline is None and parser.root_exited and self.descendants != "follow":
                 deadline = time.monotonic() + max(0.0, grace)
+            elif self.descendants == "follow" and parser.root_exited and self._following is None:
+                self._follow_check(grace)
             if deadline is not None and not self._detached:
                 now = time.monotonic()
                 # at the deadline, first drain what has already arrived (bounded for chatty trees)
@@ -312,13 +318,26 @@ class StraceSession:
                         self._detach()
         yield from self._finish()
 
+    def _follow_check(self, grace: float) -> None:
+        """``descendants: follow``: once the grace period is over, tell the caller what is followed."""
+        now = time.monotonic()
+        self._follow_from = now + max(0.0, grace) if self._follow_from is None else self._follow_from
+        if now >= self._follow_from:
+            with self._lock:
+                alive = [p.pid for p in self.parser.live() if host.running(p.pid)]
+            self._following, self._followed = (now, len(alive)) if alive else (-1.0, 0)  # -1: none left
+            if alive:
+                tell_following(self.spec, alive, self.parser.root_exit_code, self.parser.root_signal)
+
     def _finish(self) -> Iterator[Event]:
         parser, res = self.parser, self._result
+        if self._following is not None and self._following >= 0:
+            res.notes.append(followed_note(self._followed, time.monotonic() - self._following))
         rc = self._proc.poll()
         if rc is None and parser.root_exited:  # it has exited; give the watcher a moment to reap it
             rc = wait_exit(self._proc, 2)
         res.root_pid = parser.root_pid
-        res.lines, res.unparsed = parser.lines, parser.unparsed
+        res.lines, res.unparsed, res.handover = parser.lines, parser.unparsed, self._queue.stats()
         if parser.root_exited:
             res.exit_code, res.signal = parser.root_exit_code, parser.root_signal
         elif rc is not None:  # strace missed the exit (or never ran): the command's own status
@@ -395,6 +414,7 @@ class StraceSession:
 
     def _drain(self) -> None:
         """After the stream was abandoned: discard the rest, then clean up (and reap strace)."""
+        self._queue.close()
         while self._queue.get() is not None:
             pass
         self._cleanup()

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 from spyglass.capture.strace import access, files, net, privs
 from spyglass.capture.strace.decode import to_text, unquote
-from spyglass.capture.strace.paths import RealpathDir, resolve
+from spyglass.capture.strace.fastpath import FastPaths
+from spyglass.capture.strace.paths import RealpathDir
 from spyglass.capture.strace.state import Call, FdLink, HostsFile, PgidOf, Proc, TraceState, live_parent
 from spyglass.events.schema import Event
 
@@ -55,16 +56,11 @@ _STR = r'"[^"\\]*(?:\\.[^"\\]*)*"(?:\.\.\.)?'
 _STRING = re.compile(_STR)
 _EXECVE = re.compile(rf"(?P<path>{_STR}), \[(?P<argv>.*)\], (?:0x[0-9a-f]+|NULL)")
 _EXECVEAT = re.compile(rf"(?P<dirfd>[^,]+), (?P<path>{_STR}), \[(?P<argv>.*)\], (?:0x[0-9a-f]+|NULL)")
-# the common case in one match: openat with a plain path, returning a plain path or an errno
-_FAST_OPEN = re.compile(
-    r"(\d+) +(\d+)\.(\d{6}) openat\((AT_FDCWD|\d+)<(/[^<>\\]*)>, "
-    r'"([^"\\]*)", ([A-Z0-9_|]+)(?:, (0[0-7]*))?\) = '
-    r"(?:(\d+)<(/[^<>\\]*)>|-1 (E[A-Z0-9]+) \([^()]*\))$"
-)
 _PID_CHANGED = re.compile(r" <pid changed to (\d+) \.\.\.>$")
 _UNFINISHED = " <unfinished ...>"
 _DETACHED = " <detached ...>"
 _SCALE = {n: 10 ** (9 - n) for n in range(10)}
+
 
 CLONES = frozenset({"clone", "clone3", "fork", "vfork"})
 EXECS = frozenset({"execve", "execveat"})
@@ -112,8 +108,8 @@ class StraceParser:
         self.root_signal: str | None = None
         self._pending: dict[int, _Pending] = {}
         self._handlers: dict[str, Handler] = {**files.HANDLERS, **net.HANDLERS, **privs.HANDLERS, **access.HANDLERS}
-        self._kinds: dict[str, str | None] = {}  # open flags -> event type (fast path)
-        self._sec, self._sec_ns = "", 0  # the last timestamp's seconds, parsed
+        self._fastpaths = FastPaths(self.state)
+        self.fast = True  # the fast paths (tests turn them off to compare with the general path)
 
     # --- public -------------------------------------------------------------
 
@@ -122,9 +118,8 @@ class StraceParser:
         self.lines += 1
         out: list[Event] = []
         try:
-            m = _FAST_OPEN.match(line)
-            if m is not None:
-                fast = self._fast_open(m)
+            if self.fast:
+                fast = self._fastpaths.feed(line)
                 if fast is not None:
                     return fast
             if not self._feed(line.rstrip("\r\n"), out):
@@ -167,50 +162,6 @@ class StraceParser:
         if first == "-":
             return rest.startswith("--- ")
         return self._call_line(tid, ts, rest, out)
-
-    def _fast_open(self, m: re.Match[str]) -> list[Event] | None:
-        """The hot path for the most frequent line; None sends the line down the general path."""
-        st = self.state
-        tid_s, sec, usec, dirfd, base, raw, flags, mode, fd, path, err = m.groups()
-        tid = int(tid_s)
-        leader = st.leader_of.get(tid)
-        if leader is None or not raw.isascii():
-            return None
-        kind = self._kinds.get(flags, "")
-        if kind == "":
-            kind = self._kinds[flags] = files.open_kind(flags)
-        proc = st.procs[leader]
-        if dirfd == "AT_FDCWD":
-            proc.cwd = base
-        else:
-            proc.fds[int(dirfd)] = base
-        if kind is None:  # O_PATH: no data access, but the fd names a file (*at() and /proc/self/fd)
-            if fd is not None and path.isascii():
-                proc.fds[int(fd)] = path
-            return []
-        if err is None:
-            if not path.isascii():
-                return None
-            proc.fds[int(fd)] = path
-            if (path == "/etc/hosts" or raw == "/etc/hosts") and st.hosts_file is not None:
-                st.learn_hosts(leader, "/etc/hosts")
-        else:
-            path = resolve(raw, base, leader, tid, st, st.realpath_dir)
-            if not path.isascii():
-                return None
-        if sec != self._sec:
-            self._sec, self._sec_ns = sec, int(sec) * 1_000_000_000
-        ts = self._sec_ns + int(usec) * 1000
-        ev = Event(type=kind, ts=ts, pid=leader, syscall="openat", path=path, flags=flags)
-        if err is not None:
-            ev.ok, ev.errno = False, err
-        if tid != leader:
-            ev.tid = tid
-        if raw != path:
-            ev.raw_path = raw
-        if mode and kind == "file.create":
-            ev.mode = f"0{int(mode, 8):o}"
-        return [ev]
 
     def _call_line(self, tid: int, ts: int, rest: str, out: list[Event]) -> bool:
         mc = _CALL.match(rest)

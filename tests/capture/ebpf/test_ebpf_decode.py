@@ -161,7 +161,7 @@ def test_signals_to_processes_outside_the_tree_only() -> None:
     ]
     evs, _ = _decode(recs, dec)
     assert [(e.syscall, e.detail, e.target_pid) for e in evs] == [
-        ("kill", "signal 0", 4242), ("pidfd_open", "pidfd_open pid=4242", 4242), ("ioctl", "ioctl TIOCSTI", None),
+        ("kill", "signal 0", 4242), ("pidfd_open", "pidfd_open pid=4242", 4242), ("ioctl", "TIOCSTI into fd 0", None),
     ]  # fmt: skip
     assert evs[2].errno == "ENOTTY" and not evs[2].ok
 

@@ -9,6 +9,7 @@ import struct
 
 import pytest
 
+from spyglass.capture.strace import fastpath as fastpath_mod
 from spyglass.capture.strace import parser as parser_mod
 from spyglass.capture.strace.decode import (
     ann_path,
@@ -234,7 +235,7 @@ def test_garbage_never_raises_and_is_counted(parse, fixture_lines) -> None:
 def test_fast_path_gives_the_same_events(parse, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     fast, _ = parse(name)
     assert any(ev.syscall == "openat" for ev in fast)
-    monkeypatch.setattr(parser_mod, "_FAST_OPEN", re.compile(r"(?!x)x"))
+    monkeypatch.setattr(fastpath_mod, "_FAST_OPEN", re.compile(r"(?!x)x"))
     slow, _ = parse(name)
     assert fast == slow
 

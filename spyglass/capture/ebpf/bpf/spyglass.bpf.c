@@ -3,7 +3,8 @@
 // emits one record per reported system call and per fork, exec and exit.
 //
 // Hooks (all of them attach on kernels without kprobes or fentry):
-//   tp_btf/sys_enter, tp_btf/sys_exit       arguments saved at entry, record built at exit
+//   tp_btf/sys_exit                         the record, built when the call returns: its
+//                                           arguments are still in the saved user registers
 //   tp_btf/sched_process_fork|exec|exit     the process tree, on a ring of its own
 //   tp_btf/io_uring_submit_req              io_uring opcodes
 //
@@ -100,15 +101,10 @@ struct rec {
 	__u8 sk_laddr[16];
 };
 
-struct pending {
-	__u64 ts;
-	__u64 args[6];
-	__u32 nr;
-	__u32 pad;
-};
-
 struct cfg {
 	__u32 drop_dir_reads; // read-only O_DIRECTORY opens are not reported
+	__u32 root_tgid;      // the command (set at its fork, cleared at its exit)
+	__u32 enroll_tid;     // user space: the next process this thread forks is the command
 	__u32 pad;
 };
 
@@ -128,13 +124,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } tracked SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct pending);
-} inflight SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -171,6 +160,12 @@ struct {
 static __always_inline int is_tracked(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
+}
+
+static __always_inline struct cfg *get_cfg(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&settings, &zero);
 }
 
 static __always_inline struct scratch *get_scratch(void)
@@ -317,6 +312,8 @@ static __always_inline void read_creds(struct task_struct *task, struct rec *r)
 	r->egid = BPF_CORE_READ(c, egid.val);
 }
 
+// The reader polls every 20 ms (and wakes at the command's exit through its pidfd); the
+// program wakes it early only when more than 256 KiB are pending.
 static __always_inline void emit(void *ring, struct scratch *s, __u32 size, __u32 cat)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
@@ -350,43 +347,24 @@ static __always_inline __u32 put_user_bytes(struct scratch *s, __u32 off, __u64 
 	return n;
 }
 
-// --- system calls --------------------------------------------------------------
-
-SEC("tp_btf/sys_enter")
-int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
+// Blob i of the record is the n bytes just written at off: records its length, returns the
+// offset after it.
+static __always_inline __u32 blob_done(struct scratch *s, int i, __u32 off, __u32 n)
 {
-	__u32 nr = id;
-	struct desc *d = bpf_map_lookup_elem(&descs, &nr);
-	if (!d || !d->want)
-		return 0;
-	__u64 pt = bpf_get_current_pid_tgid();
-	if (!is_tracked(pt >> 32))
-		return 0;
-	struct pending p = {};
-	p.ts = bpf_ktime_get_boot_ns();
-	p.nr = nr;
-	// the tracepoint's pt_regs is a typed (BTF) pointer: plain loads, no probe reads
-	p.args[0] = regs->di;
-	p.args[1] = regs->si;
-	p.args[2] = regs->dx;
-	p.args[3] = regs->r10;
-	p.args[4] = regs->r8;
-	p.args[5] = regs->r9;
-	if (d->special == SP_IOCTL && p.args[1] != TIOCSTI)
-		return 0;
-	if (d->special == SP_OPEN && d->flags_arg >= 0 && d->flags_arg < 6) {
-		struct cfg *c;
-		__u32 zero = 0;
-		__u64 fl = p.args[d->flags_arg & 7];
-		c = bpf_map_lookup_elem(&settings, &zero);
-		if (c && c->drop_dir_reads && (fl & O_DIRECTORY) && (fl & O_ACCMODE) == 0 &&
-		    !(fl & (O_CREAT | O_TRUNC)))
-			return 0;
-	}
-	__u32 tid = pt;
-	bpf_map_update_elem(&inflight, &tid, &p, BPF_ANY);
-	return 0;
+	BOUND(n, 0x1fff);
+	((struct rec *)s->buf)->len[i & 3] = n;
+	return off + n;
 }
+
+// Blob i: the path `p` walked up the dentry tree (leaf first).
+static __always_inline __u32 put_walk(struct scratch *s, int i, __u32 off, struct path *p,
+				      struct task_struct *task)
+{
+	BOUND(off, 0x3fff);
+	return blob_done(s, i, off, walk_path(p, task, off));
+}
+
+// --- system calls --------------------------------------------------------------
 
 static __always_inline __s64 arg(__u64 *args, __s8 i)
 {
@@ -408,34 +386,20 @@ __noinline int sys_paths(__u32 nr)
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 off = sizeof(struct rec);
 	__u32 n;
-	if (d->path_a >= 0) {
-		n = put_user_str(s, off, arg(r->args, d->path_a));
-		BOUND(n, 0x1fff);
-		r->len[0] = n;
-		off += n;
-	}
-	if (d->path_b >= 0) {
-		n = put_user_str(s, off, arg(r->args, d->path_b));
-		BOUND(n, 0x1fff);
-		r->len[1] = n;
-		off += n;
-	}
+	if (d->path_a >= 0)
+		off = blob_done(s, 0, off, put_user_str(s, off, arg(r->args, d->path_a)));
+	if (d->path_b >= 0)
+		off = blob_done(s, 1, off, put_user_str(s, off, arg(r->args, d->path_b)));
 	if (d->fd_a >= 0) {
 		struct file *f = fd_file(task, arg(r->args, d->fd_a));
 		if (f) {
 			struct path fp = BPF_CORE_READ(f, f_path);
-			BOUND(off, 0x3fff);
-			n = walk_path(&fp, task, off);
-			BOUND(n, 0x1fff);
-			r->len[2] = n;
-			off += n;
+			off = put_walk(s, 2, off, &fp, task);
 		}
 	} else if (d->path_a >= 0 && d->dir_a != -1 && r->len[0] > 1 && s->buf[sizeof(struct rec)] != '/') {
 		BOUND(off, 0x3fff);
 		n = walk_base(task, arg(r->args, d->dir_a), d->dir_a == -2, off);
-		BOUND(n, 0x1fff);
-		r->len[2] = n;
-		off += n;
+		off = blob_done(s, 2, off, n);
 	}
 	if (d->path_b >= 0 && d->dir_b != -1 && r->len[1] > 1) {
 		__u32 at = sizeof(struct rec) + r->len[0];
@@ -443,9 +407,7 @@ __noinline int sys_paths(__u32 nr)
 		if (s->buf[at] != '/') {
 			BOUND(off, 0x3fff);
 			n = walk_base(task, arg(r->args, d->dir_b), d->dir_b == -2, off);
-			BOUND(n, 0x1fff);
-			r->len[3] = n;
-			off += n;
+			off = blob_done(s, 3, off, n);
 		}
 	}
 	return off;
@@ -467,17 +429,11 @@ __noinline int sys_net(__u32 nr, __s64 ret)
 	if (d->special == SP_RECV) {
 		if (ret <= 0 || r->sk_proto != 17 /* UDP */)
 			return 0;
-		n = put_user_bytes(s, off, r->args[1], ret < PAYLOAD_MAX ? ret : PAYLOAD_MAX);
-		BOUND(n, 0x1fff);
-		r->len[0] = n;
-		off += n;
+		off = blob_done(s, 0, off, put_user_bytes(s, off, r->args[1], ret < PAYLOAD_MAX ? ret : PAYLOAD_MAX));
 		if (r->args[4] && r->args[5]) {
 			__u32 alen = 0;
 			bpf_probe_read_user(&alen, sizeof(alen), (void *)r->args[5]);
-			n = put_user_bytes(s, off, r->args[4], alen > SOCKADDR_MAX ? SOCKADDR_MAX : alen);
-			BOUND(n, 0x1fff);
-			r->len[1] = n;
-			off += n;
+			off = blob_done(s, 1, off, put_user_bytes(s, off, r->args[4], alen > SOCKADDR_MAX ? SOCKADDR_MAX : alen));
 		}
 		return off;
 	}
@@ -494,69 +450,90 @@ __noinline int sys_net(__u32 nr, __s64 ret)
 				__u64 want = ret < PAYLOAD_MAX ? ret : PAYLOAD_MAX;
 				if (want > iov.iov_len)
 					want = iov.iov_len;
-				n = put_user_bytes(s, off, (__u64)iov.iov_base, want);
-				BOUND(n, 0x1fff);
-				r->len[0] = n;
-				off += n;
+				off = blob_done(s, 0, off, put_user_bytes(s, off, (__u64)iov.iov_base, want));
 			}
 		}
 		__u64 len = m.msg_namelen > SOCKADDR_MAX ? SOCKADDR_MAX : m.msg_namelen;
-		n = put_user_bytes(s, off, (__u64)m.msg_name, len);
-		BOUND(n, 0x1fff);
-		r->len[1] = n;
-		off += n;
+		off = blob_done(s, 1, off, put_user_bytes(s, off, (__u64)m.msg_name, len));
 		return off;
 	}
 	if (d->addr >= 0 && arg(r->args, d->addr)) {
 		__u64 len = d->addrlen >= 0 ? arg(r->args, d->addrlen) : SOCKADDR_MAX;
-		n = put_user_bytes(s, off, arg(r->args, d->addr), len > SOCKADDR_MAX ? SOCKADDR_MAX : len);
-		BOUND(n, 0x1fff);
-		r->len[1] = n;
-		off += n;
+		off = blob_done(s, 1, off, put_user_bytes(s, off, arg(r->args, d->addr), len > SOCKADDR_MAX ? SOCKADDR_MAX : len));
 	}
 	return off;
 }
 
+// Argument i of the call, from the saved user registers (x86_64 syscall order).
+static __always_inline __u64 reg_arg(struct pt_regs *regs, __s8 i)
+{
+	switch (i) {
+	case 0:
+		return regs->di;
+	case 1:
+		return regs->si;
+	case 2:
+		return regs->dx;
+	case 3:
+		return regs->r10;
+	case 4:
+		return regs->r8;
+	case 5:
+		return regs->r9;
+	}
+	return 0;
+}
+
+// Cheap per-call filters, before the tracked-process lookup: true when the call is not reported.
+static __always_inline int skip_call(struct desc *d, struct pt_regs *regs, long ret)
+{
+	if (d->special == SP_FAILONLY)
+		return ret >= 0; // a successful exec is the exec record
+	if (d->special == SP_IOCTL)
+		return regs->si != TIOCSTI;
+	if (d->special == SP_OPEN) {
+		__u64 fl = reg_arg(regs, d->flags_arg);
+		struct cfg *c = get_cfg();
+		// read-only directory opens (find, git status, ls ...): no rule or analysis uses them
+		return c && c->drop_dir_reads && (fl & O_DIRECTORY) && (fl & O_ACCMODE) == 0 &&
+		       !(fl & (O_CREAT | O_TRUNC));
+	}
+	return 0;
+}
+
+// One hook per call, at its return: the arguments are read from the saved user registers,
+// which a system call leaves as it found them (only a successful exec replaces them, and its
+// record comes from sched_process_exec).  Untraced calls of any process cost one array lookup.
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
 	// the syscall number first (an array lookup, inlined): most calls of the machine stop here
 	__u32 nr = regs->orig_ax;
 	struct desc *d = bpf_map_lookup_elem(&descs, &nr);
-	if (!d || !d->want)
+	if (!d || !d->want || skip_call(d, regs, ret))
 		return 0;
-	__u32 tid = bpf_get_current_pid_tgid();
-	struct pending *p = bpf_map_lookup_elem(&inflight, &tid);
-	if (!p)
+	__u64 pt = bpf_get_current_pid_tgid();
+	if (!is_tracked(pt >> 32))
 		return 0;
-	if (p->nr != nr) { // an exec replaced the image (execve's exit reports the new nr), or stale
-		if (p->nr != 59 && p->nr != 322) {
-			bpf_map_delete_elem(&inflight, &tid);
-			return 0;
-		}
-		nr = p->nr;
-		d = bpf_map_lookup_elem(&descs, &nr);
-	}
 	struct scratch *s = get_scratch();
-	if (!d || !s) {
-		bpf_map_delete_elem(&inflight, &tid);
+	if (!s)
 		return 0;
-	}
-	if (d->special == SP_FAILONLY && ret >= 0) {
-		bpf_map_delete_elem(&inflight, &tid);
-		return 0;
-	}
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct rec *r = (struct rec *)s->buf;
 	__builtin_memset(r, 0, sizeof(*r));
 	r->kind = REC_SYS;
 	r->nr = nr;
-	r->pid = bpf_get_current_pid_tgid() >> 32;
-	r->tid = tid;
-	r->ts = p->ts;
+	r->pid = pt >> 32;
+	r->tid = pt;
+	r->ts = bpf_ktime_get_boot_ns();
 	r->ret = ret;
-	__builtin_memcpy(r->args, p->args, sizeof(r->args));
-	bpf_map_delete_elem(&inflight, &tid);
+	// the tracepoint's pt_regs is a typed (BTF) pointer: plain loads, no probe reads
+	r->args[0] = regs->di;
+	r->args[1] = regs->si;
+	r->args[2] = regs->dx;
+	r->args[3] = regs->r10;
+	r->args[4] = regs->r8;
+	r->args[5] = regs->r9;
 	if (d->special == SP_CRED)
 		read_creds(task, r);
 	if (d->special == SP_OPENAT2) {
@@ -579,15 +556,26 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
-	if (!is_tracked(ptgid))
-		return 0;
 	__u32 cpid = BPF_CORE_READ(child, pid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	int root = 0;
+	if (!is_tracked(ptgid)) {
+		// the command itself: forked by the thread user space named (no code runs in the
+		// child before exec, so the parent can use vfork); user space reports its start
+		struct cfg *c = get_cfg();
+		if (!c || !c->enroll_tid || cpid != ctgid || c->enroll_tid != BPF_CORE_READ(parent, pid))
+			return 0;
+		c->enroll_tid = 0;
+		c->root_tgid = ctgid;
+		root = 1;
+	}
 	if (cpid != ctgid)
 		return 0; // a thread: its process is already followed
 	__u8 one = 1;
 	if (bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY))
 		count_lost(CAT_FORK); // the table is full: this process is not followed (and it says so)
+	if (root)
+		return 0;
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
@@ -601,12 +589,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	r->nr = BPF_CORE_READ(regs, orig_ax);
 	read_creds(child, r);
-	__u32 off = sizeof(struct rec);
 	struct path pwd = BPF_CORE_READ(child, fs, pwd);
-	__u32 n = walk_path(&pwd, child, off);
-	BOUND(n, 0x1fff);
-	r->len[3] = n;
-	off += n;
+	__u32 off = put_walk(s, 3, sizeof(struct rec), &pwd, child);
 	emit(&life, s, off, CAT_FORK);
 	return 0;
 }
@@ -615,8 +599,12 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
-	if (!is_tracked(tgid))
+	if (!is_tracked(tgid)) {
+		struct cfg *c = get_cfg();
+		if (c && c->root_tgid && c->root_tgid == tgid)
+			bpf_send_signal(9); // the command could not be followed: it never runs unrecorded
 		return 0;
+	}
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
@@ -635,28 +623,14 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	r->args[0] = BPF_CORE_READ(bprm, interp) != fname; // a #! script: file is its interpreter
 	BOUND(off, 0x3fff);
 	long n = bpf_probe_read_kernel_str(&s->buf[off], BLOB_MAX, fname);
-	__u32 m = n > 0 ? n : 0;
-	BOUND(m, 0x1fff);
-	r->len[0] = m;
-	off += m;
+	off = blob_done(s, 0, off, n > 0 ? n : 0);
 	__u64 start = BPF_CORE_READ(p, mm, arg_start);
 	__u64 end = BPF_CORE_READ(p, mm, arg_end);
-	m = put_user_bytes(s, off, start, end > start ? end - start : 0);
-	BOUND(m, 0x1fff);
-	r->len[1] = m;
-	off += m;
+	off = blob_done(s, 1, off, put_user_bytes(s, off, start, end > start ? end - start : 0));
 	struct path fp = BPF_CORE_READ(bprm, file, f_path);
-	BOUND(off, 0x3fff);
-	m = walk_path(&fp, p, off);
-	BOUND(m, 0x1fff);
-	r->len[2] = m;
-	off += m;
+	off = put_walk(s, 2, off, &fp, p);
 	struct path pwd = BPF_CORE_READ(p, fs, pwd);
-	BOUND(off, 0x3fff);
-	m = walk_path(&pwd, p, off);
-	BOUND(m, 0x1fff);
-	r->len[3] = m;
-	off += m;
+	off = put_walk(s, 3, off, &pwd, p);
 	emit(&life, s, off, CAT_EXEC);
 	return 0;
 }
@@ -667,6 +641,9 @@ int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
 	if (!group_dead)
 		return 0;
 	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct cfg *c = get_cfg();
+	if (c && c->root_tgid && c->root_tgid == tgid)
+		c->root_tgid = 0; // its pid may be reused by a process on_exec must not kill
 	if (!is_tracked(tgid))
 		return 0;
 	bpf_map_delete_elem(&tracked, &tgid);

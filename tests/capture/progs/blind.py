@@ -3,7 +3,8 @@
 ``blind.py MODE PIDFILE``: writes its pid to PIDFILE, then acts.  Attack modes
 aim at the process tracing it (TracerPid in /proc/self/status) and then keep
 running for up to a minute, as a blinded agent would; spyglass must kill it.
-Benign modes signal only the agent's own children and exit.
+Benign modes signal only the agent's own children and exit.  The monitor is the tracer
+(strace), else the parent (under eBPF the recorder is spyglass itself).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ SYS_CLONE = 56  # x86_64
 
 
 def tracer() -> int:
+    """The process tracing this one (strace), else the parent: under eBPF the recorder is
+    spyglass itself, whose direct child the agent is."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("TracerPid:"):
+            if line.startswith("TracerPid:") and int(line.split()[1]):
                 return int(line.split()[1])
-    return 0
+    return os.getppid()
 
 
 def linger() -> None:
@@ -50,6 +53,37 @@ def main() -> None:
     elif mode == "kill9":
         os.kill(t, signal.SIGKILL)
         linger()
+    elif mode == "kill-helpers":  # every other child of spyglass (the parent): strace, or the watchdog
+        me, t = os.getpid(), os.getppid()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == me:
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat[stat.rfind(b")") + 2 :].split()[1]) == t:
+                os.kill(int(entry), signal.SIGKILL)
+        time.sleep(0.5)  # a moment unobserved, then exit
+    elif mode == "peek":  # read the monitor's memory and take a descriptor out of it
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        class IoVec(ctypes.Structure):
+            _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+        buf = ctypes.create_string_buffer(8)
+        local, remote = IoVec(ctypes.cast(buf, ctypes.c_void_p), 8), IoVec(0x1000, 8)
+        libc.syscall(310, t, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)  # process_vm_readv
+        libc.syscall(438, os.pidfd_open(t), 0, 0)  # pidfd_getfd: its stdin
+    elif mode == "untraced-work":  # a hidden child that works briefly and exits (followed under eBPF)
+        libc = ctypes.CDLL(None, use_errno=True)
+        pid = libc.syscall(SYS_CLONE, CLONE_UNTRACED | signal.SIGCHLD, 0, 0, 0, 0)
+        if pid == 0:
+            with open(pidfile + ".child", "w") as f:
+                f.write(str(os.getpid()))
+            os._exit(0)
+        os.waitpid(pid, 0)
     elif mode == "untraced":
         libc = ctypes.CDLL(None, use_errno=True)
         pid = libc.syscall(SYS_CLONE, CLONE_UNTRACED | signal.SIGCHLD, 0, 0, 0, 0)

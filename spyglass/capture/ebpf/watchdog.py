@@ -1,0 +1,347 @@
+"""The eBPF backend's watchdog: what happens when spyglass itself is stopped or killed.
+
+Under eBPF the recorder *is* spyglass: the kernel program writes records into
+rings that a thread of spyglass reads.  An agent allowed to signal spyglass
+(the same user, observe mode) can stop or kill it; the program would then go
+on filling rings nobody reads, or be detached with spyglass's descriptors,
+and the agent would work on unrecorded.  The watchdog is a small process
+started next to each run, outside the followed tree and in a session of its
+own, holding duplicates of the program's links and maps and one end of a
+socket pair whose other end only spyglass holds:
+
+* spyglass found stopped (SIGSTOP or SIGTSTP from the run) while the agent
+  runs: resumed with SIGCONT, and told so on the socket (the run records
+  ``monitor-stopped:``); both stopped is a Ctrl-Z at the terminal, left alone;
+* the socket closes without ``done`` (spyglass is dead): the links it holds
+  keep the program attached, so the tree is still followed in the kernel.  It
+  drains the rings (what happened after spyglass died, the signal that killed
+  it included), kills every followed process until none is left (bounded;
+  ``keep`` leaves them running), writes ``monitor-lost.json`` into the run
+  directory and exits.  The next spyglass command marks the run
+  ``monitor-lost`` from that file (``Store.repair``);
+* ``done`` from spyglass: exits at once (spyglass then detaches the program).
+
+It is spawned from a thread once the command has started (the command never
+waits for it; it watches a few milliseconds later), as a plain script (no
+package import: ~0.15 s of interpreter start-up, in parallel with the run),
+and imports the decoder only when spyglass is gone.  It is a speed bump, not a wall: an agent that may signal
+spyglass may signal the watchdog too (that signal is recorded while spyglass
+lives).  docs/threat-model.md says what this does and does not withstand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the script itself imports nothing of the package until spyglass is gone
+    from spyglass.capture.ebpf.libbpf import BpfObject
+    from spyglass.events.schema import Event
+
+_CONFIRM = 0.15  # seconds between the two looks of _monitor_alone_stopped
+_TICK = 0.1
+_KILL_FOR = 10.0  # seconds spent killing the tree (new children die as they appear)
+_KEEP_EVENTS = 500  # events after spyglass's death kept in the note
+
+
+def _state(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return b""
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+
+
+def _alive(pid: int) -> bool:
+    return _state(pid) not in (b"", b"Z", b"X")
+
+
+def _monitor_alone_stopped(monitor: int, root: int) -> bool:
+    """spyglass stopped while the agent is not, and still so a moment later: a stop sent to a
+    whole process group reaches its members one by one (each stops when next scheduled), so
+    one look can find spyglass stopped before the agent is."""
+    for look in range(2):
+        if _state(monitor) not in (b"T", b"t") or (root and _state(root) == b"T"):
+            return False
+        if look == 0:
+            time.sleep(_CONFIRM)
+    return True
+
+
+def watch(cfg: dict[str, Any]) -> int:
+    sock = socket.socket(fileno=int(cfg["sock"]))
+    monitor = int(cfg["monitor"])
+    buf = b""
+    while True:
+        ready, _, _ = select.select([sock], [], [], _TICK)
+        if ready:
+            try:
+                data = sock.recv(256)
+            except OSError:
+                data = b""
+            if not data:
+                break  # spyglass is gone
+            buf += data
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                word, _, arg = line.partition(b" ")
+                if word == b"done":
+                    return 0
+                if word == b"root" and arg.isdigit():
+                    cfg["root"] = int(arg)
+        root = int(cfg.get("root") or 0)
+        if _monitor_alone_stopped(monitor, root):
+            # (the agent stopped too is job control, a Ctrl-Z at the terminal: left alone)
+            try:
+                os.kill(monitor, signal.SIGCONT)
+                sock.sendall(f"stopped {time.time_ns()}\n".encode())
+            except OSError:
+                pass
+        elif not _alive(monitor):
+            break
+    lost(cfg)
+    return 0
+
+
+def _write_note(cfg: dict[str, Any], note: dict[str, Any]) -> None:
+    if not cfg.get("note"):
+        return
+    path = Path(str(cfg["note"]))
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(note, indent=1, default=str))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # the run directory is gone or full: the run is still found running, then incomplete
+
+
+def lost(cfg: dict[str, Any]) -> None:
+    """spyglass died during the run: drain, kill the tree, leave the note."""
+    monitor = int(cfg["monitor"])
+    _write_note(cfg, {"detail": f"monitor-lost: spyglass (pid {monitor}) died during the run", "ts": time.time_ns(),
+                      "monitor_pid": monitor, "final": False})  # at once; completed below
+    sys.path.insert(0, str(cfg["package_root"]))
+    import msgspec
+
+    from spyglass.capture.ebpf.decoder import RecordDecoder
+    from spyglass.capture.ebpf.libbpf import LibbpfError, map_keys
+    from spyglass.capture.ebpf.ring import Ring
+
+    root, keep = int(cfg.get("root") or 0), bool(cfg.get("keep"))
+    died = time.time_ns()
+    dec = RecordDecoder(int(cfg["boot"]))
+    rings = [Ring(int(fd), int(size)) for fd, size in cfg["rings"]]
+
+    def tracked() -> list[int]:
+        try:
+            return [int.from_bytes(k, "little") for k in map_keys(int(cfg["tracked"]), 4)]
+        except LibbpfError:
+            return []
+
+    dec.seen.update(tracked())  # signals inside the tree stay inside it
+    if root:
+        dec.seen.add(root)
+    events: list[Event] = []
+
+    def drain() -> None:
+        for r in rings:
+            for data in r.read():
+                events.extend(dec.feed(data))
+
+    def members() -> list[int]:
+        return [p for p in dict.fromkeys([root, *tracked()]) if p and _alive(p)]
+
+    alive_at_death = members()
+    killed: list[int] = []
+    end = time.monotonic() + _KILL_FOR
+    while True:
+        drain()
+        alive = members()
+        if keep or not alive or time.monotonic() >= end:
+            break
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                continue
+            if pid not in killed:
+                killed.append(pid)
+        time.sleep(0.02)
+    drain()
+    groups = {-int(g) for g in cfg.get("monitor_pgids", [])}
+    hits = [e for e in events if e.type == "sys.sensitive" and e.target_pid is not None
+            and (e.target_pid == monitor or e.target_pid in groups)]  # fmt: skip
+    by = "; ".join(f"{e.detail} from pid {e.pid} ({e.syscall})" for e in hits[:3])
+    detail = (
+        f"monitor-lost: spyglass (pid {monitor}) died while {len(alive_at_death) or 1} process(es) of the run"
+        f" were alive{': ' + by if by else ''}"
+        + ("" if keep else f"; the watchdog killed {len(killed)} process(es)")
+    )
+    note = {
+        "detail": detail,
+        "ts": died,
+        "monitor_pid": monitor,
+        "signals": [msgspec.to_builtins(e) for e in hits],
+        "alive": alive_at_death,
+        "killed": killed,
+        "events_after": [msgspec.to_builtins(e) for e in events[:_KEEP_EVENTS]],
+        "events_after_total": len(events),
+        "final": True,
+    }
+    _write_note(cfg, note)
+
+
+class Watchdog:
+    """spyglass's side: start the watchdog, tell it the root, hear from it, end it."""
+
+    gone_reported: bool
+    error: str | None  # why it could not be started (said once in the run's notes)
+    proc: Any  # its Popen, once spawned
+
+    @classmethod
+    def start(
+        cls, obj: BpfObject, opts: dict[str, object], sizes: tuple[int, int], boot: int, notes: list[str],
+        root: int,
+    ) -> Watchdog | None:
+        """The watchdog of a loaded, attached program following ``root`` (``options={"watchdog": False}``:
+        none)."""
+        if opts.get("watchdog") is False:
+            return None
+        ring, life = sizes
+        maps = [obj.map_fd("tracked"), obj.map_fd("life"), obj.map_fd("events")]
+        cfg: dict[str, Any] = {
+            "links": obj.link_fds(), "tracked": maps[0], "rings": [[maps[1], life], [maps[2], ring]],
+            "boot": boot, "note": opts.get("monitor_note"), "keep": opts.get("on_monitor_lost") == "keep",
+            "monitor_pgids": [os.getpgrp()], "root": root,
+        }  # fmt: skip
+        try:
+            return cls(cfg, [*obj.link_fds(), *maps])
+        except OSError as exc:  # no socket pair
+            notes.append(f"no watchdog (spyglass's own death would go unnoticed): {exc}")
+            return None
+
+    def events(self, root: int, notes: list[str]) -> Iterator[Event]:
+        """What the watchdog reported, as events: spyglass found stopped, or the watchdog gone."""
+        from spyglass.events.schema import Event
+
+        if self.error is not None:
+            notes.append(self.error)
+            self.error = None
+        for line in self.news():
+            if line.startswith("stopped"):
+                detail = f"monitor-stopped: spyglass (pid {os.getpid()}) was found stopped and resumed by its watchdog"
+                notes.append(detail)
+                yield Event(type="sys.sensitive", ts=time.time_ns(), pid=root, detail=detail)
+        status = self.died()
+        if status is not None and not self.gone_reported:
+            self.gone_reported = True
+            how = f"signal {signal.Signals(-status).name}" if -status in signal.valid_signals() else f"status {status}"
+            detail = (f"monitor-helper-lost: the watchdog (pid {self.pid}) ended ({how}): "
+                      "spyglass's own death would go unnoticed")
+            notes.append(detail)
+            yield Event(type="sys.sensitive", ts=time.time_ns(), pid=root, detail=detail)
+
+    def __init__(self, cfg: dict[str, Any], fds: list[int]) -> None:
+        """Spawned from a thread: the command (started first) never waits for it, and neither does
+        the reading of its events; until it runs, what spyglass sends waits in the socket."""
+        import threading
+
+        mine, theirs = socket.socketpair()
+        self._sock: socket.socket | None = mine
+        mine.setblocking(False)
+        self._buf = b""
+        self.gone_reported = False
+        self.proc = None
+        self.error = None
+        cfg = {**cfg, "sock": theirs.fileno(), "monitor": os.getpid(),
+               "package_root": str(Path(__file__).resolve().parents[3])}  # fmt: skip
+
+        def spawn() -> None:
+            import subprocess
+
+            try:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-P", str(Path(__file__).resolve()), json.dumps(cfg)],
+                    pass_fds=[theirs.fileno(), *fds], start_new_session=True,
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )  # fmt: skip
+            except OSError as exc:
+                self.error = f"no watchdog (spyglass's own death would go unnoticed): {exc}"
+            finally:
+                theirs.close()
+
+        self._spawn = threading.Thread(target=spawn, name="watchdog-spawn", daemon=True)
+        self._spawn.start()
+
+    @property
+    def pid(self) -> int | None:
+        self._spawn.join(timeout=5)
+        return self.proc.pid if self.proc is not None else None
+
+    def send(self, line: str) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.sendall(line.encode() + b"\n")
+            except OSError:
+                pass
+
+    def news(self) -> list[str]:
+        """Lines the watchdog sent since the last call (``stopped <ns>``)."""
+        if self._sock is None:
+            return []
+        try:
+            data = self._sock.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return []
+        except OSError:
+            data = b""
+        self._buf += data
+        *lines, self._buf = self._buf.split(b"\n")
+        return [x.decode("ascii", "replace") for x in lines]
+
+    def died(self) -> int | None:
+        """The watchdog's exit status if it ended while the run goes on (killed by the run?)."""
+        if self._sock is None or self.proc is None:
+            return None
+        status: int | None = self.proc.poll()
+        return status
+
+    def close(self) -> None:
+        """The run is over: the watchdog exits as soon as it reads this, letting go of the program
+        (not waited for: a watchdog still starting must not delay the end of a short run)."""
+        sock, self._sock = self._sock, None
+        if sock is None:
+            return
+        try:
+            sock.setblocking(True)
+            sock.sendall(b"done\n")
+        except OSError:
+            pass
+        sock.close()
+        import threading
+
+        def reap() -> None:
+            self._spawn.join()
+            if self.proc is not None:
+                self.proc.wait()
+
+        threading.Thread(target=reap, name="watchdog-reaper", daemon=True).start()
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C to spyglass's group is not for us
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    return watch(json.loads(sys.argv[1]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

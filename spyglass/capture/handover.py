@@ -1,0 +1,114 @@
+"""The hand-over from a backend's reader thread to the consumer of ``events()``: bounded.
+
+A reader thread parses what the kernel side reports and puts batches of
+events here; ``session.events()`` takes them out on the consumer's thread
+(the pipeline).  The queue holds at most ``max_events`` events: when the
+consumer falls behind, ``put`` waits, so a burst slows the producer (strace
+stops the traced processes at their next traced call; the eBPF rings fill
+and count what they cannot hold) instead of growing memory and delaying
+every event behind it.  The time spent waiting is counted
+(:meth:`Handover.stats`, recorded in run.json ``capture.handover``).
+
+Before a batch is queued, every event is passed to ``urgent`` (if given), on
+the reader's thread: the session's fast lane, where single-event alert and
+kill rules are decided without waiting behind the queue (see
+:mod:`spyglass.rules.fastlane`).  It must be quick and must not raise.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from spyglass.events import Event
+
+log = logging.getLogger("spyglass.capture")
+
+#: events queued at most between a reader thread and the pipeline (strace: a full queue slows the tree)
+MAX_QUEUED = 20_000
+#: for a producer that cannot be slowed, only made to drop (eBPF: the kernel rings count what they
+#: cannot hold), the queue is deeper: memory stays bounded, and a burst is still kept whole
+MAX_QUEUED_DROPPING = 100_000
+Urgent = Callable[[Event], None]
+
+
+class Empty(Exception):
+    """Nothing arrived before the timeout."""
+
+
+class Handover:
+    """A bounded FIFO of event batches (``None`` ends the stream), one producer, one consumer."""
+
+    def __init__(self, max_events: int = MAX_QUEUED, urgent: Urgent | None = None) -> None:
+        self.max_events = max(1, max_events)
+        self.urgent = urgent
+        self._items: deque[list[Event] | None] = deque()
+        self._queued = 0  # events in _items
+        self._cond = threading.Condition(threading.Lock())
+        self._closed = False  # the consumer is gone: put never waits again
+        self.waits = 0  # puts that found the queue full
+        self.blocked_ns = 0  # time the producer spent waiting for room
+        self.max_queued = 0
+        self.urgent_errors = 0
+
+    def put(self, batch: list[Event] | None) -> None:
+        """Queue a batch (``None``: the end of the stream, never waits); waits while the queue is full."""
+        if batch is not None and self.urgent is not None:
+            fn = self.urgent
+            for ev in batch:
+                try:
+                    fn(ev)
+                except Exception:
+                    self.urgent_errors += 1
+                    if self.urgent_errors <= 3:
+                        log.exception("the fast lane failed on %s (the event goes on through the queue)", ev.type)
+        n = len(batch) if batch else 0
+        with self._cond:
+            if n and self._queued + n > self.max_events and self._queued and not self._closed:
+                self.waits += 1
+                t0 = time.monotonic_ns()
+                while self._queued and self._queued + n > self.max_events and not self._closed:
+                    self._cond.wait(0.5)
+                self.blocked_ns += time.monotonic_ns() - t0
+            self._items.append(batch)
+            self._queued += n
+            if self._queued > self.max_queued:
+                self.max_queued = self._queued
+            self._cond.notify_all()
+
+    def get(self, timeout: float | None = None) -> list[Event] | None:
+        """The next batch; raises :class:`Empty` after ``timeout`` seconds without one."""
+        with self._cond:
+            if not self._items:
+                if timeout is None:
+                    while not self._items:
+                        self._cond.wait()
+                elif not self._cond.wait_for(lambda: bool(self._items), timeout):
+                    raise Empty
+            batch = self._items.popleft()
+            if batch:
+                self._queued -= len(batch)
+            self._cond.notify_all()
+            return batch
+
+    def empty(self) -> bool:
+        with self._cond:
+            return not self._items
+
+    def close(self) -> None:
+        """The consumer stopped reading: a waiting producer goes on (and nothing waits again)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def stats(self) -> dict[str, float | int]:
+        """For run.json: how often and how long the reader waited for the consumer."""
+        return {
+            "max_events": self.max_events,
+            "waits": self.waits,
+            "blocked_s": round(self.blocked_ns / 1e9, 4),
+            "max_queued": self.max_queued,
+        }

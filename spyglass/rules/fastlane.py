@@ -1,0 +1,150 @@
+"""The fast lane: single-event alert and kill rules decided before the event waits in a queue.
+
+A capture backend parses on a reader thread and hands batches of events to
+the pipeline through a bounded queue (:mod:`spyglass.capture.handover`).
+Under a burst of unrelated events (an untar, a build) an event can wait there
+behind thousands of others.  The rule engine therefore also sees every event
+on the reader's thread, right after it is parsed (``LaunchSpec.urgent`` ->
+``Pipeline.urgent`` -> :meth:`RuleEngine.urgent <spyglass.rules.engine.RuleEngine.urgent>`),
+and evaluates there the rules that need no history: single-event rules (no
+threshold, no sequence) whose action is ``alert`` or ``kill``.
+
+The lane keeps a process table and a run state of its own, fed with the
+same events in the same order, so its verdicts are those the engine reaches
+when the event comes out of the queue (events the session adds itself, such
+as operator interventions, never change either).  A hit is *announced*
+at once (sinks with an ``announce`` hook, the live printer, write the line
+now) and a kill rule stops the agent at once in enforce mode.  The alert is
+*recorded* (store, exports, exit code) when the engine reaches the event in
+order, with its ``seq``: the engine raises it as before, and the printer does
+not print it twice; if the engine's own evaluation did not raise it, the
+announced alert is recorded as it was announced, so an announced alert is
+always recorded, once.  A replayed run (``check``) has no lane and gives
+the same alerts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from spyglass.events import EVENT_TYPES, Alert, Event
+from spyglass.rules.compiler import CompiledSet, Matcher
+from spyglass.rules.context import FieldContext
+from spyglass.rules.model import Rule
+from spyglass.rules.pathmemo import MatchFn
+from spyglass.rules.tracking import track
+
+if TYPE_CHECKING:
+    from spyglass.rules.engine import RuleEngine
+
+#: actions of the rules the lane decides
+FAST_ACTIONS = frozenset({"alert", "kill"})
+_MISSING: MatchFn = lambda ev, fx: ()  # noqa: E731 - "not looked up yet"
+_PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
+
+
+def fast_matchers(rules: list[Rule], matchers: list[Matcher]) -> frozenset[int]:
+    """The matchers the lane evaluates: single-event rules that alert or kill."""
+    return frozenset(
+        i for i, m in enumerate(matchers)
+        if m.step == -1 and rules[m.rule_index].threshold is None
+        and rules[m.rule_index].action in FAST_ACTIONS
+    )  # fmt: skip
+
+
+class FastLane:
+    """The engine's evaluation of the fast rules on the reader's thread (see the module text)."""
+
+    def __init__(self, engine: RuleEngine, fx: FieldContext, compiled: CompiledSet, early: frozenset[int]) -> None:
+        self.engine = engine
+        self.fx = fx
+        self.early = early
+        self._dispatch: dict[str, MatchFn | None] = dict(compiled.early_by_type)
+        self._fallback = compiled.early_fallback
+        self._build = compiled.build_early  # lazy sets: a type's function compiled when first needed
+        self._nprocs = 0
+        self.lock = threading.Lock()
+        #: (rule id, pid, message) of the alerts announced and not yet recorded
+        self.announced: set[tuple[str, int, str]] = set()
+        #: id(event) -> (the event, alerts announced for it), until the engine reaches it
+        self.pending: dict[int, tuple[Event, list[Alert]]] = {}
+        self.seen = 0
+        self.hits = 0
+
+    def see(self, ev: Event) -> None:
+        """Reader thread: keep the lane's process table and state, evaluate the fast rules."""
+        self.seen += 1
+        fx = self.fx
+        if not ev.ts:
+            ev.ts = time.time_ns()
+        procs = fx.procs
+        procs.update(ev)
+        t = ev.type
+        if t in _PROC_TYPES:
+            n = len(procs.procs)
+            fx.procs_changed(t == "process.start" or n != self._nprocs)
+            self._nprocs = n
+        fn = self._dispatch.get(t, _MISSING)
+        if fn is _MISSING:
+            fn = self._first(t)
+        if fn is not None:
+            hits = fn(ev, fx)
+            if hits:
+                for i in hits:
+                    if i in self.early:  # a specialized function may be the type's full one
+                        self._hit(i, ev)
+        track(ev, fx, fx.state)
+
+    def _first(self, t: str) -> MatchFn | None:
+        """The lane's function for an event type it meets for the first time (compiled now if the
+        set is lazy; a type outside the schema gets the rules for any type)."""
+        known = t in EVENT_TYPES
+        if self._build is None:
+            fn = None if known else self._fallback
+        else:
+            fn = self._build(t if known else None)
+        self._dispatch[t] = fn
+        return fn
+
+    def _hit(self, i: int, ev: Event) -> None:
+        eng = self.engine
+        ctx = eng.ctx
+        if ctx is None:
+            return
+        rule = eng.rules[eng._matchers[i].rule_index]
+        msg = eng.message(rule, ev, self.fx)
+        key = (rule.id, ev.pid, msg)
+        with self.lock:
+            if key in eng._dedup or key in self.announced:
+                return  # raised already, or announced and on its way
+            self.announced.add(key)
+            alert = eng.build_alert(rule, ev, [], msg, self.fx)
+            self.pending.setdefault(id(ev), (ev, []))[1].append(alert)
+        self.hits += 1
+        ctx.announce_alert(alert)
+        if rule.action == "kill" and ctx.stop_agent is not None:
+            eng.enforce(rule.id)
+
+    def settle(self, ev: Event, raised: list[str] | tuple[()]) -> None:
+        """Main thread, after the engine evaluated ``ev``: record what the lane announced for it
+        and the engine did not raise itself."""
+        with self.lock:
+            entry = self.pending.pop(id(ev), None)
+            if entry is None:
+                return
+            if entry[0] is not ev:  # not this event (its id was reused): put it back
+                self.pending[id(entry[0])] = entry
+                return
+            alerts = entry[1]
+            for a in alerts:
+                self.announced.discard((a.rule_id, a.pid, a.message))
+        eng = self.engine
+        for alert in alerts:
+            key = (alert.rule_id, alert.pid, alert.message)
+            if alert.rule_id in raised or key in eng._dedup:
+                continue
+            eng._dedup.add(key)
+            alert.event_seqs = [ev.seq]
+            eng.record(alert)

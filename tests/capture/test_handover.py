@@ -1,0 +1,69 @@
+"""The reader -> pipeline hand-over: bounded, counts its waits, never waits once closed,
+and shows every event to ``urgent`` before it is queued."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from spyglass.capture.handover import Empty, Handover
+from spyglass.events import Event
+
+
+def _batch(n: int) -> list[Event]:
+    return [Event(type="file.read", pid=1, path=f"/f{i}") for i in range(n)]
+
+
+def test_a_full_queue_makes_the_producer_wait_until_the_consumer_takes() -> None:
+    h = Handover(max_events=10)
+    h.put(_batch(8))
+    put_done = threading.Event()
+
+    def producer() -> None:
+        h.put(_batch(5))  # 8 + 5 > 10: waits
+        put_done.set()
+
+    t = threading.Thread(target=producer, daemon=True)
+    t.start()
+    assert not put_done.wait(0.2)  # still waiting (a condition, not a timing: it cannot proceed)
+    assert len(h.get(timeout=5) or []) == 8
+    assert put_done.wait(30)
+    assert len(h.get(timeout=5) or []) == 5
+    stats = h.stats()
+    assert stats["waits"] == 1 and stats["max_events"] == 10 and stats["max_queued"] == 8
+
+
+def test_a_batch_larger_than_the_bound_passes_alone_and_the_end_never_waits() -> None:
+    h = Handover(max_events=4)
+    h.put(_batch(9))  # nothing queued: it goes in whole
+    h.put(None)
+    assert len(h.get(timeout=1) or []) == 9
+    assert h.get(timeout=1) is None
+    with pytest.raises(Empty):
+        h.get(timeout=0.01)
+
+
+def test_close_releases_a_waiting_producer() -> None:
+    h = Handover(max_events=2)
+    h.put(_batch(2))
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (h.put(_batch(2)), done.set()), daemon=True)
+    t.start()
+    h.close()
+    assert done.wait(30)
+
+
+def test_urgent_sees_each_event_before_it_is_queued_and_its_errors_are_counted() -> None:
+    seen: list[str] = []
+
+    def urgent(ev: Event) -> None:
+        assert h.empty()  # nothing of this batch is queued yet
+        seen.append(ev.path or "")
+        if ev.path == "/f1":
+            raise ValueError("boom")
+
+    h = Handover(urgent=urgent)
+    h.put(_batch(3))
+    assert seen == ["/f0", "/f1", "/f2"] and h.urgent_errors == 1
+    assert [e.path for e in h.get(timeout=1) or []] == ["/f0", "/f1", "/f2"]
