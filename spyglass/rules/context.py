@@ -8,6 +8,7 @@ process event changes the tree (``procs_changed``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,8 @@ _METADATA_ADDRS = frozenset({"169.254.169.254", "169.254.170.2", "fd00:ec2::254"
 _METADATA_NAMES = frozenset({"metadata.google.internal", "metadata", "instance-data"})
 _NOT_INET = frozenset({"unix", "af_unix", "netlink", "af_netlink"})
 _CACHE_MAX = 200_000
+#: what /proc/<pid>/ gives into a process: memory, descriptors, environment, its file system view
+_PROC_REACH = frozenset({"mem", "environ", "fd", "map_files", "root", "cwd", "pagemap"})
 
 
 def _base(path: str) -> str:
@@ -49,6 +52,7 @@ class FieldContext:
         hosts: HostMatcher,
         monitor_pids: frozenset[int] = frozenset(),
         live_monitors: Sequence[int] = (),
+        live_helpers: Sequence[int] = (),
         monitor_pgids: Sequence[int] = (),
         run_ctx: Any = None,
         launch_programs: frozenset[str] = frozenset(),
@@ -73,6 +77,8 @@ class FieldContext:
         self.monitor_pids = monitor_pids
         #: the run context's list: the tracer's pid joins it once capture runs
         self.live_monitors = live_monitors
+        #: spyglass's sandbox helpers as the run names them (the sandbox's list, kept current)
+        self.live_helpers = live_helpers
         #: process groups of spyglass and its tracer (the run's list: the tracer's joins it)
         self.monitor_pgids = monitor_pgids
         #: the run context (``workspace_before``: paths of the before-manifest, set by the evidence sink)
@@ -278,6 +284,26 @@ class FieldContext:
         n = int(head)
         return n != self.ev.pid and n != self.ev.tid
 
+    def proc_is_monitor(self) -> bool:
+        """The open reached into /proc/<pid>/ of spyglass, its tracer or a helper (or one of their
+        threads) where memory, descriptors, environment or file system views are: ``mem``,
+        ``environ``, ``fd/``, ``map_files/``, ``root/``, ``cwd/``, ``pagemap``.  The typed name
+        counts too (strace names the file a ``/proc/N/fd/M`` open reached)."""
+        for p in (self.ev.path, self.ev.raw_path):
+            if p and p.startswith("/proc/"):
+                parts = p[6:].split("/")
+                if len(parts) >= 4 and parts[1] == "task":  # /proc/N/task/T/mem
+                    parts = parts[2:]
+                if len(parts) >= 2 and parts[0].isdigit() and parts[1] in _PROC_REACH and self._monitor(int(parts[0])):
+                    return True
+        return False
+
+    def _monitor(self, n: int) -> bool:
+        if n in self.monitor_pids or n in self.live_monitors:
+            return True
+        # a thread of a live monitor (spyglass's reader thread): /proc/<tid>/ reaches its process
+        return n not in self.procs.procs and any(os.path.exists(f"/proc/{m}/task/{n}") for m in self.live_monitors)
+
     def contains_ws(self, path: str | None) -> bool:
         if not path:
             return False
@@ -384,7 +410,7 @@ class FieldContext:
             return False
         if t < -1:  # a process group: does it hold spyglass or its tracer?
             return any(_int(g) == -t for g in self.monitor_pgids)
-        return t in self.monitor_pids or t in self.live_monitors
+        return t in self.monitor_pids or t in self.live_monitors or t in self.live_helpers
 
     def target_exe(self) -> str | None:
         t = self.ev.target_pid

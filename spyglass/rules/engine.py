@@ -120,6 +120,9 @@ class RuleEngine(Sink):
         monitors = set(self._monitor_pids)
         if meta is not None and meta.monitor_pid:
             monitors.add(meta.monitor_pid)
+        # spyglass's sandbox helpers (the relay: pid 1 inside, its host pid once it runs)
+        sandbox_facts = extra.get("sandbox")
+        helpers = sandbox_facts.get("helper_pids") if isinstance(sandbox_facts, dict) else None
         honeytoken_paths = ctx.sandbox.honeytokens if ctx.sandbox is not None else extra.get("honeytokens", [])
         pol = self.policy
         trusted_dirs = [expand_home(d, home) for d in pol.exec.effective_trusted]
@@ -145,6 +148,7 @@ class RuleEngine(Sink):
             hosts=HostMatcher(pol.network.effective_allow, pol.network.deny),
             monitor_pids=frozenset(monitors),
             live_monitors=ctx.monitor_pids,
+            live_helpers=helpers if isinstance(helpers, list) else (),
             monitor_pgids=extra.get("monitor_pgids") or [],
             run_ctx=ctx,
             launch_programs=frozenset(launch.get("programs") or ()),

@@ -183,6 +183,9 @@ FIELDS: Final[dict[str, FieldSpec]] = {
     "file.mode.world_writable": _f("bool", "fx.mode_has(0o002)", "file.mode is writable by others"),
     "file.proc_other": _f(
         "bool", "fx.proc_other()", "file.path is under /proc/<pid>/ of another process than the event's"),
+    "file.proc_is_monitor": _f(
+        "bool", "fx.proc_is_monitor()", "file.path (or the path as typed) is /proc/<pid>/{mem,environ,fd/*,"
+        "map_files/*,root/*,cwd/*,pagemap} of spyglass, its tracer or a helper (or one of their threads)"),
     "file.contains_workspace": _f(
         "bool", "fx.contains_ws(ev.path)", "file.path is a workspace root or a directory above one", "path"),
     "file.target.name": _f("str", "fx.target_name()", "base name of file.target", "target"),
@@ -210,7 +213,8 @@ FIELDS: Final[dict[str, FieldSpec]] = {
     # targets of sys.sensitive / kill / ptrace
     "target.in_run": _f("bool", "fx.target_in_run()", "target.pid is a process of this run"),
     "target.is_monitor": _f(
-        "bool", "fx.target_is_monitor()", "target.pid is spyglass or its tracer (RunMeta.extra monitor_pids)"),
+        "bool", "fx.target_is_monitor()",
+        "target.pid is spyglass, its tracer or a sandbox helper (RunMeta.extra monitor_pids, sandbox.helper_pids)"),
     "target.process.executable": _f("str", "fx.target_exe()", "executable of target.pid (if in the run)"),
     "target.process.command_line": _f(
         "str", "fx.target_cmdline()", "command line of target.pid (if in the run)"),

@@ -126,6 +126,7 @@ def prepare(
         hide_sockets=[s for s in bw.host_unix_sockets() if s != sock],
         base=os.path.realpath(cwd or workspace[0]),
         protected=layout.protected_paths(workspace),
+        pinned=layout.pinned_paths(workspace),
     )
     try:
         policy = EgressPolicy(allow, deny, allow_host_loopback=allow_host_loopback, own_services=own_services)

@@ -75,6 +75,9 @@ class SandboxOptions:
     info_fd: int | None = None
     unshare_user: bool = True
     share_net: bool = False  # tests of the sandbox itself only; never for agents
+    #: the command is the PID namespace's init (no bwrap reaper): the kernel then drops every
+    #: SIGKILL and SIGSTOP sent to it from inside, and ``kill(-1)`` inside never reaches it
+    as_pid_1: bool = False
     extra_args: list[str] = field(default_factory=list)
 
 
@@ -117,12 +120,15 @@ def plan_mounts(
     hide_sockets: Iterable[str] = (),
     base: str | None = None,
     protected: Iterable[str] = (),
+    pinned: Iterable[str] = (),
 ) -> list[Mount]:
     """The sandbox's mount plan.  ``visible`` lists host directories that must stay
     readable even under a hidden tree (the Python that runs the relay); relative
     paths in ``writable``/``readonly``/``hidden`` are relative to ``base``
     (default: the first workspace root), ``~/`` to the real home.  ``protected`` paths
-    inside the workspace stay read-only (``.git/config``, ``.git/hooks`` ...)."""
+    inside the workspace stay read-only (``.git/config``, ``.git/hooks`` ...); ``pinned``
+    directories that are writable there are bound onto themselves, read-write, so that they are
+    mount points (``mv .git .gitx`` fails with ``EBUSY`` and cannot carry the read-only binds away)."""
     home = os.path.normpath(real_home)
     root_dir = base or (workspace[0] if workspace else os.getcwd())
 
@@ -163,6 +169,11 @@ def plan_mounts(
     for w in writable:
         p = resolve(w)
         m.append(Mount(BIND, p, p, optional=True, role="writable"))
+    for d in pinned:
+        p = _real(d)
+        cover = next((x for x in reversed(m) if _under(p, x.dest)), None)
+        if cover is not None and cover.kind == BIND and _visible_in(m, p):
+            m.append(Mount(BIND, p, p, optional=True, role="pinned"))
     for r in readonly:
         p = resolve(r)
         m.append(Mount(RO_BIND, p, p, optional=True, role="readonly"))
@@ -200,6 +211,8 @@ def build_argv(mounts: Sequence[Mount], opts: SandboxOptions, bwrap: str = "bwra
     if opts.unshare_user:
         argv += ["--unshare-user", "--disable-userns"]
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if opts.as_pid_1:
+        argv.append("--as-pid-1")
     if not opts.share_net:
         argv.append("--unshare-net")
     argv += ["--die-with-parent", "--cap-drop", "ALL"]

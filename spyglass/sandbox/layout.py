@@ -8,6 +8,10 @@
 * :data:`PROTECTED_IN_WORKSPACE`: paths inside a writable root that stay
   read-only (``.git/config``, ``.git/hooks``, the agents' own project config):
   a write there runs code on the host later (``core.fsmonitor``, a hook).
+* :data:`PINNED_IN_WORKSPACE`: git directories bound onto themselves, read-write,
+  so that they are mount points inside: ``mv .git .gitx`` (which would carry the
+  read-only binds away and let a new ``.git`` with a hostile config take its
+  place) and ``rmdir .git`` fail with ``EBUSY``.
 * :data:`SYSTEM_SECRETS`: host files masked inside (``/etc/shadow`` ...).
 * :func:`filter_env`: the environment passed in: :data:`ENV_ALLOW` plus the
   policy's ``sandbox.env.pass``; host tokens in the environment are secrets too.
@@ -26,11 +30,22 @@ from collections.abc import Iterable, Mapping
 PROTECTED_IN_WORKSPACE: tuple[str, ...] = (
     ".git/config",
     ".git/hooks",
+    ".git/info",  # attributes name filter and diff drivers
+    ".git/commondir",  # redirects git to another config (when the repository has one)
+    ".git/config.worktree",
+    ".git/modules/*/config",  # submodules: `git status` runs in them
+    ".git/modules/*/hooks",
+    ".git/modules/*/info",
+    ".git/modules/*/commondir",
     ".codex",
     ".claude",
     ".mcp.json",
     ".vscode",
 )
+
+#: git directories (relative to each workspace root, globs) made mount points inside the sandbox
+#: (bound read-write onto themselves), so that they cannot be renamed or removed
+PINNED_IN_WORKSPACE: tuple[str, ...] = (".git", ".git/modules/*")
 
 #: host files hidden inside the sandbox (globs)
 SYSTEM_SECRETS: tuple[str, ...] = (
@@ -83,14 +98,27 @@ def system_secrets() -> list[str]:
     return [p for p in out if os.path.lexists(p)]
 
 
-def protected_paths(workspace: Iterable[str]) -> list[str]:
+def _existing(workspace: Iterable[str], rels: Iterable[str]) -> list[str]:
     out: list[str] = []
     for root in workspace:
-        for rel in PROTECTED_IN_WORKSPACE:
+        for rel in rels:
             p = os.path.join(os.path.realpath(root), rel)
-            if os.path.lexists(p) and not os.path.islink(p):
-                out.append(p)
+            found = sorted(glob.glob(glob.escape(os.path.realpath(root)) + "/" + rel)) if "*" in rel else [p]
+            out.extend(q for q in found if os.path.lexists(q) and not os.path.islink(q) and q not in out)
     return out
+
+
+def protected_paths(workspace: Iterable[str]) -> list[str]:
+    """The :data:`PROTECTED_IN_WORKSPACE` paths that exist, and a ``.git`` that is a file (a
+    worktree's or a submodule's pointer to its git directory)."""
+    roots = list(workspace)
+    gitfiles = [p for p in _existing(roots, (".git",)) if os.path.isfile(p)]
+    return [*gitfiles, *_existing(roots, PROTECTED_IN_WORKSPACE)]
+
+
+def pinned_paths(workspace: Iterable[str]) -> list[str]:
+    """The :data:`PINNED_IN_WORKSPACE` directories that exist."""
+    return [p for p in _existing(workspace, PINNED_IN_WORKSPACE) if os.path.isdir(p)]
 
 
 def which(prog: str, env: Mapping[str, str], cwd: str) -> str | None:

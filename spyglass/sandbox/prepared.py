@@ -183,6 +183,8 @@ class PreparedSandbox:
         self.denials = DenialDeriver(self.pathmap)
         self.machinery = MachineryFilter(bwrap_path, relay_python, bw.RELAY_PATH)
         self.killed_at: int | None = None
+        #: pids of spyglass's helpers a signal from the run may name (see describe())
+        self.helper_pids: list[int] = [1]
         self.env_pass: tuple[str, ...] = tuple(settings.get("env_pass") or ())
         self.env_held_back: list[str] = []
         self._closed = False
@@ -209,6 +211,7 @@ class PreparedSandbox:
             seccomp_fd=3,
             info_fd=4,
             unshare_user=True,
+            as_pid_1=True,  # the relay is pid 1: out of reach of `kill -9 -1` and `kill -STOP 1` inside
         )
         argv = bw.build_argv(self.mounts, opts, self.bwrap_path)
         argv += [self.relay_python, "-I", "-S", bw.RELAY_PATH, bw.SOCKET_PATH, str(self.relay_port), "--"]
@@ -260,6 +263,20 @@ class PreparedSandbox:
         pid = info.get("child-pid")
         return pid if isinstance(pid, int) and pid > 1 else None
 
+    def resume(self) -> bool:
+        """SIGCONT to the namespace's init (the relay): a SIGSTOP from inside is dropped by the
+        kernel, except while the relay is traced (strace), where it stops it until resumed."""
+        pid = self.ns_init_pid()
+        if pid is None:
+            return False
+        try:
+            if os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid"):
+                return False
+            os.kill(pid, signal.SIGCONT)
+        except OSError:
+            return False
+        return True
+
     def kill(self) -> bool:
         """SIGKILL the namespace's init: the kernel kills every process inside at once.
         False if the sandbox has not started (or is already gone)."""
@@ -296,6 +313,10 @@ class PreparedSandbox:
             "scratch": [str(self.decoy.path), *[m.src for m in self.mounts if m.role == "tmp" and m.src]],
             "work_dir": str(self.work_dir),
             "relay": {"exe": self.relay_python, "script": bw.RELAY_PATH, "port": self.relay_port},
+            # spyglass's helpers as the run's processes name them: the relay is the PID namespace's
+            # init, pid 1 inside (eBPF records pids as the caller wrote them), and its host pid
+            # joins once it runs (strace translates pids); the same list object, kept current
+            "helper_pids": self.helper_pids,
             "proxy": {
                 "allow": self.settings.get("allow", []),
                 "deny": self.settings.get("deny", []),

@@ -9,6 +9,9 @@ reachable from the first instruction the agent runs; then it starts the
 command as its child, forwards each accepted TCP connection to the unix
 ``SOCKET`` (bind-mounted from outside, where spyglass's proxy listens),
 passes signals on to the command, and exits with the command's status.
+It is the sandbox's PID-namespace init (bwrap ``--as-pid-1``): the kernel
+drops SIGKILL and SIGSTOP sent to it from inside, ``kill(-1)`` inside does
+not reach it, and it reaps the orphans reparented to it.
 
 Each forwarded connection starts with an 8-byte header (``\\0SG1``, the
 client's source port and the relay's port, both big-endian u16) so that the
@@ -180,27 +183,44 @@ class Relay:
             sock.close()
 
     def run_until(self, child: int) -> int:
-        """Relay until ``child`` exits; return its wait status."""
-        pidfd: int | None = None
-        try:
-            pidfd = os.pidfd_open(child)
-            self.sel.register(pidfd, selectors.EVENT_READ, "child")
-        except (AttributeError, OSError):
-            pidfd = None
+        """Relay until ``child`` exits; return its wait status.
+
+        The relay is the PID namespace's init (bwrap ``--as-pid-1``): orphans of the agent are
+        reparented to it, and it reaps them as they exit (SIGCHLD wakes the loop)."""
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda _s, _f: None)
+        self.sel.register(wake_r, selectors.EVENT_READ, "wake")
         while True:
-            for key, mask in self.sel.select(timeout=None if pidfd is not None else 0.2):
+            status = _reap(child)
+            if status is not None:
+                return status
+            for key, mask in self.sel.select(timeout=None):
                 if key.data is None:
                     self.accept()
-                elif key.data == "child":
-                    pass
+                elif key.data == "wake":
+                    try:
+                        while os.read(wake_r, 512):
+                            pass
+                    except (BlockingIOError, InterruptedError):
+                        pass
                 else:
                     self.service(key.data, key.fileobj, mask)  # type: ignore[arg-type]
-            try:
-                pid, status = os.waitpid(child, os.WNOHANG)
-            except ChildProcessError:
-                return 0
-            if pid == child:
-                return status
+
+
+def _reap(child: int) -> int | None:
+    """Reap every exited child; ``child``'s wait status once it has exited, else None."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return 0
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return None
+        if pid == child:
+            return status
 
 
 def main(argv: list[str]) -> int:
@@ -225,6 +245,14 @@ def main(argv: list[str]) -> int:
             os._exit(127 if exc.errno == errno.ENOENT else 126)
     for fwd in FORWARDED:
         signal.signal(fwd, lambda s, _f: _forward(child, s))
+    # as the namespace's init the kernel drops the signals it does not handle, but not while it
+    # is traced (a tracer sees them all): ignore the rest, so that none stops or ends it
+    for other in signal.valid_signals():
+        if other not in (*FORWARDED, signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
+            try:
+                signal.signal(other, signal.SIG_IGN)
+            except (OSError, ValueError):
+                pass
     signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
     status = Relay(listener, sock_path, port).run_until(child)
     if os.WIFSIGNALED(status):

@@ -42,6 +42,8 @@ log = logging.getLogger("spyglass.sandbox")
 
 _CAPTURE, _EXTERNAL, _END = 0, 1, 2
 _PROCESS_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
+#: system calls whose target is a pid as the caller sees it (inside: a pid of the sandbox's namespace)
+_NS_PID_SIGNALS = frozenset({"kill", "tkill", "tgkill"})
 #: seconds to keep following after the root exits: the namespace's init outlives
 #: bwrap's monitor by a moment, and capture ends as soon as the last process is gone
 MIN_GRACE = 2.0
@@ -108,6 +110,27 @@ class MachineryFilter:
 
     def is_machinery(self, pid: int) -> bool:
         return pid in self.pids
+
+
+def _own_signal(ev: Event) -> bool:
+    """A signal from inside the sandbox to a process of the run (called for targets that are no
+    helper).  The capture tells signals to the run's own processes by host pids, but the eBPF
+    backend records the pid the caller wrote, a pid of the sandbox's PID namespace, where every
+    process but pid 1 (the relay, spyglass's helper, see ``helper_pids``) belongs to the run:
+    such a signal is the run's own business, as outside.  (strace translates pids to host pids
+    and reports no signal to a process of the run.)"""
+    return (
+        ev.type == "sys.sensitive"
+        and ev.syscall in _NS_PID_SIGNALS
+        and ev.target_pid is not None
+        and ev.target_pid > 1
+    )
+
+
+def _signal_to_helper(ev: Event, helpers: list[int]) -> bool:
+    return ev.type == "sys.sensitive" and ev.syscall in _NS_PID_SIGNALS | {"pidfd_send_signal"} and (
+        ev.target_pid == -1 or ev.target_pid in helpers
+    )
 
 
 class EventBus:
@@ -188,8 +211,15 @@ class SandboxedSession:
                     machinery = sb.machinery.is_machinery(ev.pid)
                     if not sb.machinery.keep(ev):
                         continue
+                    relay = sb.machinery.relay_pid
+                    if relay is not None and relay not in sb.helper_pids:
+                        sb.helper_pids.append(relay)
                     if machinery:
                         yield ev  # process events of the launcher: outside the sandbox's view
+                        continue
+                    if _signal_to_helper(ev, sb.helper_pids):
+                        sb.resume()  # a SIGSTOP reached the traced relay: it must go on
+                    elif _own_signal(ev):
                         continue
                     denial = sb.denials.derive(ev)
                     sb.pathmap.map_event(ev)

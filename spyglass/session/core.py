@@ -27,7 +27,7 @@ from spyglass.policy.model import MODES
 from spyglass.session.agent import agent_install, setup_agent
 from spyglass.session.options import RunOptions
 from spyglass.session.record import Following, RunOutcome, RunRequest, record
-from spyglass.session.sinks import Plan, assemble
+from spyglass.session.sinks import Plan, assemble, capture_identities
 from spyglass.store import Store
 from spyglass.store.writer import Signer
 
@@ -159,7 +159,8 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             mode=mode,
             sandbox=sandbox_on,
             policy_digest=policy.digest,
-            backend_options={"seccomp": opts.seccomp, "descendants": descendants_choice(opts, policy, mode)},
+            backend_options={"seccomp": opts.seccomp, "descendants": descendants_choice(opts, policy, mode),
+                             "protected_ids": capture_identities(plan, sinks)},
             extra={**extra, **plan.extra},
             home=plan.home,
             policy=policy,

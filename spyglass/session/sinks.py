@@ -183,3 +183,16 @@ def assemble(plan: Plan) -> list[object]:
         sinks.extend(factory(plan))
     sinks.extend(plan.opts.sinks)
     return sinks
+
+
+def capture_identities(plan: Plan, sinks: Iterable[object]) -> dict[tuple[int, int], str]:
+    """(device, inode) -> path of the protected and secret files, for the capture to recognise them
+    under any name (``LaunchSpec.options["protected_ids"]``, :mod:`spyglass.capture.ident`)."""
+    from spyglass.policy.defaults import SECRET_EXCEPTIONS
+    from spyglass.witness import WitnessGuard
+    from spyglass.witness.guard import Protected
+    from spyglass.witness.identities import protected_ids
+
+    guard = next((s for s in sinks if isinstance(s, WitnessGuard)), None)
+    prot = guard.protected if guard is not None else Protected()
+    return protected_ids(prot, plan.policy.secret_globs, SECRET_EXCEPTIONS, plan.home)

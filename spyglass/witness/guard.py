@@ -55,6 +55,8 @@ class Protected:
     secrets: dict[str, str] = field(default_factory=dict)
     ids: dict[FileId, str] = field(default_factory=dict)
     secret_ids: dict[FileId, str] = field(default_factory=dict)
+    #: device and inode -> the canonical path of each protected file (for the capture: spyglass.capture.ident)
+    paths: dict[FileId, str] = field(default_factory=dict)
     #: directories inside a protected tree that the run may write (the sandbox's decoy home and /tmp)
     allowed: set[str] = field(default_factory=set)
     #: directory -> what protected tree it lies in, as last seen; cleared by every rename, delete, mkdir, symlink
@@ -79,6 +81,8 @@ class Protected:
         fid = file_id(real)
         if fid is not None:
             self.ids[fid] = what
+            if not os.path.isdir(real):
+                self.paths.setdefault(fid, os.path.normpath(os.path.abspath(path)))
             if secret:
                 self.secret_ids[fid] = what
 
@@ -234,14 +238,14 @@ class WitnessGuard(Sink):
                     self.protected.follow_rename(ev.path, ev.target, what)
                 verb = "opened by file handle" if handle and not writes else _verb(t)
                 self._raise(ev, TAMPER_RULE, "critical", "kill", "Witness tampered with",
-                            f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + failed)
+                            f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + _as(ev) + failed)
                 return
         if t == "file.read" or handle:
             what = self.protected.secret(ev.path)
             if what is not None:
                 title = "Signing key read" if what == "the signing key" else "Witness key read"
                 self._raise(ev, KEY_READ_RULE, "high", "alert", title,
-                            f"{what} read: {ev.path}{failed}")
+                            f"{what} read: {ev.path}{_as(ev)}{failed}")
 
     def _raise(self, ev: Event, rule: str, level: str, action: str, title: str, message: str) -> None:
         if self.ctx is None:
@@ -276,6 +280,11 @@ class WitnessGuard(Sink):
         self.ctx.raise_alert(alert)
         if action == "kill" and self.mode == "enforce" and self.ctx.stop_agent is not None:
             self.ctx.stop_agent(rule)
+
+
+def _as(ev: Event) -> str:
+    """The name the run used, where the capture recorded the protected file's own path instead (a link)."""
+    return f" (opened as {ev.raw_path})" if ev.raw_path and ev.raw_path != ev.path else ""
 
 
 def _verb(etype: str) -> str:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from spyglass.store import RunReader, Store
 
@@ -133,6 +136,45 @@ def test_reading_the_monitors_memory_and_descriptors_is_critical(tmp_path: Path,
     res, reader, _ = _run(tmp_path, capture_backend, "peek")
     rules = _rules(reader)
     assert {"evasion-kill-monitor", "sys-process-memory", "sys-pidfd-getfd"} <= rules, (rules, res.stderr)
+
+
+def test_opening_the_monitor_through_proc_is_critical(tmp_path: Path, capture_backend: str) -> None:
+    """/proc/<monitor>/mem opened for writing, a descriptor reopened through /proc/<monitor>/fd/0 and
+    the memory of one of its threads: each reaches as far as ptrace, so each is evasion-kill-monitor."""
+    for mode in ("proc-mem", "proc-fd", "proc-thread"):
+        sub = tmp_path / mode
+        sub.mkdir()
+        res, reader, _ = _run(sub, capture_backend, mode)
+        hits = [a for a in reader.alerts() if a.rule_id == "evasion-kill-monitor"]
+        assert hits and hits[0].level == "critical" and hits[0].action == "kill", (mode, _rules(reader), res.stderr)
+
+
+def test_benign_twin_reading_the_monitors_status_and_its_own_memory_stays_silent(tmp_path: Path,
+                                                                                 capture_backend: str) -> None:
+    res, reader, _ = _run(tmp_path, capture_backend, "proc-look")
+    assert res.returncode == 0, res.stderr
+    assert "evasion-kill-monitor" not in _rules(reader), res.stderr
+
+
+@pytest.mark.backends("ebpf")
+def test_a_process_deleted_from_the_ebpf_table_is_put_back_and_reported(tmp_path: Path, capture_backend: str) -> None:
+    """A root agent deletes its own pid from the program's ``tracked`` map (bpftool): spyglass notices,
+    raises a critical alert, puts it back, and what it does afterwards is recorded again."""
+    if shutil.which("bpftool") is None:
+        pytest.skip("bpftool not installed (apt-get install bpftool)")
+    res, reader, pid = _run(tmp_path, capture_backend, "untrack")
+    alerts = [a for a in reader.alerts() if a.rule_id == "evasion-monitor-lost"]
+    assert alerts and alerts[0].level == "critical" and "monitor-untracked" in alerts[0].message, res.stderr
+    assert "evasion-bpf-object-grab" in _rules(reader)
+    after = str(tmp_path / "agent.pid.after")
+    assert any(e.path == after and e.pid == pid for e in reader.events()), "recorded again once put back"
+
+
+@pytest.mark.backends("ebpf")
+def test_benign_twin_short_lived_children_are_never_missing(tmp_path: Path, capture_backend: str) -> None:
+    res, reader, _ = _run(tmp_path, capture_backend, "short-lived")
+    assert res.returncode == 0, res.stderr
+    assert "evasion-monitor-lost" not in _rules(reader), res.stderr
 
 
 def test_stopped_monitor_is_resumed_and_reported(tmp_path: Path, capture_backend: str) -> None:

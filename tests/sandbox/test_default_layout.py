@@ -163,3 +163,32 @@ def test_demo_runs_in_the_sandbox(tmp_path: Path) -> None:
     assert "[agent] done" in res.stdout + res.stderr
     s = Store(tmp_path / "s")
     assert RunReader(s, s.resolve("latest")).meta.status == "complete"
+
+
+def _enforce(ws: Path, store: Path, script: str) -> tuple[subprocess.CompletedProcess[str], RunReader]:
+    full = {k: v for k, v in os.environ.items() if k not in ("SPYGLASS_STORE", "SPYGLASS_POLICY")}
+    res = subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "-q", "--store", str(store), "--mode", "enforce", "--",
+         "sh", "-c", script],
+        cwd=ws, env=full, capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    s = Store(store)
+    return res, RunReader(s, s.resolve("latest"))
+
+
+def test_store_inside_the_workspace_is_hidden_in_enforce_mode_whatever_its_name(ws: Path) -> None:
+    store = ws / "evidence"
+    script = (
+        "ls -A evidence | wc -l; stat -c %i evidence; ln -s evidence link; ls -A link/ | wc -l"
+        "; cat evidence/index.sqlite >/dev/null 2>&1 || echo unreadable"
+    )
+    res, reader = _enforce(ws, store, script)
+    out = res.stdout.split()
+    assert res.returncode == 0 and out[0] == "0" and out[2] == "0", res.stdout + res.stderr
+    assert int(out[1]) != os.stat(store).st_ino  # an empty tmpfs in its place, not the store
+    assert "unreadable" in out
+    assert reader.meta.status == "complete" and reader.meta.mode == "enforce"
+    # the attacker: a write into it fails (read-only) and is an attack on the witness, killed
+    res, reader = _enforce(ws, store, "echo x > evidence/forged; sleep 30; echo survived")
+    assert res.returncode == 7 and "survived" not in res.stdout, res.stdout + res.stderr
+    assert reader.meta.stopped_by and not (store / "forged").exists()

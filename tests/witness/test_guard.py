@@ -49,7 +49,8 @@ def test_a_hard_link_to_a_store_file_does_not_escape(setup: Any, tmp_path: Path)
     res = setup.run(f"ln {store}/index.sqlite innocent && echo x >> innocent", store=store)
     msgs = [str(a["message"]) for a in witness(setup.alerts(store=store))]
     assert any("hard-linked" in m for m in msgs), res.stderr
-    assert any(m.endswith("/ws/innocent") and "hard-linked" not in m for m in msgs), msgs
+    # the write through the new name: recorded as the store file it reached, under the name it used
+    assert any("innocent" in m and "hard-linked" not in m for m in msgs), msgs
 
 
 def test_the_policy_and_rule_files_in_use_are_protected(setup: Any, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from spyglass.capture.ebpf import records as R
 from spyglass.capture.ebpf.sensitive import sensitive_event
 from spyglass.capture.ebpf.syscalls import BY_NR, CLONE_NAMES, EXEC_NAMES
+from spyglass.capture.ident import Identities
 from spyglass.capture.strace.decode import to_text
 from spyglass.capture.strace.dns import parse_response
 from spyglass.capture.strace.paths import join, normalize
@@ -45,13 +46,14 @@ class ProcInfo:
 class RecordDecoder:
     def __init__(
         self, boot_offset: int = 0, realpath: Realpath | None = None, hosts_file: HostsFile | None = None,
-        pgid_of: PgidOf | None = None, fd_link: FdLink | None = None,
+        pgid_of: PgidOf | None = None, fd_link: FdLink | None = None, protected: Identities | None = None,
     ) -> None:
         self.boot_offset = boot_offset  # epoch ns - boottime ns
         self.realpath = realpath
         self.hosts_file = hosts_file
         self.pgid_of = pgid_of
         self.fd_link = fd_link
+        self.protected = protected  # protected files by device and inode (spyglass.capture.ident)
         self.hosts_names: dict[str, str] = {}
         self.procs: dict[int, ProcInfo] = {}
         self.seen: set[int] = set()
@@ -256,6 +258,10 @@ class RecordDecoder:
             return None
         path, raw = p
         if rec.ret >= 0:
+            if self.protected is not None:  # a link or /proc/self/fd name of a protected file: say which
+                canon = self.protected.by_kernel_id(rec.f_dev, rec.f_ino)
+                if canon is not None:
+                    path = canon
             self._proc(rec.pid).fds[rec.ret] = path
             if path == "/etc/hosts" and self.hosts_file is not None:
                 try:  # names for later connections, as the process itself resolved them

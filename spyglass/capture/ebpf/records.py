@@ -1,6 +1,6 @@
 """The binary records of the eBPF program: layout, and decoding of their parts.
 
-A record is a 152-byte header (``struct rec`` in ``bpf/spyglass.bpf.c``)
+A record is a 168-byte header (``struct rec`` in ``bpf/spyglass.bpf.c``)
 followed by up to four blobs whose lengths are in the header.  Strings are
 raw bytes from the kernel, NUL-terminated; directory walks are written leaf
 first, one NUL-terminated name per component.  Everything here is pure: no
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 REC_SYS, REC_FORK, REC_EXEC, REC_EXIT, REC_URING = 1, 2, 3, 4, 5
 
-HEADER = struct.Struct("<HHIIIQq6Q4I4H4H16sHHI16s")
-assert HEADER.size == 152
+HEADER = struct.Struct("<HHIIIQq6Q4I4H4H16sHHI16sQII")
+assert HEADER.size == 168
 _HSIZE = HEADER.size
 _unpack = HEADER.unpack_from
 
@@ -46,6 +46,8 @@ class Record:
     sk_daddr: bytes
     sk_lport: int = 0  # host byte order
     sk_laddr: bytes = b""
+    f_ino: int = 0  # a successful open: the inode of the file reached
+    f_dev: int = 0  # ... and its device, as the kernel's dev_t (major << 20 | minor)
 
 
 def parse(data: bytes) -> Record:
@@ -62,7 +64,7 @@ def parse(data: bytes) -> Record:
         raise ValueError("record shorter than its blobs")
     return Record(
         h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7:13], h[13], h[14], h[15], h[16],
-        (data[a:b], data[b:c], data[c:d], data[d:end]), h[21], h[22], h[23], h[24], h[25], h[26], h[29],
+        (data[a:b], data[b:c], data[c:d], data[d:end]), h[21], h[22], h[23], h[24], h[25], h[26], h[29], h[30], h[31],
     )  # fmt: skip
 
 
@@ -80,6 +82,7 @@ def build(
     blobs: tuple[bytes, bytes, bytes, bytes] = (b"", b"", b"", b""),
     sock: tuple[int, int, int, int, bytes] = (0, 0, 0, 0, b""),
     local: tuple[int, bytes] = (0, b""),
+    file_id: tuple[int, int] = (0, 0),
 ) -> bytes:
     """The bytes the program would emit (for fixtures and tests)."""
     head = HEADER.pack(
@@ -99,6 +102,9 @@ def build(
         0,
         0,
         local[1].ljust(16, b"\0"),
+        file_id[1],
+        file_id[0],
+        0,
     )
     return head + b"".join(blobs)
 

@@ -101,6 +101,8 @@ def _by_handle(dec: RecordDecoder, rec: R.Record) -> Event:
             path = None
     if path is None or not path.startswith("/"):
         return dec._sensitive(rec, f"open_by_handle_at {flags} (file unknown)")
+    if dec.protected is not None:
+        path = dec.protected.by_kernel_id(rec.f_dev, rec.f_ino) or path
     dec._proc(rec.pid).fds[rec.ret] = path
     kind = open_kind(flags) or "file.read"
     return dec._event(rec, kind, flags=flags, **path_fields(path))

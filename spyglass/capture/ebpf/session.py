@@ -37,12 +37,14 @@ import threading
 import time
 from collections.abc import Iterator
 
+from spyglass.capture import ident
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
 from spyglass.capture.ebpf import preload, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
 from spyglass.capture.ebpf.ring import Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
+from spyglass.capture.ebpf.tablecheck import TableCheck
 from spyglass.capture.ebpf.watchdog import Watchdog
 from spyglass.capture.handover import MAX_QUEUED_DROPPING, Empty, Handover
 from spyglass.capture.reap import pidfd, wait_exit
@@ -178,7 +180,8 @@ class EbpfSession:
         dump = opts.get("dump_records")  # tests: raw records, each as <u32 length><bytes>
         self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
         self._boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file, pgid_of=pgid_of, fd_link=fd_link)
+        self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file, pgid_of=pgid_of, fd_link=fd_link,
+                                     protected=ident.from_options(opts))
         chosen = opts.get("descendants", "detach")
         self.descendants = chosen if chosen in DESCENDANTS else "detach"
         self._following: float | None = None  # when following the leftovers began (monotonic)
@@ -186,6 +189,8 @@ class EbpfSession:
         try:
             self._setup(opts)
             self._rings = [Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("events"), ring)]
+            self._table = TableCheck(self._obj.map_fd("tracked"), lambda: [p.pid for p in self.decoder.live()],
+                                     _running, self._result.notes)
             cwd = os.path.realpath(spec.cwd)
             started = time.time_ns()
             stdin, stdout, stderr = spec.stdio or (None, None, None)
@@ -274,6 +279,8 @@ class EbpfSession:
                     if self._dump is not None:
                         self._dump.write(_U32.pack(len(data)) + data)
                     batch.extend(self.decoder.feed(data))
+                if not last and not self._killing and not self._detached:
+                    batch.extend(self._table.check())  # a followed process deleted from the map: put back
                 if self._killing:
                     self._kill_tracked()
                 if batch:

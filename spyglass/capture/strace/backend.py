@@ -52,6 +52,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+from spyglass.capture import ident
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
 from spyglass.capture.handover import Empty, Handover
 from spyglass.capture.reap import wait_exit
@@ -142,12 +143,9 @@ class StraceSession:
         cwd = os.path.realpath(spec.cwd)
         self.parser = StraceParser(
             cwd=cwd,
-            uid=os.geteuid(),
-            gid=os.getegid(),
-            realpath_dir=host.realpath_dir,
-            hosts_file=host.hosts_file,
-            fd_link=host.fd_link,
-            pgid_of=host.pgid_of,
+            uid=os.geteuid(), gid=os.getegid(),
+            realpath_dir=host.realpath_dir, hosts_file=host.hosts_file, fd_link=host.fd_link, pgid_of=host.pgid_of,
+            protected=ident.from_options(spec.options),
         )
         self._result = CaptureResult()
         # guards the parser and the FIFO ends across threads; re-entrant because stop() and

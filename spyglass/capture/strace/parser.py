@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from spyglass.capture import ident
 from spyglass.capture.strace import access, files, net, privs
 from spyglass.capture.strace.decode import to_text, unquote
 from spyglass.capture.strace.fastpath import FastPaths
@@ -38,6 +39,8 @@ from spyglass.events.schema import Event
 
 Handler = Callable[[TraceState, Call], "Event | None"]
 
+#: the events of an open, whose file may be a protected one under another name
+_OPENED = frozenset({"file.read", "file.write", "file.create"})
 _LINE = re.compile(r"(\d+) +(\d+)\.(\d+) ")
 _CALL = re.compile(r"([a-z_][a-z0-9_]*)\(")
 _RESUMED = re.compile(r"<\.\.\. ([a-z_][a-z0-9_]*) resumed>")
@@ -98,7 +101,9 @@ class StraceParser:
         hosts_file: HostsFile | None = None,
         fd_link: FdLink | None = None,
         pgid_of: PgidOf | None = None,
+        protected: ident.Identities | None = None,
     ) -> None:
+        self.protected = protected  # protected files by device and inode (spyglass.capture.ident)
         self.state = TraceState(cwd, uid, gid, realpath_dir, hosts_file, fd_link, pgid_of)
         self.lines = 0
         self.unparsed = 0
@@ -121,12 +126,32 @@ class StraceParser:
             if self.fast:
                 fast = self._fastpaths.feed(line)
                 if fast is not None:
+                    if self.protected is not None and fast:
+                        self._identify(fast)
                     return fast
             if not self._feed(line.rstrip("\r\n"), out):
                 self.unparsed += 1
         except Exception:  # malformed input must never stop a capture
             self.unparsed += 1
+        if self.protected is not None and out:
+            self._identify(out)
         return out
+
+    def _identify(self, events: list[Event]) -> None:
+        """A protected file opened under another name (a hard link: ``-yy`` already resolves symlinks
+        and ``/proc/self/fd``) is recorded under its own path, the name as typed in ``raw_path``."""
+        prot = self.protected
+        assert prot is not None
+        for ev in events:
+            t = ev.type
+            if t in ident.CHANGES:
+                prot.forget()
+            elif ev.ok and ev.path and t in _OPENED and ev.path[:1] == "/":
+                canon = prot.by_path(ev.path)
+                if canon is not None and canon != ev.path:
+                    if ev.raw_path is None:
+                        ev.raw_path = ev.path
+                    ev.path = canon
 
     def finish(self) -> list[Event]:
         """Flush calls still unfinished (capture ended mid-call) as events with ``ok=False``."""

@@ -10,6 +10,7 @@ nothing are not reported again.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -150,19 +151,28 @@ def h_module(st: TraceState, c: Call) -> Event | None:
     return _sensitive(st, c, f"init_module {unquote(c.arg(2))}".rstrip())
 
 
+_NS_INIT = re.compile(r"1 /\* \d+ in strace's PID NS \*/$")
+
+
 def h_kill(st: TraceState, c: Call) -> Event | None:
     """A signal to a process outside the traced tree (or to every process, pid -1), or to a
     process group (``target_pid`` is then minus the group id)."""
+    # pid 1 of another PID namespace (a sandbox's init, spyglass's relay) is reported even when
+    # traced: a signal to it from inside is an attack on the sandbox, not the run's own business
+    # (an init of the run's own namespace signalled by its children is reported as well)
+    ns_init = _NS_INIT.match(c.arg(0).strip()) is not None
     if c.name == "tgkill":
         target, sig = parse_pid(c.arg(1)), c.arg(2)
         group = parse_pid(c.arg(0))
-        if group is not None and group in st.seen:
+        if group is not None and group in st.seen and not ns_init:
             return None
         if group is not None and group > 0:
             target = group  # the process the thread belongs to
     else:
         target, sig = parse_pid(c.arg(0)), c.arg(1)
     name = sig if not sig.isdigit() else f"signal {sig}"
+    if ns_init and target is not None and target != c.pid:  # a namespace's init signalling itself: its own
+        return _sensitive(st, c, name, target)
     if c.name == "kill" and target is not None and (target == 0 or target < -1):
         # kill(0, ...) / killpg: a whole process group, which may hold spyglass or its tracer
         pgid: int | None = -target

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -76,6 +77,57 @@ def main() -> None:
         local, remote = IoVec(ctypes.cast(buf, ctypes.c_void_p), 8), IoVec(0x1000, 8)
         libc.syscall(310, t, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)  # process_vm_readv
         libc.syscall(438, os.pidfd_open(t), 0, 0)  # pidfd_getfd: its stdin
+    elif mode == "proc-mem":  # the monitor's memory opened for writing through /proc
+        with open(f"/proc/{t}/mem", "r+b"):
+            pass
+    elif mode == "proc-fd":  # one of the monitor's descriptors reopened through /proc
+        with open(f"/proc/{t}/fd/0", "rb"):
+            pass
+    elif mode == "proc-thread":  # the memory of another of its threads (/proc/<tid>/ reaches the process)
+        tids = [int(x) for x in os.listdir(f"/proc/{t}/task") if int(x) != t]
+        with open(f"/proc/{tids[0] if tids else t}/mem", "rb"):
+            pass
+    elif mode == "proc-look":  # what process listers read of the monitor, and its own and its child's memory
+        for name in ("status", "cmdline", "stat"):
+            with open(f"/proc/{t}/{name}", "rb") as f:
+                f.read()
+        with open("/proc/self/mem", "rb"):
+            pass
+        child = os.fork()
+        if child == 0:
+            time.sleep(60)
+            os._exit(0)
+        with open(f"/proc/{child}/environ", "rb") as f:
+            f.read()
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+    elif mode == "untrack":  # delete itself from the eBPF program's process table (root), then work on
+        me = os.getpid()
+        found: list[str] = []
+        for fd in os.listdir(f"/proc/{t}/fdinfo"):
+            try:
+                with open(f"/proc/{t}/fdinfo/{fd}") as f:
+                    info = dict(line.split(":", 1) for line in f if ":" in line)
+            except OSError:
+                continue
+            shape = [info.get(k, "").strip() for k in ("map_type", "key_size", "value_size", "max_entries")]
+            if shape == ["1", "4", "1", "65536"]:  # the hash of followed thread-group ids
+                key = [f"0x{b:02x}" for b in me.to_bytes(4, "little")]
+                found = ["id", info["map_id"].strip(), "key", *key]
+                subprocess.run(["bpftool", "map", "delete", *found], check=False)
+                break
+        deadline = time.monotonic() + 20
+        while found and time.monotonic() < deadline:  # until spyglass has put it back (bounded)
+            time.sleep(0.1)
+            back = subprocess.run(["bpftool", "map", "lookup", *found], capture_output=True, check=False)
+            if back.returncode == 0:
+                break
+        with open(pidfile + ".after", "w") as f:  # recorded again
+            f.write("x")
+    elif mode == "short-lived":  # many children that come and go quickly: none is ever missing
+        for _ in range(40):
+            subprocess.run(["true"], check=False)
+            time.sleep(0.03)
     elif mode == "untraced-work":  # a hidden child that works briefly and exits (followed under eBPF)
         libc = ctypes.CDLL(None, use_errno=True)
         pid = libc.syscall(SYS_CLONE, CLONE_UNTRACED | signal.SIGCHLD, 0, 0, 0, 0)

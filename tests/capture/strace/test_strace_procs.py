@@ -214,3 +214,19 @@ def test_unfinished_and_resumed_calls_are_stitched_per_thread(parse, one) -> Non
     )
     assert one(events, type="file.delete").path == "/w/a) = 0"
     assert parser.unparsed == 0
+
+
+def test_signal_to_the_init_of_a_sandbox_namespace_is_reported_although_traced(parse) -> None:
+    """Inside a sandbox, pid 1 is spyglass's relay (traced): a signal to it is reported with its host
+    pid; the init signalling itself (the pidns capture above) stays the run's own business."""
+    lines = [
+        '100 1700000000.000001 execve("/bin/sh", ["sh"], 0x1 /* 3 vars */) = 0',
+        f"100 1700000000.000002 {FORK}) = 101",
+        '101 1700000000.000003 execve("/bin/sh", ["sh", "-c", "kill -STOP 1"], 0x1 /* 3 vars */) = 0',
+        "101 1700000000.000004 kill(1 /* 100 in strace's PID NS */, SIGSTOP) = 0",
+        "100 1700000000.000005 kill(1 /* 100 in strace's PID NS */, SIGTERM) = 0",
+        "101 1700000000.000006 kill(2 /* 101 in strace's PID NS */, SIGTERM) = 0",
+    ]
+    events, _ = parse(lines=lines)
+    kills = [e for e in events if e.syscall == "kill"]
+    assert [(e.pid, e.target_pid, e.detail) for e in kills] == [(101, 100, "SIGSTOP")]

@@ -58,7 +58,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define SCRATCH 32768 // the largest per-CPU value; records stay under 16 KiB
 #define BLOB_MAX 4096
-#define WALK_MAX 3840 // 152 + 2 * 4096 + 2 * 3840 < 16384
+#define WALK_MAX 3840 // 168 + 2 * 4096 + 2 * 3840 < 16384
 #define WALK_STEPS 64
 #define NAME_MAX_ 256
 #define PAYLOAD_MAX 512
@@ -99,6 +99,9 @@ struct rec {
 	__u16 pad16;
 	__u32 pad32;
 	__u8 sk_laddr[16];
+	__u64 f_ino; // a successful open: the new descriptor's inode and its device (kernel dev_t)
+	__u32 f_dev;
+	__u32 pad32b;
 };
 
 struct cfg {
@@ -546,6 +549,16 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	__u32 off = d->sock_fd >= 0 ? sys_net(nr, ret) : sys_paths(nr);
 	if (!off)
 		return 0;
+	// the file a successful open reached (whatever name, link or /proc/self/fd path led there):
+	// the decoder knows the protected files by device and inode
+	if (ret >= 0 && (d->special == SP_OPEN || d->special == SP_OPENAT2 || nr == 85 || nr == 304)) {
+		struct file *f = fd_file(task, ret);
+		if (f) {
+			struct inode *ino = BPF_CORE_READ(f, f_path.dentry, d_inode);
+			r->f_ino = BPF_CORE_READ(ino, i_ino);
+			r->f_dev = BPF_CORE_READ(ino, i_sb, s_dev);
+		}
+	}
 	emit(&events, s, off, d->cat);
 	return 0;
 }
