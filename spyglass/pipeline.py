@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -85,6 +86,8 @@ class RunContext:
     tool_calls: dict[int, str] = field(default_factory=dict)
     #: seq of every alert the store writer could not save (the live printer marks them NOT SAVED)
     unsaved_alerts: set[int] = field(default_factory=set)
+    #: evidence another sink could not write ("cause: path"); the run is then evidence-incomplete
+    evidence_failures: list[str] = field(default_factory=list)
     pipeline: Pipeline | None = None
     #: set by the session: stop the agent now (enforcement), with the reason
     stop_agent: Callable[[str], None] | None = None
@@ -207,7 +210,12 @@ class Pipeline:
             ERROR_LOG.append((name, what))
         self.errors[name] = self.errors.get(name, 0) + 1
         if self.errors[name] <= 3:
-            log.exception("%s failed on %s (the stream goes on)", name, what)
+            exc = sys.exc_info()[1]
+            if isinstance(exc, OSError):  # a full or read-only disk: the cause and the path, no traceback
+                log.error("%s failed on %s: %s%s (the stream goes on)", name, what, exc.strerror or exc,
+                          f": {exc.filename}" if exc.filename else "")
+            else:
+                log.exception("%s failed on %s (the stream goes on)", name, what)
 
     def start(self) -> None:
         """Start every sink in order; the first that fails raises :class:`SinkStartError`

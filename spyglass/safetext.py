@@ -31,3 +31,13 @@ _TABLE = _table()
 def visible(text: str) -> str:
     """``text`` with every control character written as an escape (one line, inert on a terminal)."""
     return text.translate(_TABLE)
+
+
+_TABLE_TABS = {k: v for k, v in _TABLE.items() if k != 0x09}
+
+
+def visible_lines(text: str, *, keep_tabs: bool = False) -> str:
+    """A block of lines for the terminal: each line as :func:`visible`, the line breaks kept
+    (``keep_tabs``: tabs too, for diffs of file contents)."""
+    table = _TABLE_TABS if keep_tabs else _TABLE
+    return "\n".join(line.translate(table) for line in text.split("\n"))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from spyglass.cli.common import format_option, store_option
+from spyglass.safetext import visible_lines
 
 if TYPE_CHECKING:
     from spyglass.analysis import NormalizeRules
@@ -100,7 +101,7 @@ def profile_cmd(store_path: Path | None, fmt: str, policy_path: Path | None, noi
     elif fmt == "dot":
         click.echo(prof.to_dot(limit=top or 0), nl=False)
     else:
-        click.echo(format_profile_text(prof, top=15 if top is None else (top or 10**9)))
+        click.echo(visible_lines(format_profile_text(prof, top=15 if top is None else (top or 10**9))))
 
 
 # -- compare -----------------------------------------------------------------------------------------
@@ -171,7 +172,7 @@ def compare_cmd(store_path: Path | None, fmt: str, policy_path: Path | None, tas
     if fmt == "json":
         echo_json(result)
         return
-    click.echo(_format_compare(result))
+    click.echo(visible_lines(_format_compare(result)))
 
 
 _MAX_MATRIX = 16
@@ -248,7 +249,7 @@ def diff_cmd(store_path: Path | None, fmt: str, policy_path: Path | None, noise:
     if fmt == "json":
         echo_json(d.to_dict())
     else:
-        click.echo(format_diff_text(d))
+        click.echo(visible_lines(format_diff_text(d)))
 
 
 # -- coverage ------------------------------------------------------------------------------------------
@@ -288,7 +289,7 @@ def coverage_cmd(store_path: Path | None, fmt: str, policy_path: Path | None, sk
             "findings": [f.to_dict() for c in items for f in c.findings],
         })
     else:
-        click.echo(format_coverage_text(items))
+        click.echo(visible_lines(format_coverage_text(items)))
 
 
 # -- unexplained ---------------------------------------------------------------------------------------
@@ -339,7 +340,7 @@ def unexplained_cmd(store_path: Path | None, fmt: str, policy_path: Path | None,
     if fmt == "json":
         echo_json(report.to_dict())
     else:
-        click.echo(format_unexplained_text(report))
+        click.echo(visible_lines(format_unexplained_text(report)))
 
 
 COMMANDS = [profile_cmd, compare_cmd, diff_cmd, coverage_cmd, unexplained_cmd]

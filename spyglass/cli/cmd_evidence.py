@@ -17,6 +17,7 @@ from spyglass.cli.common import (
     store_option,
     write_output,
 )
+from spyglass.safetext import visible, visible_lines
 
 if TYPE_CHECKING:
     from spyglass.evidence.changes import WorkspaceChanges
@@ -284,11 +285,12 @@ def _changes_text(run_id: str, ch: WorkspaceChanges, stat_only: bool) -> str:
             lines.append(f"  W  {ow.path}  ({', '.join(ow.types)} x{ow.count}, first seq {ow.seqs[0]}{by})")
     for n in ch.notes:
         lines.append(f"note: {n}")
+    out = [visible(line) for line in lines]  # names come from the agent: no control character reaches the terminal
     patch = ch.patch()
     if patch and not stat_only:
-        lines.append("")
-        lines.append(patch.rstrip("\n"))
-    return "\n".join(lines)
+        out.append("")
+        out.append(visible_lines(patch.rstrip("\n"), keep_tabs=True))
+    return "\n".join(out)
 
 
 @click.command("changes")

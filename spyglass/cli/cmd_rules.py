@@ -117,7 +117,11 @@ def check_cmd(store_path: Path | None, policy_file: Path | None, extra_rules: tu
               show_default=True, help="Only alerts at or above this level.")
 @click.argument("run", default="latest")
 def alerts_cmd(store_path: Path | None, fmt: str, min_level: str, run: str) -> None:
-    """The alerts recorded for RUN (JSON: an array of alerts)."""
+    """The alerts recorded for RUN (JSON: an array of alerts).
+
+    When the run's files no longer match the anchor the store's index kept at the end
+    of the run (rewritten after it), says so and exits 3.
+    """
     from spyglass.cli.common import open_reader
     from spyglass.events import level_rank
 
@@ -128,13 +132,33 @@ def alerts_cmd(store_path: Path | None, fmt: str, min_level: str, run: str) -> N
         a.run_id, a.host = a.run_id or m.id, a.host or m.host or None
         a.agent_id, a.task = a.agent_id or m.agent_id, a.task or m.task
         a.policy_digest = a.policy_digest or m.policy_digest
+    from spyglass.errors import EXIT_TAMPERED
+    from spyglass.evidence.anchorcheck import anchor_mismatch, anchored_alerts
+
+    problem = anchor_mismatch(reader)
+    if problem:
+        said = anchored_alerts(reader)
+        kept = (f"; the index recorded {said.count} alert(s)" + (f", max {said.max_level}" if said.max_level else "")
+                if said is not None else "")
+        click.echo(visible(f"spyglass: run {reader.id}: the evidence does not match its anchor: {problem}{kept}; "
+                           f"the alerts below cannot be trusted (`spyglass verify {reader.id}`)"), err=True)
+    # alerts that fired but could not be stored (a full disk): run.json keeps them
+    unsaved = [u for u in m.extra.get("unsaved_alerts") or []
+               if isinstance(u, dict) and level_rank(str(u.get("level"))) >= level_rank(min_level)]
+    for u in unsaved:
+        click.echo(visible(f"spyglass: NOT SAVED in alerts.jsonl: {str(u.get('level')).upper()} {u.get('rule_id')} "
+                           f"pid {u.get('pid')}: {u.get('message')}"), err=True)
     if fmt == "json":
         echo_json(alerts)
-        return
-    if not alerts:
-        click.echo(f"no alerts for run {reader.id}", err=True)
-        return
-    _alert_lines(alerts)
+    elif not alerts:
+        if unsaved:
+            click.echo(f"{len(unsaved)} alert(s) of run {reader.id} fired but could not be saved (above)", err=True)
+        else:
+            click.echo(f"no alerts {'left in the files of' if problem else 'for'} run {reader.id}", err=True)
+    else:
+        _alert_lines(alerts)
+    if problem:
+        sys.exit(EXIT_TAMPERED)
 
 
 # ---------------------------------------------------------------- rules

@@ -304,7 +304,9 @@ def run_cmd(
         from spyglass.store import RunReader
 
         try:
-            print_run_summary(RunReader(store, meta.id), sys.stderr)
+            reader = RunReader(store, meta.id)
+            reader.meta = meta  # the final status even when run.json could not be written
+            print_run_summary(reader, sys.stderr)
         except Exception as exc:  # a store that could not be written may not be readable either
             click.echo(f"spyglass: cannot show the run's summary: {exc}", err=True)
         click.echo(f"spyglass: recorded run {meta.id} in {store.root}", err=True)

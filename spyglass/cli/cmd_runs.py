@@ -98,6 +98,10 @@ def show_cmd(store_path: Path | None, fmt: str, full: bool, run: str) -> None:
         doc = digest_run(reader).to_json()
         # the anchor kept outside the run directory, and the policy the run used
         doc["anchor"] = reader.store.index.anchor(reader.id)
+        from spyglass.evidence.anchorcheck import anchor_mismatch
+
+        # why the run's files no longer match that anchor (rewritten after the run), else null
+        doc["anchor_problem"] = anchor_mismatch(reader)
         doc["policy"] = reader.meta.extra.get("policy")
         echo_json(doc)
         return

@@ -18,7 +18,9 @@ Requirements (``--require`` or ``gate:`` in the policy), written ``name`` or
 ``workspace-changed``
     the run changed at least one file in the workspace.
 ``evidence-verified``
-    the record verifies against its hash chain and final checkpoint.
+    the record verifies against its hash chain, final checkpoint and the anchor
+    the store's index keeps (as ``verify`` does), and the capture lost no kernel
+    record (``lost`` > 0 fails it: the chain is intact, the record has gaps).
 
 Everything is computed from the store: events, alerts, the evidence directory.
 """

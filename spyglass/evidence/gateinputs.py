@@ -21,6 +21,7 @@ from spyglass.evidence.testruns import DEFAULT_EDIT_IGNORE, DEFAULT_TEST_PATTERN
 from spyglass.evidence.verify import VerifyResult
 
 if TYPE_CHECKING:
+    from spyglass.evidence.anchorcheck import AnchoredAlerts
     from spyglass.store import RunReader
 
 MAX_LISTED = 20
@@ -44,6 +45,7 @@ class GateInputs:
     _changes_loaded: bool = False
     _verify: VerifyResult | None = None
     _alerts: list[Alert] | None = None
+    _anchor_problem: str | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -81,12 +83,33 @@ class GateInputs:
     @property
     def verify(self) -> VerifyResult:
         if self._verify is None:
+            from spyglass.evidence.anchorcheck import index_anchors
             from spyglass.evidence.verify import verify_run
 
+            # exactly what `spyglass verify` checks, the anchor kept in the index included
             self._verify = verify_run(
-                self.reader.dir, pubkey_raw=self.options.pubkey_raw, meta=self.reader.meta
+                self.reader.dir, pubkey_raw=self.options.pubkey_raw, meta=self.reader.meta,
+                anchors=index_anchors(self.reader),
             )
         return self._verify
+
+    @property
+    def anchor_problem(self) -> str:
+        """Why the run's files do not match the anchor the index keeps ("" if they do)."""
+        if self._anchor_problem is None:
+            from spyglass.evidence.anchorcheck import anchor_mismatch
+
+            self._anchor_problem = anchor_mismatch(self.reader) or ""
+        return self._anchor_problem
+
+    @property
+    def anchored_alerts(self) -> AnchoredAlerts | None:
+        """The index's alert count and level, when the files do not match their anchor (else None)."""
+        if not self.anchor_problem:
+            return None
+        from spyglass.evidence.anchorcheck import anchored_alerts
+
+        return anchored_alerts(self.reader)
 
     @property
     def alerts(self) -> list[Alert]:

@@ -76,6 +76,17 @@ class NoAlertsAtOrAbove(GateRequirement):
         level = req.arg or "high"
         rank = level_rank(level)
         hits = [a for a in g.alerts if level_rank(a.level) >= rank]
+        anchored = g.anchored_alerts
+        if anchored is not None:  # the files were changed after the run: count what the index recorded
+            top = anchored.max_level
+            ev = Evidence(details=[f"the run's files do not match their anchor: {g.anchor_problem}"])
+            if anchored.count and (top is None or level_rank(top) >= rank):
+                return judged(
+                    req.text, "requirement", False,
+                    f"the index recorded {anchored.count} alert(s)" + (f" up to {top}" if top else "")
+                    + f" for this run; its alerts.jsonl (now {len(g.alerts)}) was changed after the run",
+                    ev,
+                )
         # alerts that fired but could not be saved (a full disk) count as much as saved ones
         unsaved = [u for u in g.reader.meta.extra.get("unsaved_alerts") or []
                    if isinstance(u, dict) and level_rank(str(u.get("level"))) >= rank]
@@ -209,12 +220,21 @@ class WorkspaceChanged(GateRequirement):
 @register
 class EvidenceVerified(GateRequirement):
     name = "evidence-verified"
-    help = "the record verifies against its hash chain and final checkpoint"
+    help = "the record verifies against its hash chain, final checkpoint and anchor, and nothing was lost"
 
     def evaluate(self, req: Requirement, g: GateInputs) -> Outcome:
         v = g.verify
         ev = Evidence(details=[str(p) for p in v.problems[:MAX_LISTED]] + v.notes)
         counts = ", ".join(f"{s.records} {k}" for k, s in v.streams.items())
+        lost = (g.reader.meta.capture or {}).get("lost") or 0
+        if v.status == "verified" and isinstance(lost, int) and lost > 0:
+            # the chain is intact, but what the kernel dropped was never recorded: a flood can hide a read
+            return judged(
+                req.text, "requirement", False,
+                f"incomplete: the capture ({g.reader.meta.backend}) lost {lost} kernel record(s); "
+                f"the chain is intact ({counts}) but the record has gaps",
+                ev,
+            )
         if v.status == "verified":
             return judged(req.text, "requirement", True, f"verified ({counts})", ev)
         first = v.first_problem

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -221,10 +222,16 @@ class WorkspaceEvidence(Sink):
             changes.outside_writes = self._outside.result()
         self.changes = changes
         self._kept.clear()
-        self._write(MANIFEST_AFTER, encode_manifest(self.after))
-        stored, patch = stored_form(changes)
-        self._write(PATCH, patch)
-        self._write(CHANGES, stored)
+        try:
+            self._write(MANIFEST_AFTER, encode_manifest(self.after))
+            stored, patch = stored_form(changes)
+            self._write(PATCH, patch)
+            self._write(CHANGES, stored)
+        except OSError as exc:  # a full disk: one line, and the run is marked evidence-incomplete
+            line = f"{exc.strerror or exc}: {exc.filename or self.evidence_dir}"
+            ctx.evidence_failures.append(line)
+            sys.stderr.write(f"spyglass: cannot write the workspace evidence ({line}); "
+                             "the run will be marked evidence-incomplete\n")
         ctx.note_fact("workspace_changes", summary(changes))
 
 

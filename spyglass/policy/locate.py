@@ -83,6 +83,34 @@ def ignored_workspace_policy(source: PolicySource, cwd: str | Path) -> str | Non
     )
 
 
+def source_line(source: PolicySource) -> str:
+    """The line ``run`` prints when the policy is not the built-in defaults: the file, why, its age."""
+    import time
+
+    try:
+        mtime = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(os.stat(source.path or "").st_mtime))
+    except OSError:
+        mtime = "unknown"
+    from spyglass.safetext import visible
+
+    return visible(f"spyglass: policy {describe_source(source)}, last modified {mtime}")
+
+
+def policy_locations(cwd: str | Path, env: Mapping[str, str] | None = None) -> list[tuple[Path, bool]]:
+    """Every place the precedence chain reads a policy from, as (path, is a directory): the
+    ``$SPYGLASS_POLICY`` file, the user config directory's ``spyglass/`` and ``/etc/spyglass/``.
+    A run that writes any of them changes the next run's policy (``witness-tamper``)."""
+    env = os.environ if env is None else env
+    out: list[tuple[Path, bool]] = []
+    named = env.get(POLICY_ENV)
+    if named:
+        p = Path(named)
+        out.append((p if p.is_absolute() else Path(cwd) / p, False))
+    out.append((user_policy_path(env).parent, True))
+    out.append((SYSTEM_POLICY.parent, True))
+    return out
+
+
 def describe_source(source: PolicySource) -> str:
     if source.path is None:
         return "the built-in defaults"

@@ -87,6 +87,10 @@ class ReportData:
     alert_resources: set[tuple[str, str]] = field(default_factory=set)
     #: skill coverage (spyglass.analysis.coverage.SkillCoverage) where the run recorded skills
     coverage: list[Any] = field(default_factory=list)
+    #: why the run's files do not match the anchor the index keeps ("": they match, or no anchor)
+    anchor_problem: str = ""
+    #: the alerts as the index recorded them (spyglass.evidence.anchorcheck.AnchoredAlerts), with anchor_problem
+    anchored_alerts: Any = None
 
     @property
     def meta(self) -> Any:
@@ -207,7 +211,9 @@ def _verify(reader: RunReader) -> tuple[Any, str]:
     except ImportError:
         return None, "verification is not available in this installation"
     try:
-        return verify_run(reader.dir, meta=reader.meta), ""
+        from spyglass.evidence.anchorcheck import index_anchors
+
+        return verify_run(reader.dir, meta=reader.meta, anchors=index_anchors(reader)), ""
     except Exception as exc:  # a report must still render for a damaged run
         log.warning("verify failed while building the report: %s", exc)
         return None, f"verification could not run: {exc}"

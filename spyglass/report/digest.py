@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event
+from spyglass.events.devices import is_device_path
 from spyglass.events.identity import is_failed_probe
 from spyglass.events.proctree import ProcessTable
 from spyglass.store import RunReader
@@ -110,7 +111,7 @@ def digest_events(meta: RunMeta, events: Any, alerts: list[Alert] | None = None)
             if is_failed_probe(ev):
                 d.probes += 1
         if t in FILE_WRITE_TYPES:
-            if ev.ok and ev.path:
+            if ev.ok and ev.path and not is_device_path(ev.path):  # /dev/null & co. store nothing
                 s = seen_w.setdefault(t, set())
                 label = (
                     f"{ev.path} -> {ev.target}"

@@ -68,6 +68,9 @@ def _header(data: ReportData) -> list[Line]:
         ex = "no exit status"
     dur = f"{m.duration_s:.2f}s" if m.duration_s is not None else "-"
     out: list[Line] = [("bold", f"run {m.id}  [{m.status}]")]
+    if data.anchor_problem:
+        out.append(("bold red", f"  EVIDENCE DOES NOT MATCH ITS ANCHOR: {data.anchor_problem} "
+                                f"(`spyglass verify {m.id}`)"))
     out.append(("", f"  agent     {m.agent_id or '-'}    task {m.task or '-'}"))
     out.append(("", f"  command   {shlex.join(m.command) if m.command else '-'}"))
     out.append(
@@ -132,11 +135,20 @@ def _witness_lines(extra: Mapping[str, Any]) -> list[Line]:
 
 def _alerts(data: ReportData, max_items: int, full: bool = False) -> list[Line]:
     alerts = data.alerts
+    head: list[Line] = []
+    if data.anchor_problem:
+        row = data.anchored_alerts
+        said = (f"; the index recorded {row.count} alert(s)" + (f" (max {row.max_level})" if row.max_level else "")
+                if row is not None else "")
+        head = [("bold red", f"Alerts: the record does not match its anchor{said}; "
+                                         f"alerts.jsonl now holds {len(alerts)}, which cannot be trusted")]
+        if not alerts:
+            return head
     if not alerts and data.meta.extra.get("unsaved_alerts"):
         return [("bold red", "Alerts: none saved (see NOT SAVED above)")]
     if not alerts:
         return [("green", "Alerts: none")]
-    out: list[Line] = [("bold", f"Alerts ({len(alerts)})")]
+    out: list[Line] = [*head, ("bold", f"Alerts ({len(alerts)})")]
     for level in reversed(LEVELS):
         group = [a for a in alerts if a.level == level]
         if not group:
@@ -449,5 +461,15 @@ def print_run_summary(
 ) -> ReportData:
     """What ``spyglass show RUN`` prints; returns the data it was drawn from."""
     data = collect_run(reader, max_events=0, context=0, with_verify=False)
+    try:
+        from spyglass.evidence.anchorcheck import anchor_mismatch
+
+        data.anchor_problem = anchor_mismatch(reader) or ""
+        if data.anchor_problem:
+            from spyglass.evidence.anchorcheck import anchored_alerts
+
+            data.anchored_alerts = anchored_alerts(reader)
+    except ImportError:  # an installation without the evidence component
+        pass
     print_lines(summary_lines(data, full=full), stream, color=color)
     return data

@@ -36,7 +36,7 @@ from spyglass.rules.state import ProcRef, SequenceTracker, ThresholdCounter
 from spyglass.rules.tracking import track
 
 _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
-_TEMPLATE = re.compile(r"\{([a-z_][a-z0-9_.]*)\}")
+_TEMPLATE = re.compile(r"\{([a-z_][a-z0-9_.]*)(?:\|([^{}]*))?\}")  # {field} or {field|when missing}
 MAX_DEDUP = 100_000
 _NO_PIDS: frozenset[int] = frozenset()
 #: the event types of nearly every run, compiled before the agent starts (RuleEngine.warm)
@@ -388,6 +388,8 @@ class RuleEngine(Sink):
             v = self._value(m.group(1), ev, fx)
             if isinstance(v, list):
                 return " ".join(str(x) for x in v)
+            if m.group(2) is not None and (v is None or v == ""):
+                return str(m.group(2))
             return "?" if v is None else str(v)
 
         return _TEMPLATE.sub(sub, rule.message)

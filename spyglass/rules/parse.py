@@ -65,7 +65,7 @@ RULE_KEYS: Final = (
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _NAME = re.compile(r"^[A-Za-z_][\w-]*$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_TEMPLATE = re.compile(r"\{([a-z_][a-z0-9_.]*)\}")
+_TEMPLATE = re.compile(r"\{([a-z_][a-z0-9_.]*)(?:\|([^{}]*))?\}")  # {field} or {field|when missing}
 
 
 def parse_duration(v: Any) -> int | None:

@@ -42,6 +42,8 @@ class AlertPrinter:
         self._unsaved: set[int] = set()
         self._announced: set[tuple[str, int, str]] = set()
         self._lock = threading.Lock()  # two threads print: whole lines, one at a time
+        #: lines the stream refused (stderr on a full disk): written again at the end of the run
+        self._pending: list[str] = []
 
     def start(self, ctx: RunContext) -> None:
         # the store writer (ahead of us) adds the seq of every alert it could not save
@@ -68,12 +70,32 @@ class AlertPrinter:
         if self.fmt == "json":
             import msgspec
 
-            stream.write(msgspec.json.encode(alert).decode() + "\n")
-            stream.flush()
+            self._write(stream, msgspec.json.encode(alert).decode())
             return
         color = use_color(stream, self.color)
         line = format_alert_line(alert, color)
         if alert.seq in self._unsaved:
             line += "  [NOT SAVED: the store could not be written]"
-        stream.write(line + "\n")
-        stream.flush()
+        self._write(stream, line)
+
+    def _write(self, stream: IO[str], line: str) -> None:
+        try:
+            stream.write(line + "\n")
+            stream.flush()
+        except OSError:  # stderr redirected to a full disk: the alert must still be told, later
+            self._pending.append(line)
+
+    def done(self, ctx: RunContext) -> None:
+        """Write the lines the stream refused when their alerts fired (space may be back)."""
+        if not self._pending:
+            return
+        stream = self.stream or sys.stderr
+        with self._lock:
+            lines, self._pending = self._pending, []
+        for line in lines:
+            try:
+                stream.write(line + ("" if self.fmt == "json" else "  [printed late: the terminal output "
+                                                                  "could not be written when it fired]") + "\n")
+                stream.flush()
+            except OSError:
+                self._pending.append(line)

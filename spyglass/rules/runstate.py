@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from spyglass.events import Event
+from spyglass.events.devices import is_device_path
 
 _WRITE_TYPES = frozenset({"file.create", "file.write", "file.mkdir", "file.truncate"})
 _LINK_TYPES = frozenset({"file.link", "file.symlink"})
@@ -116,8 +117,8 @@ class RunState:
                 del self.redirect[pid]
 
     def _derive(self, new: str, old: str, taint: bool) -> None:
-        if new == old or len(self.origin) > self.MAX_COPIES:
-            return
+        if new == old or len(self.origin) > self.MAX_COPIES or is_device_path(new):
+            return  # a device node (/dev/null, /dev/tty ...) stores nothing: never a copy
         self.origin[new] = old
         if "/.git/" not in new:  # git storing a file in its object store is not a replacement of it
             self.copied.setdefault(old, new)

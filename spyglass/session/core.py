@@ -54,9 +54,14 @@ def plan_run(opts: RunOptions, store: Store) -> Plan:
 
     cwd = str(Path(opts.cwd).resolve())
     policy = load_policy(opts.policy_file, cwd)
-    notice = ignored_workspace_policy(locate_policy(opts.policy_file, cwd), cwd)
+    source = locate_policy(opts.policy_file, cwd)
+    notice = ignored_workspace_policy(source, cwd)
     if notice and opts.live_alerts:
         sys.stderr.write(notice + "\n")
+    if source.path is not None and opts.live_alerts and opts.alerts_format == "text":  # say whose policy it is
+        from spyglass.policy.locate import source_line
+
+        sys.stderr.write(source_line(source) + "\n")
     mode = opts.mode or policy.mode
     if mode not in MODES:  # the CLI checks its choices; the Python API must not run weaker than asked
         raise UsageError(f"unknown mode {mode!r}", hint=f"one of {', '.join(MODES)}")

@@ -76,6 +76,25 @@ def _awareness(plan: Plan) -> Iterable[object]:
     return [AgentAwareness(plan.opts.agent_log, hooks=plan.hooks, asker=plan.asker, env=plan.env, cwd=plan.cwd)]
 
 
+def _policy_places(plan: Plan) -> list[tuple[str | Path, str, bool]]:
+    """Where a later run reads its policy and rules: a write there by this run changes the next one."""
+    import spyglass
+    from spyglass.policy.locate import policy_locations
+    from spyglass.witness.guard import OWN_SOURCE
+
+    places: list[tuple[str | Path, str, bool]] = [
+        (path, "a policy location", tree) for path, tree in policy_locations(plan.cwd)
+    ]
+    own = Path(spyglass.__file__).resolve().parent
+    roots = [Path(w).resolve() for w in plan.workspace]
+    # spyglass's own source (its rule pack in it), unless the user runs it from a checkout that is
+    # the agent's own workspace, which puts it in the agent's reach on purpose
+    if not any(own == r or r in own.parents for r in roots):
+        places.append((own / "rules" / "pack", "spyglass's rule pack", True))
+        places.append((own, OWN_SOURCE, True))
+    return places
+
+
 def _witness(plan: Plan) -> Iterable[object]:
     """The guard that alerts on any change to the store, policy, rule files or key (docs/threat-model.md)."""
     from spyglass.evidence.keys import DEFAULT_KEY
@@ -85,7 +104,7 @@ def _witness(plan: Plan) -> Iterable[object]:
     from spyglass.policy.loader import policy_file_path
 
     prot = Protected.for_run(plan.store.root, policy_file=policy_file_path(policy), rule_paths=policy.rules.paths,
-                             sign_key=plan.sign_key)
+                             sign_key=plan.sign_key, places=_policy_places(plan))
     default_key = DEFAULT_KEY.expanduser()
     if default_key.exists():
         prot.add(default_key, "the signing key", secret=True)

@@ -151,6 +151,7 @@ class RunWriter(Sink):
         self.dir_problem: str | None = None
         self._failed_paths: set[str] = set()
         self._ctx_unsaved: set[int] | None = None
+        self._ctx_failures: list[str] = []
         try:
             self.dir.mkdir(parents=True, exist_ok=False)
             self._events: IO[bytes] = open(self.dir / "events.jsonl", "ab", buffering=1 << 20)  # noqa: SIM115
@@ -175,6 +176,7 @@ class RunWriter(Sink):
 
     def start(self, ctx: RunContext) -> None:
         self._ctx_unsaved = ctx.unsaved_alerts
+        self._ctx_failures = ctx.evidence_failures
 
     # -- failures ----------------------------------------------------------------
     def _fail(self, exc: OSError, path: Path | str) -> None:
@@ -361,6 +363,9 @@ class RunWriter(Sink):
         meta = self.meta
         for k, v in updates.items():
             setattr(meta, k, v)
+        for line in self._ctx_failures:  # other sinks' evidence (the workspace manifests)
+            if line not in self.failures:
+                self.failures.append(line)
         if (self.failures or self.unsaved or self.dir_problem) and status == "complete":
             status = "evidence-incomplete"
         meta.status = status

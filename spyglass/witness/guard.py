@@ -1,7 +1,10 @@
 """WitnessGuard: a pipeline sink that raises a critical alert when the run touches the witness.
 
 The store, the policy file, the rule files and the signing key in use are
-*protected*.  Each is known by its path and by its device and inode, so the
+*protected*, and so is every place the next run may take its policy from
+(``$SPYGLASS_POLICY``, the user config directory's ``spyglass/``,
+``/etc/spyglass/``) and spyglass's own installed source with its rule pack,
+whether a file is there yet or not.  Each is known by its path and by its device and inode, so the
 guard still recognises the store after it is renamed aside, under whatever
 name ``--store`` gave it, and a file reached by a hard link or by a file
 handle (``open_by_handle_at`` events carry the resolved path).  Any change to
@@ -28,6 +31,8 @@ _DIR_CHANGES = frozenset({"file.rename", "file.delete", "file.mkdir", "file.syml
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_TRUNC", "O_CREAT", "O_APPEND")
 
 FileId = tuple[int, int]
+#: what spyglass's own installed source is called in alerts (its byte-code cache is not guarded)
+OWN_SOURCE = "spyglass's own source"
 #: alerts of one rule per process (an ``rm -rf`` of the store is one story, not a thousand)
 MAX_PER_PROCESS = 5
 
@@ -81,6 +86,19 @@ class Protected:
             if secret:
                 self.secret_ids[fid] = what
 
+    def add_place(self, path: str | Path, what: str, *, tree: bool) -> None:
+        """A file or directory that need not exist yet: creating it is a change too."""
+        if os.path.exists(path):
+            self.add(path, what)
+            if tree and os.path.isdir(path):
+                for f in Path(path).rglob("*"):
+                    if f.is_file() or f.is_dir():
+                        fid = file_id(f)
+                        if fid is not None:
+                            self.ids.setdefault(fid, what)
+        for p in {os.path.normpath(os.path.abspath(path)), os.path.realpath(path)}:
+            (self.trees if tree else self.files).setdefault(p, what)
+
     @classmethod
     def for_run(
         cls,
@@ -89,8 +107,13 @@ class Protected:
         policy_file: str | None = None,
         rule_paths: Iterable[str | Path] = (),
         sign_key: str | Path | None = None,
+        places: Iterable[tuple[str | Path, str, bool]] = (),
     ) -> Protected:
+        """``places``: (path, what, is a directory) protected whether they exist or not (the policy
+        locations of the precedence chain, spyglass's own rule pack and source)."""
         prot = cls()
+        for path, what, tree in places:
+            prot.add_place(path, what, tree=tree)
         prot.add(store_root, "the spyglass store")
         index = Path(store_root) / "index.sqlite"
         if index.exists():
@@ -113,6 +136,12 @@ class Protected:
 
     def which(self, path: str, *, follow: bool = True) -> str | None:
         """What protected thing ``path`` is or lies in, by name or by device and inode."""
+        what = self._which(path, follow=follow)
+        if what == OWN_SOURCE and "/__pycache__/" in path:
+            return None  # Python's byte-code cache, written by any process of the run that imports spyglass
+        return what
+
+    def _which(self, path: str, *, follow: bool = True) -> str | None:
         p = os.path.normpath(path)
         if self.allowed and self._allowed(p):
             return None
@@ -183,6 +212,10 @@ class WitnessGuard(Sink):
         # an attempt that failed (EACCES from a store owned by another user) is as telling as a success
         failed = "" if ev.ok else f" (attempted; failed: {ev.errno or 'error'})"
         t = ev.type
+        if t == "file.rename" and not ev.ok and ev.errno == "EEXIST":
+            # renameat2(RENAME_NOREPLACE) refusing to replace: nothing was touched, and mv, which tries
+            # it first, follows with the plain rename that is the real change (one alert, not two)
+            return
         if t in _DIR_CHANGES and ev.ok:
             self.protected.forget_dirs()
         handle = ev.syscall in _HANDLE_CALLS

@@ -77,7 +77,8 @@ def test_a_daemon_that_rechains_the_run_afterwards_is_caught(setup: Any, tmp_pat
     res = setup.run(script, "--no-seccomp")
     anchor = next(line.split()[2] for line in res.stderr.splitlines() if line.startswith("spyglass: anchor "))
     _wait_for(done, log=tmp_path / "daemon.log")
-    assert "Alerts: none" in setup.spyglass("show", "--store", str(setup.store)).stdout  # the rewrite took
+    shown = setup.spyglass("show", "--store", str(setup.store)).stdout  # the rewrite took, and show says so
+    assert "EVIDENCE DOES NOT MATCH ITS ANCHOR" in shown and "Alerts: none" not in shown, shown
     ver = setup.spyglass("verify", "--store", str(setup.store))
     assert ver.returncode == 3 and "rewritten after the run" in ver.stdout, ver.stdout
     assert "not the one anchored at the end of the run" in ver.stdout
