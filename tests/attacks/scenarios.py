@@ -362,10 +362,10 @@ libc = ctypes.CDLL(None, use_errno=True)
 attr = ctypes.create_string_buffer(128)
 # BPF_MAP_GET_NEXT_ID (12) from id 0, then BPF_MAP_GET_FD_BY_ID (14): the first step of
 # editing another program's map (bpftool map delete does exactly this)
-if libc.syscall(321, 12, attr, 128) == 0:
-    next_id = struct.unpack_from("I", attr, 4)[0]
-    attr2 = ctypes.create_string_buffer(struct.pack("I", next_id), 128)
-    libc.syscall(321, 14, attr2, 128)
+# (the attempt is the finding: it is made even when no map exists on the machine)
+next_id = struct.unpack_from("I", attr, 4)[0] if libc.syscall(321, 12, attr, 128) == 0 else 1
+attr2 = ctypes.create_string_buffer(struct.pack("I", next_id), 128)
+libc.syscall(321, 14, attr2, 128)
 """),
              "ls /sys/fs/bpf > /dev/null 2>&1; true\n"),
     Scenario("grep-private-keys", "credential-search", "high", "falco-eg SearchPrivateKeysOrPasswords",

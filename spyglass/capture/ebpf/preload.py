@@ -9,6 +9,7 @@ One load at a time per process; ``take`` hands it to the first session.
 
 from __future__ import annotations
 
+import os
 import threading
 
 from spyglass.capture.ebpf import probe
@@ -20,6 +21,16 @@ RING, LIFE = 8 << 20, 1 << 20
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
 _result: BpfObject | LibbpfError | None = None
+
+
+def _forget_in_child() -> None:
+    """A forked child (a worker pool) must not take the parent's load: it would share the
+    parent's program and maps with every other child (one tracked table, one launch slot)."""
+    global _thread, _result, _lock
+    _thread, _result, _lock = None, None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def load_object(ring: int, life: int) -> BpfObject:

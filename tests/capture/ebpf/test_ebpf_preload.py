@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,27 @@ def test_the_preload_module_and_the_package_are_light() -> None:
     assert "spyglass.capture.ebpf.session" not in out.stdout
     assert "spyglass.capture.ebpf.decoder" not in out.stdout
     assert "spyglass.capture.strace" not in out.stdout
+
+
+@pytest.mark.usefixtures("need_ebpf")
+def test_a_forked_child_never_takes_the_parents_load() -> None:
+    """A worker pool forked while a load waits (skill scan's workers) must load its own program:
+    two children taking the parent's would share one tracked table and one launch slot."""
+    import multiprocessing
+
+    assert preload.start()
+    try:
+        deadline = time.monotonic() + 60
+        while preload.pending() and time.monotonic() < deadline:  # the load done, waiting to be taken
+            time.sleep(0.01)
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(1) as pool:
+            assert pool.apply(_child_takes) is False
+    finally:
+        taken = preload.take()
+        if isinstance(taken, BpfObject):
+            taken.close()
+
+
+def _child_takes() -> bool:
+    return preload.take() is not None
