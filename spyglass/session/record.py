@@ -100,6 +100,10 @@ class RunOutcome:
         return bool(self.sink_errors)
 
 
+#: seconds after a signal to spyglass when it is passed on again to processes seen since
+_LATE_FORWARD = 0.5
+
+
 class _Signals:
     """SIGINT, SIGTERM, SIGHUP to spyglass: forwarded to the agent's tree, which then has
     ``GRACE`` seconds to exit before it is killed; a second signal kills it at once.  The
@@ -117,12 +121,17 @@ class _Signals:
         #: operator interventions not yet recorded: (time ns, signal name, what was done)
         self.pending: list[tuple[int, str, str]] = []
         self._timer: threading.Timer | None = None
+        self._forwarded: set[int] = set()  # pids the signal was passed on to
+        self._late: threading.Timer | None = None
+        self._early: int | None = None  # a signal that came before the capture started
 
     def attach(self, session: CaptureSession) -> None:
-        """The capture started; a signal that came while it was starting stops the tree now."""
+        """The capture started; a signal that came while it was starting (the agent may already
+        run) is passed on now, as if it came just after."""
         self.session = session
-        if self.interrupted:
-            session.kill_tree()
+        if self.interrupted and self._early is not None:
+            signum, self._early, self._count = self._early, None, self._count - 1
+            self._handle(signum, None)
 
     def __enter__(self) -> _Signals:
         if self._old:  # installed already
@@ -135,8 +144,9 @@ class _Signals:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        for timer in (self._timer, self._late):
+            if timer is not None:
+                timer.cancel()
         for sig, old in self._old.items():
             signal.signal(sig, old)
         self._old = {}
@@ -144,14 +154,21 @@ class _Signals:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.interrupted = True
         self._count += 1
-        if self.session is None:  # still starting: attach() stops the tree
-            self.pending.append((time.time_ns(), signal.Signals(signum).name, "agent stopped before it started"))
+        if self.session is None:  # still starting: attach() passes it on
+            if self._early is None:
+                self._early = signum
+                return
+            self._count = max(self._count, 2)  # a second signal while starting: stopped at attach
             return
         if self._count >= 2:
             self.session.kill_tree()
             self.pending.append((time.time_ns(), signal.Signals(signum).name, "agent process tree killed"))
             return
         self._forward(signum)
+        # the tree's processes the pipeline had not yet seen when the signal came get it too
+        self._late = threading.Timer(_LATE_FORWARD, self._forward, args=(signum,))
+        self._late.daemon = True
+        self._late.start()
         self._timer = threading.Timer(self.GRACE, self.session.kill_tree)
         self._timer.daemon = True
         self._timer.start()
@@ -175,13 +192,24 @@ class _Signals:
             )
 
     def _forward(self, signum: int) -> None:
+        """Pass ``signum`` on to each live process of the tree not yet given it (called again a
+        moment later from a timer thread, for processes whose events were still queued)."""
         if self.procs is None:
             return
         own = os.getpgrp()
         typed = signum == signal.SIGINT and _terminal_foreground() == own
-        for info in list(self.procs.procs.values()):
-            if info.exit_ts is not None or info.detached:
+        for _ in range(3):
+            try:
+                infos = list(self.procs.procs.values())
+                break
+            except RuntimeError:  # the table changed under the timer thread: look again
                 continue
+        else:
+            return
+        for info in infos:
+            if info.exit_ts is not None or info.detached or info.pid in self._forwarded:
+                continue
+            self._forwarded.add(info.pid)
             try:
                 if typed and os.getpgid(info.pid) == own:
                     continue
