@@ -158,11 +158,12 @@ class Pipeline:
         self._hooks: dict[str, list[tuple[object, Hook]]] = {}
         self._alert_hooks = [(s, h) for s in self.sinks if (h := getattr(s, "alert", None)) is not None]
 
-    def urgent_hook(self) -> Callable[[Event], None] | None:
+    def urgent_hook(self, name: str = "urgent") -> Callable[[Event], None] | None:
         """What the capture calls with each event before it is queued (``LaunchSpec.urgent``):
         the sinks' ``urgent`` hooks (the rule engine's fast lane), or None when no sink has one.
-        They run on the capture's reader thread, before the event has its ``seq``."""
-        hooks = [(s, h) for s in self.sinks if (h := getattr(s, "urgent", None)) is not None]
+        They run on the capture's reader thread, before the event has its ``seq``.  With
+        ``name="lookout"``: the sinks' ``lookout`` hooks (``LaunchSpec.lookout``)."""
+        hooks = [(s, h) for s in self.sinks if (h := getattr(s, name, None)) is not None]
         if not hooks:
             return None
         if len(hooks) == 1:

@@ -63,6 +63,10 @@ class LaunchSpec:
     #: queued for ``events()`` (the session's fast lane for single-event alerts; see
     #: :mod:`spyglass.capture.handover`); quick, and it must not raise
     urgent: Callable[[Event], None] | None = None
+    #: called on the reader's thread with events decoded ahead of the stream's order (the eBPF
+    #: backend's alert and lifecycle rings, :mod:`spyglass.capture.ebpf.lookout`); each event
+    #: still comes in order through ``urgent`` and ``events()``; it must not change run state
+    lookout: Callable[[Event], None] | None = None
 
 
 @dataclass(slots=True)

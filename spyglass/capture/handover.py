@@ -13,6 +13,10 @@ Before a batch is queued, every event is passed to ``urgent`` (if given), on
 the reader's thread: the session's fast lane, where single-event alert and
 kill rules are decided without waiting behind the queue (see
 :mod:`spyglass.rules.fastlane`).  It must be quick and must not raise.
+While ``put`` passes a batch to ``urgent`` and while it waits for room, it
+calls ``idle`` (if given) every 32 events and every few milliseconds, outside
+the lock: the eBPF reader reads its alert ring there, so a secret read is
+decided even while the reader or the consumer is behind.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ MAX_QUEUED = 20_000
 #: cannot hold), the queue is deeper: memory stays bounded, and a burst is still kept whole
 MAX_QUEUED_DROPPING = 100_000
 Urgent = Callable[[Event], None]
+#: seconds between two calls of ``idle`` while ``put`` waits for room
+IDLE_EVERY = 0.005
+#: ``idle`` is called after every 32 events the fast lane sees (a power of two, minus one)
+IDLE_EVENTS = 31
 
 
 class Empty(Exception):
@@ -42,9 +50,12 @@ class Empty(Exception):
 class Handover:
     """A bounded FIFO of event batches (``None`` ends the stream), one producer, one consumer."""
 
-    def __init__(self, max_events: int = MAX_QUEUED, urgent: Urgent | None = None) -> None:
+    def __init__(
+        self, max_events: int = MAX_QUEUED, urgent: Urgent | None = None, idle: Callable[[], None] | None = None
+    ) -> None:
         self.max_events = max(1, max_events)
         self.urgent = urgent
+        self.idle = idle
         self._items: deque[list[Event] | None] = deque()
         self._queued = 0  # events in _items
         self._cond = threading.Condition(threading.Lock())
@@ -57,27 +68,47 @@ class Handover:
     def put(self, batch: list[Event] | None) -> None:
         """Queue a batch (``None``: the end of the stream, never waits); waits while the queue is full."""
         if batch is not None and self.urgent is not None:
-            fn = self.urgent
-            for ev in batch:
+            fn, idle = self.urgent, self.idle
+            for i, ev in enumerate(batch):
                 try:
                     fn(ev)
                 except Exception:
                     self.urgent_errors += 1
                     if self.urgent_errors <= 3:
                         log.exception("the fast lane failed on %s (the event goes on through the queue)", ev.type)
+                if idle is not None and i & IDLE_EVENTS == IDLE_EVENTS:
+                    idle()
         n = len(batch) if batch else 0
-        with self._cond:
-            if n and self._queued + n > self.max_events and self._queued and not self._closed:
-                self.waits += 1
-                t0 = time.monotonic_ns()
-                while self._queued and self._queued + n > self.max_events and not self._closed:
-                    self._cond.wait(0.5)
-                self.blocked_ns += time.monotonic_ns() - t0
-            self._items.append(batch)
-            self._queued += n
-            if self._queued > self.max_queued:
-                self.max_queued = self._queued
-            self._cond.notify_all()
+        t0 = 0
+        while True:
+            with self._cond:
+                full = self._full(n)
+                if full and not t0:
+                    self.waits += 1
+                    t0 = time.monotonic_ns()
+                if full and self.idle is None:
+                    while self._full(n):
+                        self._cond.wait(0.5)
+                    full = False
+                elif full:
+                    self._cond.wait(IDLE_EVERY)
+                    full = self._full(n)
+                if not full:
+                    if t0:
+                        self.blocked_ns += time.monotonic_ns() - t0
+                    self._items.append(batch)
+                    self._queued += n
+                    if self._queued > self.max_queued:
+                        self.max_queued = self._queued
+                    self._cond.notify_all()
+                    return
+            assert self.idle is not None
+            self.idle()  # outside the lock: the consumer goes on taking batches meanwhile
+
+    def _full(self, n: int) -> bool:
+        """(Lock held) whether ``n`` more events must wait: a batch larger than the bound waits
+        only for an empty queue."""
+        return n > 0 and self._queued > 0 and self._queued + n > self.max_events and not self._closed
 
     def get(self, timeout: float | None = None) -> list[Event] | None:
         """The next batch; raises :class:`Empty` after ``timeout`` seconds without one."""

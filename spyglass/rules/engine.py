@@ -275,6 +275,11 @@ class RuleEngine(Sink):
         if self.lane is not None:
             self.lane.see(ev)
 
+    def lookout(self, ev: Event) -> None:
+        """The fast lane on an event decoded ahead of order (``LaunchSpec.lookout``)."""
+        if self.lane is not None:
+            self.lane.peek(ev)
+
     def would_block(self, ev: Event) -> str | None:
         """The id of a ``block`` rule that this would-be event matches, or None.
 

@@ -21,15 +21,25 @@ not print it twice; if the engine's own evaluation did not raise it, the
 announced alert is recorded as it was announced, so an announced alert is
 always recorded, once.  A replayed run (``check``) has no lane and gives
 the same alerts.
+
+A backend may also show the lane events *ahead* of the stream's order
+(:meth:`FastLane.peek`; the eBPF backend's alert ring, where an open of a
+secret never waits behind a burst, :mod:`spyglass.capture.ebpf.lookout`).
+The lane evaluates them with a process table of their own (fed with the
+lifecycle events the backend reads ahead) and its run state as it stands,
+changes neither, and announces what they match.  When the same event comes in
+order, its announced alerts are not announced again and are recorded as above.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from typing import TYPE_CHECKING
 
 from spyglass.events import EVENT_TYPES, Alert, Event
+from spyglass.events.proctree import ProcessTable
 from spyglass.rules.compiler import CompiledSet, Matcher
 from spyglass.rules.context import FieldContext
 from spyglass.rules.model import Rule
@@ -43,6 +53,14 @@ if TYPE_CHECKING:
 FAST_ACTIONS = frozenset({"alert", "kill"})
 _MISSING: MatchFn = lambda ev, fx: ()  # noqa: E731 - "not looked up yet"
 _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
+#: an event as the look-ahead and the in-order stream both see it (two decodings of one record)
+Key = tuple[int, int, "int | None", str, "str | None"]
+#: events announced ahead of order and not reached in order yet, at most (then forgotten)
+MAX_PEEKED = 4096
+
+
+def _key(ev: Event) -> Key:
+    return (ev.ts, ev.pid, ev.tid, ev.type, ev.path)
 
 
 def fast_matchers(rules: list[Rule], matchers: list[Matcher]) -> frozenset[int]:
@@ -72,6 +90,32 @@ class FastLane:
         self.pending: dict[int, tuple[Event, list[Alert]]] = {}
         self.seen = 0
         self.hits = 0
+        #: the look-ahead's field context: the lane's, with a process table of its own
+        self.ahead = copy.copy(fx)
+        self.ahead.procs, self.ahead._anc, self.ahead.per_pid = ProcessTable(), {}, {}
+        #: alerts announced ahead of order, by event, until the event comes in order
+        self.peeked: dict[Key, list[Alert]] = {}
+        self.peeks = 0  # events seen ahead of order
+        self.peek_hits = 0
+
+    def peek(self, ev: Event) -> None:
+        """Reader thread: an event decoded ahead of the stream's order.  Its process table
+        follows the lifecycle events given here; the run state is read, never changed."""
+        self.peeks += 1
+        fx = self.ahead
+        t = ev.type
+        if t in _PROC_TYPES:
+            fx.procs.update(ev)
+            fx.procs_changed(True)
+        fn = self._dispatch.get(t, _MISSING)
+        if fn is _MISSING:
+            fn = self._first(t)
+        if fn is None:
+            return
+        hits = fn(ev, fx)
+        for i in hits or ():
+            if i in self.early:
+                self._hit(i, ev, fx, peeked=True)
 
     def see(self, ev: Event) -> None:
         """Reader thread: keep the lane's process table and state, evaluate the fast rules."""
@@ -94,7 +138,12 @@ class FastLane:
             if hits:
                 for i in hits:
                     if i in self.early:  # a specialized function may be the type's full one
-                        self._hit(i, ev)
+                        self._hit(i, ev, fx)
+        if self.peeked:
+            ahead = self.peeked.pop(_key(ev), None)
+            if ahead:  # announced ahead: recorded when the engine reaches this event (settle)
+                with self.lock:
+                    self.pending.setdefault(id(ev), (ev, []))[1].extend(ahead)
         track(ev, fx, fx.state)
 
     def _first(self, t: str) -> MatchFn | None:
@@ -108,20 +157,26 @@ class FastLane:
         self._dispatch[t] = fn
         return fn
 
-    def _hit(self, i: int, ev: Event) -> None:
+    def _hit(self, i: int, ev: Event, fx: FieldContext, peeked: bool = False) -> None:
         eng = self.engine
         ctx = eng.ctx
         if ctx is None:
             return
         rule = eng.rules[eng._matchers[i].rule_index]
-        msg = eng.message(rule, ev, self.fx)
+        msg = eng.message(rule, ev, fx)
         key = (rule.id, ev.pid, msg)
         with self.lock:
             if key in eng._dedup or key in self.announced:
                 return  # raised already, or announced and on its way
             self.announced.add(key)
-            alert = eng.build_alert(rule, ev, [], msg, self.fx)
-            self.pending.setdefault(id(ev), (ev, []))[1].append(alert)
+            alert = eng.build_alert(rule, ev, [], msg, fx)
+            if not peeked:
+                self.pending.setdefault(id(ev), (ev, []))[1].append(alert)
+        if peeked:
+            if len(self.peeked) >= MAX_PEEKED:
+                self.peeked.clear()
+            self.peeked.setdefault(_key(ev), []).append(alert)
+            self.peek_hits += 1
         self.hits += 1
         ctx.announce_alert(alert)
         if rule.action == "kill" and ctx.stop_agent is not None:

@@ -14,7 +14,19 @@ The capture stream is read by a pump thread so that a proxy event reaches the
 pipeline at once even while the traced processes are quiet.  All events are
 still fed to the pipeline by the runner's thread, one at a time.  A proxy
 denial waits (bounded) until the runner has processed it; that is what lets
-an enforcement kill land before the agent sees the proxy's answer.
+an enforcement kill land before the agent sees the proxy's answer.  The bus
+holds at most ``MAX_QUEUED`` capture events: a pump that finds it full waits
+(the capture's own hand-over then fills and slows or counts, as without a
+sandbox), and the time it waited is counted (run.json ``capture.handover``,
+``bus_*``).
+
+The fast lane (:mod:`spyglass.rules.fastlane`): the sandbox's own view of each
+capture event (machinery dropped, paths mapped back to the host, denials
+derived) is made on the capture's reader thread, in order, before the event
+is queued (:class:`SandboxLane`), so the rule engine's lane sees the events the
+run will record, as they are parsed; the runner's thread takes that view
+from there.  Events read ahead of order (the eBPF alert ring) are mapped the
+same way, once the sandbox has started the agent.
 
 ``kill_tree()`` kills the sandbox's PID-namespace init first (the kernel then
 kills every process in the namespace at once) and then asks the backend to
@@ -28,11 +40,14 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Iterator
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from spyglass.capture.base import BackendStatus, CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
+from spyglass.capture.handover import MAX_QUEUED
 from spyglass.events import Event
 
 if TYPE_CHECKING:
@@ -133,55 +148,159 @@ def _signal_to_helper(ev: Event, helpers: list[int]) -> bool:
     )
 
 
-class EventBus:
-    """Thread-safe hand-off of events from the proxy thread to the stream."""
+Item = tuple[int, "Event | None", "concurrent.futures.Future[None] | None"]
 
-    def __init__(self) -> None:
-        self._q: queue.SimpleQueue[tuple[int, Event | None, concurrent.futures.Future[None] | None]] = (
-            queue.SimpleQueue()
-        )
-        self._lock = threading.Lock()
+
+class EventBus:
+    """Thread-safe hand-off of events from the capture pump and the proxy thread to the stream.
+
+    Capture events are bounded (``max_capture``: the pump waits, counted); proxy events never
+    wait (the proxy's thread must answer its client)."""
+
+    def __init__(self, max_capture: int = MAX_QUEUED) -> None:
+        self._items: deque[Item] = deque()
+        self._cond = threading.Condition(threading.Lock())
         self.closed = False
         self.late: list[Event] = []  # arrived after the stream ended (not in the run)
+        self.max_capture = max(1, max_capture)
+        self._capture = 0  # capture events queued
+        self.waits = 0  # capture puts that found the bus full
+        self.blocked_ns = 0
+        self.max_queued = 0
 
     def put(self, ev: Event, wait: bool = False) -> concurrent.futures.Future[None] | None:
         fut: concurrent.futures.Future[None] | None = concurrent.futures.Future() if wait else None
-        with self._lock:
+        with self._cond:
             if self.closed:
                 self.late.append(ev)
                 if fut is not None:
                     fut.set_result(None)
                 return fut
-            self._q.put((_EXTERNAL, ev, fut))
+            self._items.append((_EXTERNAL, ev, fut))
+            self._cond.notify_all()
         return fut
 
     def put_capture(self, ev: Event) -> None:
-        self._q.put((_CAPTURE, ev, None))
+        """Queue a capture event; waits while ``max_capture`` of them are queued."""
+        with self._cond:
+            if self._capture >= self.max_capture and not self.closed:
+                self.waits += 1
+                t0 = time.monotonic_ns()
+                while self._capture >= self.max_capture and not self.closed:
+                    self._cond.wait(0.5)
+                self.blocked_ns += time.monotonic_ns() - t0
+            self._items.append((_CAPTURE, ev, None))
+            self._capture += 1
+            if self._capture > self.max_queued:
+                self.max_queued = self._capture
+            self._cond.notify_all()
 
     def end(self) -> None:
-        self._q.put((_END, None, None))
+        with self._cond:
+            self._items.append((_END, None, None))
+            self._cond.notify_all()
 
-    def get(self, timeout: float) -> tuple[int, Event | None, concurrent.futures.Future[None] | None]:
-        return self._q.get(timeout=timeout)
+    def get(self, timeout: float) -> Item:
+        with self._cond:
+            if not self._items and not self._cond.wait_for(lambda: bool(self._items), timeout):
+                raise queue.Empty
+            item = self._items.popleft()
+            if item[0] == _CAPTURE:
+                self._capture -= 1
+                self._cond.notify_all()
+            return item
 
     def close(self) -> list[tuple[Event, concurrent.futures.Future[None] | None]]:
         """Stop accepting; return what is still queued (external events only)."""
-        with self._lock:
+        with self._cond:
             self.closed = True
-        left: list[tuple[Event, concurrent.futures.Future[None] | None]] = []
-        while True:
-            try:
-                kind, ev, fut = self._q.get_nowait()
-            except queue.Empty:
-                return left
-            if kind == _EXTERNAL and ev is not None:
-                left.append((ev, fut))
+            items, self._items = list(self._items), deque()
+            self._capture = 0
+            self._cond.notify_all()
+        return [(ev, fut) for kind, ev, fut in items if kind == _EXTERNAL and ev is not None]
+
+    def stats(self) -> dict[str, float | int]:
+        """For run.json ``capture.handover`` (``bus_*``): how long the capture pump waited for room."""
+        return {"bus_max_events": self.max_capture, "bus_waits": self.waits,
+                "bus_blocked_s": round(self.blocked_ns / 1e9, 4), "bus_max_queued": self.max_queued}
+
+
+def admit(sb: PreparedSandbox, ev: Event) -> list[Event]:
+    """What a capture event becomes in the run: [] (the sandbox's own machinery or a signal
+    inside it), the event (paths mapped to the host), or the event and the denial it implies."""
+    machinery = sb.machinery.is_machinery(ev.pid)
+    if not sb.machinery.keep(ev):
+        return []
+    relay = sb.machinery.relay_pid
+    if relay is not None and relay not in sb.helper_pids:
+        sb.helper_pids.append(relay)
+    if machinery:
+        return [ev]  # process events of the launcher: outside the sandbox's view
+    if _signal_to_helper(ev, sb.helper_pids):
+        sb.resume()  # a SIGSTOP reached the traced relay: it must go on
+    elif _own_signal(ev):
+        return []
+    denial = sb.denials.derive(ev)
+    sb.pathmap.map_event(ev)
+    return [ev] if denial is None else [ev, denial]
+
+
+class SandboxLane:
+    """The sandbox's view of each capture event, made on the capture's reader thread.
+
+    ``see`` is the backend's ``LaunchSpec.urgent``: it admits the event (:func:`admit`),
+    keeps the result for the runner's thread (``take``) and passes what the run records to
+    the fast lane.  ``look`` is its ``LaunchSpec.lookout``: events read ahead of order,
+    mapped to the host, passed on once the agent runs (the sandbox's own processes are not
+    the agent's)."""
+
+    def __init__(self, sb: PreparedSandbox, urgent: Callable[[Event], None] | None,
+                 lookout: Callable[[Event], None] | None) -> None:
+        self.sb = sb
+        self.urgent = urgent
+        self.lookout = lookout
+        self._lock = threading.Lock()
+        self._done: dict[int, tuple[Event, list[Event]]] = {}  # id(event) -> (event, admitted)
+        self._ahead_machinery: set[int] = set()
+        self.seen = 0
+
+    def see(self, ev: Event) -> None:
+        with self._lock:
+            out = admit(self.sb, ev)
+            self._done[id(ev)] = (ev, out)  # the event is alive until taken: its id is its own
+        self.seen += 1
+        if self.urgent is not None:
+            for e in out:
+                self.urgent(e)
+
+    def take(self, ev: Event) -> list[Event]:
+        """Runner's thread: the event as admitted on the reader's thread (or admitted now: an
+        event the backend made without its reader, such as a detach at the end)."""
+        with self._lock:
+            entry = self._done.pop(id(ev), None)
+            return entry[1] if entry is not None else admit(self.sb, ev)
+
+    def look(self, ev: Event) -> None:
+        if self.lookout is None:
+            return
+        m, ahead = self.sb.machinery, self._ahead_machinery
+        if ev.type == "process.start" and ev.ppid != m.relay_pid and (ev.ppid in m.pids or ev.ppid in ahead):
+            ahead.add(ev.pid)
+        elif ev.type == "process.exit":
+            ahead.discard(ev.pid)
+        if ev.type not in _PROCESS_TYPES and (
+            not m.seen_relay_exec or m.is_machinery(ev.pid) or ev.pid in ahead or _own_signal(ev)
+        ):
+            return  # the sandbox being built, or a signal inside it: not the agent's
+        self.sb.pathmap.map_event(ev)
+        self.lookout(ev)
 
 
 class SandboxedSession:
-    def __init__(self, inner: CaptureSession, sandbox: PreparedSandbox) -> None:
+    def __init__(self, inner: CaptureSession, sandbox: PreparedSandbox, lane: SandboxLane | None = None) -> None:
         self.inner = inner
         self.sandbox = sandbox
+        self.lane = lane
         self._error: BaseException | None = None
 
     def _pump(self) -> None:
@@ -208,24 +327,7 @@ class SandboxedSession:
                 if kind == _END or ev is None:
                     break
                 if kind == _CAPTURE:
-                    machinery = sb.machinery.is_machinery(ev.pid)
-                    if not sb.machinery.keep(ev):
-                        continue
-                    relay = sb.machinery.relay_pid
-                    if relay is not None and relay not in sb.helper_pids:
-                        sb.helper_pids.append(relay)
-                    if machinery:
-                        yield ev  # process events of the launcher: outside the sandbox's view
-                        continue
-                    if _signal_to_helper(ev, sb.helper_pids):
-                        sb.resume()  # a SIGSTOP reached the traced relay: it must go on
-                    elif _own_signal(ev):
-                        continue
-                    denial = sb.denials.derive(ev)
-                    sb.pathmap.map_event(ev)
-                    yield ev
-                    if denial is not None:
-                        yield denial
+                    yield from self.lane.take(ev) if self.lane is not None else admit(sb, ev)
                 else:
                     if fut is not None:
                         pending.append(fut)
@@ -269,6 +371,7 @@ class SandboxedSession:
 
     def result(self) -> CaptureResult:
         res = self.inner.result()
+        res.handover.update(self.sandbox.bus.stats())
         note = self.sandbox.summary()
         if note:
             res.notes.append(note)
@@ -299,12 +402,14 @@ class SandboxedBackend:
         launch.expose_program(sb, spec.argv, os.environ if spec.env is None else spec.env, spec.cwd)
         env = sb.env_for(spec.env)
         launch.check_start(sb, spec.argv, env, spec.cwd)  # SandboxError (exit 5) before the agent runs
+        lane = SandboxLane(sb, spec.urgent, spec.lookout)
         launched = replace(
             spec,
             wrapper=[*sb.wrapper_for(spec.cwd), *spec.wrapper],
             env=env,
             wait_descendants=max(spec.wait_descendants, MIN_GRACE),
-            # no fast lane: the sandbox maps paths and derives denials after capture, in order
-            urgent=None,
+            # the fast lane sees the events as the sandbox admits them, on the capture's thread
+            urgent=lane.see,
+            lookout=lane.look if spec.lookout is not None else None,
         )
-        return SandboxedSession(self.inner.start(launched), sb)
+        return SandboxedSession(self.inner.start(launched), sb, lane)

@@ -307,6 +307,7 @@ def record(
                      "on_following": _following_hook(request, meta, writer, store, stopped_by)},
             stdio=request.stdio,
             urgent=pipeline.urgent_hook(),  # the rule engine's fast lane, on the capture's thread
+            lookout=pipeline.urgent_hook("lookout"),  # ... and its look at records ahead of order
         )
         started: list[CaptureSession] = []
         stop_lock = threading.Lock()

@@ -112,3 +112,21 @@ def status() -> BackendStatus:
             fix="check dmesg and `bpftool prog` for the reason; use --backend strace meanwhile",
         )  # fmt: skip
     return BackendStatus("ebpf", True, detail=f"kernel {release}, BTF, libbpf (CO-RE object {object_path().name})")
+
+
+def program_stats(ids: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """name -> (run_time_ns, run_cnt) from ``bpftool`` (counted while kernel.bpf_stats_enabled=1)."""
+    import json
+    import subprocess
+
+    out: dict[str, tuple[int, int]] = {}
+    for name, pid in ids.items():
+        try:
+            text = subprocess.run(
+                ["bpftool", "prog", "show", "id", str(pid), "-j"], capture_output=True, check=True, timeout=10
+            ).stdout
+            info = json.loads(text)
+        except (OSError, subprocess.SubprocessError, ValueError):
+            continue
+        out[name] = (int(info.get("run_time_ns", 0)), int(info.get("run_cnt", 0)))
+    return out

@@ -80,16 +80,35 @@ class KernelOrder:
     pair across two reads.  So the records stamped within ``HOLD_NS`` of the moment the rings
     are read are held back to the next read, by when anything stamped before them has arrived
     (a record is submitted microseconds after its stamp); the last read holds nothing back.
+
+    ``chunk`` bounds the bytes taken from each ring per read (a burst is then decoded in
+    short steps, between which the reader looks at the alert ring): a ring left with
+    records unread lowers the watermark to its last record read (minus the hold), since
+    what it still holds is stamped after that.  ``early`` records (read by the caller
+    ahead of these rings, :class:`~spyglass.capture.ebpf.lookout.Lookout`) join the merge.
     """
 
-    def __init__(self, rings: list[Ring], hold_ns: int = HOLD_NS) -> None:
+    def __init__(self, rings: list[Ring], hold_ns: int = HOLD_NS, chunk: int | None = None) -> None:
         self.rings = rings
         self.hold_ns = hold_ns
+        self.chunk = chunk
         self._held: list[bytes] = []
+        self.behind = False  # the last read left records in a ring
 
-    def read(self, last: bool = False) -> list[bytes]:
+    def read(self, last: bool = False, early: list[bytes] | None = None) -> list[bytes]:
         mark = time.clock_gettime_ns(time.CLOCK_BOOTTIME) - self.hold_ns
-        raw = self._held + [data for r in self.rings for data in r.read()]
+        raw = self._held + early if early else self._held
+        self.behind = False
+        for r in self.rings:
+            if self.chunk is None or last:
+                raw = raw + r.read()
+                continue
+            got = r.read(self.chunk)
+            if got:
+                raw = raw + got
+                if r.pending() > 0:  # the rest is stamped after what was read (within the hold)
+                    self.behind = True
+                    mark = min(mark, record_ts(got[-1]) - self.hold_ns)
         if len(raw) > 1:
             raw.sort(key=record_ts)
         if last:
@@ -100,3 +119,10 @@ class KernelOrder:
             cut -= 1
         self._held = raw[cut:]
         return raw[:cut]
+
+    def due_in(self) -> float | None:
+        """Seconds until the oldest held record may go (None: nothing held)."""
+        if not self._held:
+            return None
+        wait = record_ts(self._held[0]) + self.hold_ns - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        return max(0.0, wait / 1e9)

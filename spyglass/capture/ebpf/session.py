@@ -12,11 +12,13 @@ can use vfork.  Nothing is injected
 into the processes: when recording ends the programs are detached and
 whatever still runs goes on untouched.
 
-Reading: one thread polls both rings every 20 ms (the program only wakes
+Reading: one thread polls the rings every 20 ms (the program only wakes
 it when more than 256 KiB are pending), decodes the records and queues the
 events; the producer never waits for it.  Lifecycle records (fork, exec,
 exit) have their own ring so that a burst of file events cannot crowd them
-out.  Records that did not fit are counted per CPU and per category in the
+out.  Opens of secrets and of spyglass's own files go to a third ring, read
+ahead with the lifecycle ring for the fast lane (:mod:`.lookout`) between steps
+of ``_CHUNK`` bytes of the events ring.  Records that did not fit are counted per CPU and per category in the
 ``lost`` map; ``result().lost`` is their sum and ``notes`` name the kinds.
 
 End of run: when the root process's exit arrives, a grace period of
@@ -42,9 +44,10 @@ from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, Stil
 from spyglass.capture.ebpf import preload, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
+from spyglass.capture.ebpf.lookout import Lookout
 from spyglass.capture.ebpf.ring import KernelOrder, Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
-from spyglass.capture.ebpf.tablecheck import TableCheck
+from spyglass.capture.ebpf.tablecheck import TableCheck, argv_of, running
 from spyglass.capture.ebpf.watchdog import Watchdog
 from spyglass.capture.handover import MAX_QUEUED_DROPPING, Empty, Handover
 from spyglass.capture.reap import pidfd, wait_exit
@@ -56,6 +59,10 @@ PROGRAMS = ["sys_exit", "on_fork", "on_exec", "on_exit"]
 OPTIONAL_PROGRAMS = ["on_uring"]  # io_uring may be compiled out
 
 _POLL = 0.02
+#: bytes of the events ring decoded per step (between two looks at the alert ring)
+_CHUNK = 32 << 10
+_ALERT_RING = 256 << 10  # the program's size of the alert ring
+_FILE_ID = struct.Struct("<QII")  # the program's struct file_id: inode, kernel dev_t, pad
 #: what ``descendants`` may ask for processes alive after the grace period (as the strace backend)
 DESCENDANTS = ("kill", "follow", "detach")
 _DETACHED = "left running, no longer recorded (nothing of spyglass stays inside it)"
@@ -69,42 +76,6 @@ def _pow2(n: int, low: int) -> int:
     while size < n:
         size <<= 1
     return size
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
-    return state not in (b"Z", b"X", b"")
-
-
-def _argv_of(pid: int) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    return [a.decode("utf-8", "surrogateescape") for a in data.rstrip(b"\0").split(b"\0")] if data else None
-
-
-def _program_stats(ids: dict[str, int]) -> dict[str, tuple[int, int]]:
-    """name -> (run_time_ns, run_cnt) from ``bpftool`` (counted while kernel.bpf_stats_enabled=1)."""
-    import json
-
-    out: dict[str, tuple[int, int]] = {}
-    for name, pid in ids.items():
-        try:
-            text = subprocess.run(
-                ["bpftool", "prog", "show", "id", str(pid), "-j"], capture_output=True, check=True, timeout=10
-            ).stdout
-            info = json.loads(text)
-        except (OSError, subprocess.SubprocessError, ValueError):
-            continue
-        out[name] = (int(info.get("run_time_ns", 0)), int(info.get("run_cnt", 0)))
-    return out
 
 
 class EbpfBackend:
@@ -162,8 +133,9 @@ class EbpfSession:
         opts = spec.options
         self._obj = obj
         self._result = CaptureResult()
-        # bounded (deeper than strace's: a reader kept waiting lets the rings fill and drop)
-        self._queue = Handover(MAX_QUEUED_DROPPING, urgent=spec.urgent)
+        # bounded (deeper than strace's: a reader kept waiting lets the rings fill and drop); while
+        # it waits for room it still reads the alert ring for the fast lane
+        self._queue = Handover(MAX_QUEUED_DROPPING, urgent=spec.urgent, idle=self._look_ahead)
         self._done = threading.Event()  # ask the reader for a last drain, then to stop
         self._wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # ... at once, not at its next poll
         self._detached = False
@@ -175,18 +147,23 @@ class EbpfSession:
         dump = opts.get("dump_records")  # tests: raw records, each as <u32 length><bytes>
         self._dump = open(str(dump), "wb") if dump else None  # noqa: SIM115 - closed by the reader
         self._boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        protected = ident.from_options(opts)
         self.decoder = RecordDecoder(self._boot, hosts_file=hosts_file, pgid_of=pgid_of, fd_link=fd_link,
-                                     protected=ident.from_options(opts))
+                                     protected=protected)
+        self._ahead = RecordDecoder(self._boot, hosts_file=hosts_file, pgid_of=pgid_of, fd_link=fd_link,
+                                    protected=protected)  # the look-ahead's own (process table, fds)
         chosen = opts.get("descendants", "detach")
         self.descendants = chosen if chosen in DESCENDANTS else "detach"
         self._following: float | None = None  # when following the leftovers began (monotonic)
         self._followed = 0
         try:
-            self._setup(opts)
-            self._rings = [Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("events"), ring)]
-            self._order = KernelOrder(self._rings)
+            self._setup(opts, protected)
+            life_r, alert_r = Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("alert"), _ALERT_RING)
+            self._rings = [life_r, Ring(self._obj.map_fd("events"), ring), alert_r]
+            self._order = KernelOrder(self._rings[1:2], chunk=_CHUNK)
+            self._lookout = Lookout([life_r, alert_r], self._ahead, spec.lookout)
             self._table = TableCheck(self._obj.map_fd("tracked"), lambda: [p.pid for p in self.decoder.live()],
-                                     _running, self._result.notes)
+                                     running, self._result.notes)
             cwd = os.path.realpath(spec.cwd)
             started = time.time_ns()
             stdin, stdout, stderr = spec.stdio or (None, None, None)
@@ -208,16 +185,20 @@ class EbpfSession:
         # after the command started (it never waits for it): a few ms pass before it watches
         self._watchdog = Watchdog.start(self._obj, opts, (ring, life), self._boot, self._result.notes, self._proc.pid)
         self._queue.put([self.decoder.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started)])
+        self._lookout.start(self._ahead.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started))
         #: readable when the command exits: its exit record is in the ring by then (sched_process_exit
         #: fires before the exit is notified), so the reader need not wait for its next poll
         self._root_fd = pidfd(self._proc.pid)
         self._reader = threading.Thread(target=self._read, name="ebpf-reader", daemon=True)
         self._reader.start()
 
-    def _setup(self, opts: dict[str, object]) -> None:
+    def _setup(self, opts: dict[str, object], protected: ident.Identities | None) -> None:
         descs = self._obj.map_fd("descs")
         for row in TABLE:
             map_update(descs, _U32.pack(row.nr), row.packed())
+        urgent = self._obj.map_fd("urgent")
+        for dev, ino in list(protected.ids if protected is not None else ())[:8192]:
+            map_update(urgent, _FILE_ID.pack(ino, os.major(dev) << 20 | os.minor(dev), 0), b"\1")
         self._drop_dirs = int(opts.get("drop_dir_reads", True) is not False)
         map_update(self._obj.map_fd("settings"), _U32.pack(0), _CFG.pack(self._drop_dirs, 0, 0, 0))
         self._obj.attach(PROGRAMS)
@@ -262,25 +243,35 @@ class EbpfSession:
                 time.sleep(self._stall)
             elif self._stall < 0:
                 deadline = time.monotonic() + 120
-                while _running(self._proc.pid) and time.monotonic() < deadline:
+                while running(self._proc.pid) and time.monotonic() < deadline:
                     time.sleep(0.05)
+            timeout = _POLL
             while True:
                 last = self._done.is_set()
-                ep.poll(_POLL)
+                if not self._order.behind:
+                    ep.poll(timeout)
+                self._look_ahead()
                 batch: list[Event] = []
-                raw = self._order.read(last)
-                for data in raw:
+                raw = self._order.read(last, self._lookout.take())
+                for i, data in enumerate(raw):
                     if self._dump is not None:
                         self._dump.write(_U32.pack(len(data)) + data)
                     batch.extend(self.decoder.feed(data))
+                    if i & 63 == 63:
+                        self._look_ahead()
                 if not last and not self._killing and not self._detached:
                     batch.extend(self._table.check())  # a followed process deleted from the map: put back
                 if self._killing:
                     self._kill_tracked()
                 if batch:
+                    self._look_ahead()
                     self._queue.put(batch)
                 if last:
                     break
+                # records held back for the order go at their watermark, not a whole poll later
+                # (once per poll: under a steady stream something is always held)
+                due = self._order.due_in() if timeout == _POLL else None
+                timeout = _POLL if due is None else min(_POLL, due + 0.0005)
         except Exception as exc:  # pragma: no cover - the stream must end whatever happens
             self._result.notes.append(f"eBPF reader stopped: {exc}")
         finally:
@@ -288,6 +279,11 @@ class EbpfSession:
             if self._dump is not None:
                 self._dump.close()
             self._queue.put(None)
+
+    def _look_ahead(self) -> None:
+        """Reader thread: the alert and lifecycle rings, read ahead for the fast lane."""
+        if not self._closed:
+            self._lookout.look()
 
     # --- the stream -----------------------------------------------------------------
 
@@ -363,14 +359,14 @@ class EbpfSession:
 
     def _argv(self, pid: int) -> list[str] | None:
         info = self.decoder.procs.get(pid)
-        return info.argv if info is not None and info.argv else _argv_of(pid)
+        return info.argv if info is not None and info.argv else argv_of(pid)
 
     def _tracked_alive(self) -> list[int]:
         try:
             pids = [_U32.unpack(k)[0] for k in map_keys(self._obj.map_fd("tracked"), 4)]
         except LibbpfError:
             return []
-        return [p for p in pids if _running(p)]
+        return [p for p in pids if running(p)]
 
     def _finish_reading(self) -> None:
         if not self._done.is_set():
@@ -419,7 +415,7 @@ class EbpfSession:
             if fd is not None:
                 os.close(fd)
         if self.spec.options.get("kernel_stats"):
-            self.kernel_stats = _program_stats(self._obj.program_ids(PROGRAMS + OPTIONAL_PROGRAMS))
+            self.kernel_stats = probe.program_stats(self._obj.program_ids(PROGRAMS + OPTIONAL_PROGRAMS))
         self._obj.detach()
         self._count_lost()
         for r in self._rings:

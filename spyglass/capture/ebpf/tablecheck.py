@@ -70,3 +70,23 @@ class TableCheck:
             out.append(Event(type="sys.sensitive", ts=time.time_ns(), pid=pid, detail=detail))
         self._missing = missing
         return out
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` is alive (not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state not in (b"Z", b"X", b"")
+
+
+def argv_of(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    return [a.decode("utf-8", "surrogateescape") for a in data.rstrip(b"\0").split(b"\0")] if data else None
