@@ -14,9 +14,14 @@ whose agent forks a child per trial; the child notes CLOCK_REALTIME and reads a 
 ``~/.ssh/id_rsa`` (the HOME is a temporary directory); the benchmark reads spyglass's
 stderr as it comes and stamps the ``cred-secret-read`` line of that pid.  ``idle``: nothing
 else runs; ``burst``: a second child creates new files without pause the whole time.
+``--ebpf`` adds the table of ``--backend ebpf``; ``--sandbox`` adds the same tables for
+sandboxed runs (``run --sandbox``: the key the agent reads is the decoy home's honeytoken,
+and the line stamped is ``cred-honeytoken-access``).  ``--latency-only ebpf`` (or
+``strace``) measures one backend's latency only.
 
 Usage: .venv/bin/python benchmarks/bench_live.py [--quick] [--repeat 3] [--trials 60] [--ebpf]
-       [--only untar,git,...] [--no-latency] [--no-ratios] [--no-per-event] [--compare OTHER_CHECKOUT]
+       [--sandbox] [--latency-only strace|ebpf] [--only untar,git,...] [--no-latency] [--no-ratios]
+       [--no-per-event] [--compare OTHER_CHECKOUT]
 
 ``--compare DIR`` runs another checkout's spyglass (e.g. an export of main) in the same run,
 alternating with this one, for before/after figures on a noisy machine.
@@ -195,19 +200,20 @@ if burster:
 """
 
 
-def _read_alerts(stream: IO[bytes], seen: dict[int, int]) -> None:
-    """Stamp each cred-secret-read line of spyglass's stderr as it arrives (pid -> time ns)."""
+def _read_alerts(stream: IO[bytes], seen: dict[int, int], rule: str = "cred-secret-read") -> None:
+    """Stamp each ``rule`` line of spyglass's stderr as it arrives (pid -> time ns)."""
     for raw in iter(stream.readline, b""):
         now = time.time_ns()
         line = raw.decode(errors="replace")
-        if "cred-secret-read" in line and " pid " in line:
+        if rule in line and " pid " in line:
             try:
                 seen.setdefault(int(line.split(" pid ", 1)[1].split()[0]), now)
             except ValueError:
                 pass
 
 
-def _latency_run(base: Path, env: dict[str, str], backend: str, load: str, trials: int, tag: str) -> list[float]:
+def _latency_run(base: Path, env: dict[str, str], backend: str, load: str, trials: int, tag: str,
+                 sandbox: bool = False) -> list[float]:
     """One ``spyglass run`` of ``trials`` secret reads: the latencies (ms) of the alert lines seen."""
     home = base / "lat-home"
     (home / ".ssh").mkdir(parents=True, exist_ok=True)
@@ -217,15 +223,16 @@ def _latency_run(base: Path, env: dict[str, str], backend: str, load: str, trial
     burst = base / f"burst-{tag}"
     shutil.rmtree(burst, ignore_errors=True)
     stamps = base / f"stamps-{tag}"
-    argv = [sys.executable, "-m", "spyglass", "run", "--backend", backend, "--", sys.executable, str(agent),
-            str(trials), str(burst) if load == "burst" else "-", str(stamps)]
+    argv = [sys.executable, "-m", "spyglass", "run", *(["--sandbox"] if sandbox else []), "--backend", backend,
+            "--", sys.executable, str(agent), str(trials), str(burst) if load == "burst" else "-", str(stamps)]
     seen: dict[int, int] = {}
     ws = base / "lat-ws"
     ws.mkdir(exist_ok=True)
     proc = subprocess.Popen(argv, cwd=ws, env=dict(env, HOME=str(home)), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     assert proc.stderr is not None
-    t = threading.Thread(target=_read_alerts, args=(proc.stderr, seen), daemon=True)
+    rule = "cred-honeytoken-access" if sandbox else "cred-secret-read"
+    t = threading.Thread(target=_read_alerts, args=(proc.stderr, seen, rule), daemon=True)
     t.start()
     proc.wait()
     t.join(timeout=10)
@@ -239,11 +246,13 @@ def _latency_run(base: Path, env: dict[str, str], backend: str, load: str, trial
     return lat
 
 
-def latency(base: Path, args: argparse.Namespace, codes: dict[str, dict[str, str]], backend: str) -> None:
+def latency(base: Path, args: argparse.Namespace, codes: dict[str, dict[str, str]], backend: str,
+            sandbox: bool = False) -> None:
     """Alert latency per load and code; with several codes, runs alternate between them (3 rounds)."""
     rounds = 3 if len(codes) > 1 else 1
     per_run = max(1, args.trials // rounds)
-    print(f"\nalert latency, {backend}: secret read -> alert line ({per_run * rounds} trials each"
+    what = f"{backend}, sandboxed: honeytoken read" if sandbox else f"{backend}: secret read"
+    print(f"\nalert latency, {what} -> alert line ({per_run * rounds} trials each"
           f"{f', {rounds} alternating runs per code' if rounds > 1 else ''})")
     print("| load | code | alerts seen | p50 ms | p90 ms | p99 ms | max ms |")
     print("|---|---|---:|---:|---:|---:|---:|")
@@ -251,7 +260,8 @@ def latency(base: Path, args: argparse.Namespace, codes: dict[str, dict[str, str
         got: dict[str, list[float]] = {c: [] for c in codes}
         for r in range(rounds):
             for i, (code, env) in enumerate(codes.items()):
-                got[code] += _latency_run(base, env, backend, load, per_run, f"{load}-{backend}-{r}-{i}")
+                got[code] += _latency_run(base, env, backend, load, per_run,
+                                          f"{load}-{backend}-{sandbox:d}-{r}-{i}", sandbox)
         for code, lat in got.items():
             lat.sort()
             if not lat:
@@ -322,6 +332,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller workloads and fewer trials (a smoke run)")
     ap.add_argument("--only", help="comma-separated workload name prefixes")
     ap.add_argument("--ebpf", action="store_true", help="also spyglass run --backend ebpf (root)")
+    ap.add_argument("--sandbox", action="store_true", help="also the alert latency of sandboxed runs")
+    ap.add_argument("--latency-only", choices=["strace", "ebpf"], help="the alert latency of this backend only")
     ap.add_argument("--no-latency", action="store_true")
     ap.add_argument("--no-ratios", action="store_true")
     ap.add_argument("--no-per-event", action="store_true")
@@ -351,9 +363,11 @@ def main() -> None:
         if not args.no_per_event:
             per_event(base, args)
         if not args.no_latency:
-            latency(base, args, codes, "strace")
-            if args.ebpf:
-                latency(base, args, codes, "ebpf")
+            backends = [args.latency_only] if args.latency_only else ["strace", *(["ebpf"] if args.ebpf else [])]
+            for backend in backends:
+                latency(base, args, codes, backend)
+            for backend in backends if args.sandbox else []:
+                latency(base, args, codes, backend, sandbox=True)
     load = os.getloadavg()
     print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 

@@ -384,6 +384,17 @@ class SandboxedSession:
         return res
 
 
+def _file_ids(paths: list[str]) -> list[tuple[int, int]]:
+    ids = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        ids.append((st.st_dev, st.st_ino))
+    return ids
+
+
 class SandboxedBackend:
     """Any capture backend, launching through the sandbox."""
 
@@ -405,6 +416,8 @@ class SandboxedBackend:
         lane = SandboxLane(sb, spec.urgent, spec.lookout)
         launched = replace(
             spec,
+            # the eBPF backend puts opens of these on its alert ring, read ahead of a burst
+            options={**spec.options, "urgent_ids": _file_ids(sb.decoy.honeytoken_paths())},
             wrapper=[*sb.wrapper_for(spec.cwd), *spec.wrapper],
             env=env,
             wait_descendants=max(spec.wait_descendants, MIN_GRACE),

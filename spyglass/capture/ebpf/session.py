@@ -196,8 +196,9 @@ class EbpfSession:
         descs = self._obj.map_fd("descs")
         for row in TABLE:
             map_update(descs, _U32.pack(row.nr), row.packed())
-        urgent = self._obj.map_fd("urgent")
-        for dev, ino in list(protected.ids if protected is not None else ())[:8192]:
+        urgent = self._obj.map_fd("urgent")  # + the sandbox's honeytokens (options["urgent_ids"])
+        ids = [*(protected.ids if protected is not None else ()), *opts.get("urgent_ids", ())]  # type: ignore[misc]
+        for dev, ino in ids[:8192]:
             map_update(urgent, _FILE_ID.pack(ino, os.major(dev) << 20 | os.minor(dev), 0), b"\1")
         self._drop_dirs = int(opts.get("drop_dir_reads", True) is not False)
         map_update(self._obj.map_fd("settings"), _U32.pack(0), _CFG.pack(self._drop_dirs, 0, 0, 0))

@@ -219,7 +219,8 @@ class Watchdog:
         ring, life = sizes
         maps = [obj.map_fd("tracked"), obj.map_fd("life"), obj.map_fd("events"), obj.map_fd("alert")]
         cfg: dict[str, Any] = {
-            "links": obj.link_fds(), "tracked": maps[0], "rings": [[maps[1], life], [maps[2], ring], [maps[3], 256 << 10]],
+            "links": obj.link_fds(), "tracked": maps[0],
+            "rings": [[maps[1], life], [maps[2], ring], [maps[3], 256 << 10]],
             "boot": boot, "note": opts.get("monitor_note"), "keep": opts.get("on_monitor_lost") == "keep",
             "monitor_pgids": [os.getpgrp()], "root": root,
         }  # fmt: skip
