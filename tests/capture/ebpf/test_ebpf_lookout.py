@@ -91,10 +91,9 @@ def _run(tmp_path: Path, key: str, policy_text: str | None = None, n: int = BURS
     # as `spyglass run` does: the secrets that exist, by device and inode (the program's urgent map)
     ids = protected_ids(Protected(), policy.secret_globs, SECRET_EXCEPTIONS, str(home))
     outcome = record(
-        RunRequest(argv=[sys.executable, str(ws / "agent.py"), str(n), str(ws / "burst"), key, str(n // 2 if at is None else at)],
-                   cwd=str(ws),
-                   env=env, workspace=[str(ws)], mode=policy.mode, extra={"home": str(home)},
-                   backend_options={"protected_ids": ids}),
+        RunRequest(argv=[sys.executable, str(ws / "agent.py"), str(n), str(ws / "burst"), key,
+                         str(n // 2 if at is None else at)], cwd=str(ws), env=env, workspace=[str(ws)],
+                   mode=policy.mode, extra={"home": str(home)}, backend_options={"protected_ids": ids}),
         get_backend("ebpf"), store, [*sinks, witness],
     )
     return outcome, engine, witness, RunReader(Store(tmp_path / "store"), outcome.meta.id)
