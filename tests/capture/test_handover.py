@@ -67,3 +67,28 @@ def test_urgent_sees_each_event_before_it_is_queued_and_its_errors_are_counted()
     h.put(_batch(3))
     assert seen == ["/f0", "/f1", "/f2"] and h.urgent_errors == 1
     assert [e.path for e in h.get(timeout=1) or []] == ["/f0", "/f1", "/f2"]
+
+
+def test_idle_runs_while_the_producer_waits_for_room_and_between_urgent_events() -> None:
+    """The eBPF reader's look at its alert ring: called outside the lock, so the consumer can take
+    while it runs, every 32 events of the fast lane and while the queue is full."""
+    calls: list[int] = []
+    room = threading.Event()
+    h: Handover
+
+    def idle() -> None:
+        calls.append(h._queued)  # the lock is free: this read does not deadlock
+        if len(calls) >= 3:
+            room.set()
+
+    h = Handover(max_events=64, urgent=lambda ev: None, idle=idle)
+    h.put(_batch(64))
+    assert len(calls) == 2  # after the 32nd and the 64th event
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (h.put(_batch(8)), done.set()), daemon=True)
+    t.start()
+    assert room.wait(30)  # idle keeps being called while the batch waits for room
+    assert not done.is_set()
+    assert len(h.get(timeout=5) or []) == 64
+    assert done.wait(30)
+    assert h.stats()["waits"] == 1

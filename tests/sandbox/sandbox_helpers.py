@@ -346,9 +346,10 @@ def run_sandboxed(
     backend_options: dict[str, object] | None = None,
     files: dict[str, str] | None = None,
     resolve_extra: dict[str, str | tuple[str, int]] | None = None,
+    backend: str = "strace",
     **prep: Any,
 ) -> SandboxRun:
-    """Run ``sh -c script`` in a sandbox under the strace backend, with the rule engine."""
+    """Run ``sh -c script`` in a sandbox under the strace backend (or ``backend``), with the rule engine."""
     from spyglass.capture import get_backend
     from spyglass.rules.engine import RuleEngine
     from spyglass.rules.ruleset import load_ruleset
@@ -396,7 +397,7 @@ def run_sandboxed(
         backend_options=dict(backend_options or {}),
     )
     try:
-        outcome = record(request, sb.backend(get_backend("strace")), store, all_sinks)
+        outcome = record(request, sb.backend(get_backend(backend)), store, all_sinks)
     finally:
         sb.close()
     return SandboxRun(outcome, RunReader(store, outcome.meta.id), sb, engine, ws)

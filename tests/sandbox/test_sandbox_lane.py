@@ -1,0 +1,146 @@
+"""Sandboxed runs: the fast lane sees each capture event as the sandbox admits it (paths on
+the host, machinery dropped) before it is queued, and the capture -> stream bus is bounded.
+
+Real bubblewrap and the real backends (strace; eBPF where it loads, else skipped with the
+reason).  No timing assertion: "decided ahead" is the pipeline's event counter when the
+alert was announced (below the event's seq) and, under eBPF, the look-ahead's own mark.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sandbox_helpers import needs_bwrap, run_sandboxed
+
+from spyglass.events import Event
+from spyglass.sandbox.session import EventBus
+
+BURST = 3000
+
+#: a child creates files without pause; another reads the decoy home's SSH key half-way through
+SCRIPT = r"""
+python3 - <<'PY'
+import os
+n, out = %d, "burst"
+os.makedirs(out, exist_ok=True)
+burster = os.fork()
+if burster == 0:
+    for i in range(n):
+        open(os.path.join(out, f"f{i}"), "w").close()
+    os._exit(0)
+while not os.path.exists(os.path.join(out, f"f{n // 2}")):
+    os.sched_yield()
+reader = os.fork()
+if reader == 0:
+    with open(os.path.expanduser("%s")) as f:
+        f.read()
+    os._exit(0)
+os.waitpid(reader, 0)
+os.waitpid(burster, 0)
+PY
+"""
+
+
+class Witness:
+    """Notes the pipeline's event counter (and the lane's look-ahead hits) at each announcement."""
+
+    name = "witness"
+
+    def __init__(self) -> None:
+        self.announced: list[dict[str, Any]] = []
+        self.pipeline: Any = None
+        self.engine: Any = None
+
+    def start(self, ctx: Any) -> None:
+        self.pipeline = ctx.pipeline
+        self.engine = next(s for s in ctx.pipeline.sinks if getattr(s, "lane", None) is not None)
+
+    def announce(self, alert: Any) -> None:
+        self.announced.append({"rule": alert.rule_id, "seq": self.pipeline.seq, "message": alert.message,
+                               "peek_hits": self.engine.lane.peek_hits})
+
+
+def _backend(name: str) -> str:
+    if name == "ebpf":
+        from spyglass.capture.ebpf import probe
+
+        found = probe.static_problem()
+        if found is not None:
+            pytest.skip(f"eBPF backend unavailable: {found[0]}")
+    return name
+
+
+@needs_bwrap
+@pytest.mark.parametrize("backend", ["strace", "ebpf"])
+def test_a_honeytoken_read_in_a_burst_is_announced_before_its_event_leaves_the_queue(
+    tmp_path: Path, backend: str
+) -> None:
+    witness = Witness()
+    run = run_sandboxed(tmp_path, SCRIPT % (BURST, "~/.ssh/id_rsa"), sinks=[witness], backend=_backend(backend))
+    assert len(list((run.ws / "burst").iterdir())) == BURST
+    alerts = [a for a in run.alerts() if a.rule_id == "cred-honeytoken-access"]
+    assert len(alerts) == 1
+    announced = [a for a in witness.announced if a["rule"] == "cred-honeytoken-access"]
+    assert len(announced) == 1
+    # the lane saw the event as the run records it: the decoy's host path, not the sandbox's
+    assert announced[0]["message"] == alerts[0].message
+    assert str(tmp_path / "work" / "home" / ".ssh" / "id_rsa") in alerts[0].message
+    assert announced[0]["seq"] < alerts[0].event_seqs[0]  # decided before its event was dequeued
+    if backend == "ebpf":
+        assert announced[0]["peek_hits"] == 1  # from the alert ring, ahead of the burst
+    # the capture bus's figures are in run.json, within its bound
+    handover = run.outcome.meta.capture["handover"]
+    assert 1 <= handover["bus_max_queued"] <= handover["bus_max_events"]
+    assert handover["bus_waits"] >= 0 and handover["bus_blocked_s"] >= 0
+
+
+@needs_bwrap
+def test_benign_twin_reading_its_own_file_during_the_burst_is_silent(tmp_path: Path) -> None:
+    witness = Witness()
+    run = run_sandboxed(tmp_path, SCRIPT % (1000, "notes.txt"), sinks=[witness], files={"notes.txt": "mine\n"})
+    assert not [a for a in run.alerts() if a.rule_id == "cred-honeytoken-access"]
+    assert not witness.announced
+
+
+def _ev(i: int) -> Event:
+    return Event(type="file.create", pid=1, path=f"/w/f{i}")
+
+
+def test_the_bus_holds_a_bounded_number_of_capture_events_and_counts_the_wait() -> None:
+    bus = EventBus(max_capture=3)
+    for i in range(3):
+        bus.put_capture(_ev(i))
+    bus.put(_ev(99))  # a proxy event never waits, full or not
+    done = threading.Event()
+
+    def pump() -> None:
+        bus.put_capture(_ev(3))  # the fourth waits for room
+        done.set()
+
+    t = threading.Thread(target=pump, daemon=True)
+    t.start()
+    assert not done.wait(0.2)  # cannot proceed: a condition, not a timing
+    kinds = [bus.get(timeout=5)[1].path for _ in range(2)]  # type: ignore[union-attr]
+    assert done.wait(30)
+    rest = []
+    while True:
+        try:
+            rest.append(bus.get(timeout=0.05)[1].path)  # type: ignore[union-attr]
+        except Exception:
+            break
+    assert kinds + rest == ["/w/f0", "/w/f1", "/w/f2", "/w/f99", "/w/f3"]
+    stats = bus.stats()
+    assert stats["bus_waits"] == 1 and stats["bus_max_queued"] == 3 and stats["bus_max_events"] == 3
+
+
+def test_closing_the_bus_releases_a_waiting_pump() -> None:
+    bus = EventBus(max_capture=1)
+    bus.put_capture(_ev(0))
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (bus.put_capture(_ev(1)), done.set()), daemon=True)
+    t.start()
+    bus.close()
+    assert done.wait(30)
