@@ -53,14 +53,15 @@ if TYPE_CHECKING:
 FAST_ACTIONS = frozenset({"alert", "kill"})
 _MISSING: MatchFn = lambda ev, fx: ()  # noqa: E731 - "not looked up yet"
 _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
-#: an event as the look-ahead and the in-order stream both see it (two decodings of one record)
-Key = tuple[int, int, "int | None", str, "str | None"]
+#: an event as the look-ahead and the in-order stream both see it (two decodings of one record:
+#: the kernel's stamp in ns, the process and thread, the type)
+Key = tuple[int, int, "int | None", str]
 #: events announced ahead of order and not reached in order yet, at most (then forgotten)
 MAX_PEEKED = 4096
 
 
 def _key(ev: Event) -> Key:
-    return (ev.ts, ev.pid, ev.tid, ev.type, ev.path)
+    return (ev.ts, ev.pid, ev.tid, ev.type)
 
 
 def fast_matchers(rules: list[Rule], matchers: list[Matcher]) -> frozenset[int]:

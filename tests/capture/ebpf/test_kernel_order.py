@@ -77,3 +77,34 @@ def test_nothing_is_lost_however_the_reads_fall() -> None:
             got += order.read()
     got += order.read(last=True)
     assert [int(r[24:]) for r in got] == list(range(50))
+
+
+class _Backlog:
+    """A ring read in steps: each read takes at most ``step`` records; ``pending`` says what is left."""
+
+    def __init__(self, records: list[bytes], step: int) -> None:
+        self.records = records
+        self.step = step
+
+    def read(self, limit: int = 1 << 30) -> list[bytes]:
+        out, self.records = self.records[: self.step], self.records[self.step :]
+        return out
+
+    def pending(self) -> int:
+        return len(self.records)
+
+
+def test_a_ring_read_in_steps_holds_back_what_its_unread_records_may_precede() -> None:
+    t = _now() - 10_000_000_000  # all old: only the unread rest of the backlog can hold records back
+    ms = 1_000_000
+    events = _Backlog([_rec(t + i * ms, b"e%d" % i) for i in range(10)], step=3)
+    order = KernelOrder(cast("list[Ring]", [events]), hold_ns=ms // 2, chunk=1)
+    early = [_rec(t + 5 * ms + 1, b"exit")]  # read ahead (the lifecycle ring): after e5, before e6
+    got = order.read(early=early)
+    assert order.behind
+    assert [r[24:] for r in got] == [b"e0", b"e1"]  # e2 may still be preceded by an unread record
+    while order.behind:
+        got += order.read()
+    got += order.read(last=True)
+    names = [r[24:] for r in got]
+    assert names == [b"e0", b"e1", b"e2", b"e3", b"e4", b"e5", b"exit", b"e6", b"e7", b"e8", b"e9"]
