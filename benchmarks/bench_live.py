@@ -220,14 +220,17 @@ def _latency_run(base: Path, env: dict[str, str], backend: str, load: str, trial
     (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n")
     agent = base / "lat-agent.py"
     agent.write_text(AGENT)
-    burst = base / f"burst-{tag}"
+    ws = base / "lat-ws"  # the workspace: what a sandboxed agent may write (its burst, its stamps)
+    ws.mkdir(exist_ok=True)
+    if sandbox:
+        agent = ws / "lat-agent.py"
+        agent.write_text(AGENT)
+    burst = ws / f"burst-{tag}"
     shutil.rmtree(burst, ignore_errors=True)
-    stamps = base / f"stamps-{tag}"
+    stamps = ws / f"stamps-{tag}"
     argv = [sys.executable, "-m", "spyglass", "run", *(["--sandbox"] if sandbox else []), "--backend", backend,
             "--", sys.executable, str(agent), str(trials), str(burst) if load == "burst" else "-", str(stamps)]
     seen: dict[int, int] = {}
-    ws = base / "lat-ws"
-    ws.mkdir(exist_ok=True)
     proc = subprocess.Popen(argv, cwd=ws, env=dict(env, HOME=str(home)), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     assert proc.stderr is not None
@@ -237,13 +240,11 @@ def _latency_run(base: Path, env: dict[str, str], backend: str, load: str, trial
     proc.wait()
     t.join(timeout=10)
     shutil.rmtree(burst, ignore_errors=True)
-    lat = []
-    for row in stamps.read_text().split("\n"):
-        if row.strip():
-            pid, t0 = (int(x) for x in row.split())
-            if pid in seen:
-                lat.append((seen[pid] - t0) / 1e6)
-    return lat
+    rows = [tuple(int(x) for x in row.split()) for row in
+            (stamps.read_text().split("\n") if stamps.exists() else []) if row.strip()]
+    if sandbox:  # the agent knows its pids in the sandbox's namespace, the alert says the host's: in order
+        return [(at - t0) / 1e6 for (_pid, t0), at in zip(rows, sorted(seen.values()), strict=False)]
+    return [(seen[pid] - t0) / 1e6 for pid, t0 in rows if pid in seen]
 
 
 def latency(base: Path, args: argparse.Namespace, codes: dict[str, dict[str, str]], backend: str,
