@@ -55,7 +55,8 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> floa
 
 
 def _no_cache(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    return None if "__pycache__" in info.name or "/test" in info.name else info
+    skip = ("__pycache__", "/test", "site-packages", "dist-packages")
+    return None if any(s in info.name for s in skip) else info
 
 
 def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, Callable[[], None]]]:
@@ -66,7 +67,7 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
         d = src / f"d{i % 50}"
         d.mkdir(parents=True, exist_ok=True)
         (d / f"f{i}.txt").write_text(f"file {i}\n" * 4)
-    tar_path = base / "stdlib.tar"  # written below, from the copy of the stdlib
+    tar_path = base / "stdlib.tar"  # written below: the whole standard library (a part of it with --quick)
     untar_dir = base / "untar"
 
     def reset_untar() -> None:
@@ -103,8 +104,8 @@ def make_workloads(base: Path, quick: bool) -> dict[str, tuple[list[str], Path, 
         if (libdir / sub).is_dir():
             shutil.copytree(libdir / sub, stdlib / sub, ignore=shutil.ignore_patterns("__pycache__", "test*"))
 
-    with tarfile.open(tar_path, "w") as tf:
-        tf.add(stdlib, arcname="stdlib", filter=_no_cache)
+    with tarfile.open(tar_path, "w") as tf:  # without its tests, caches and installed packages
+        tf.add(stdlib if quick else libdir, arcname="stdlib", filter=_no_cache)
 
     def reset_compile() -> None:
         for p in stdlib.rglob("__pycache__"):
