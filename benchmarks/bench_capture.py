@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Capture overhead: bare command vs raw ``strace --seccomp-bpf`` (same syscall set)
 vs ``spyglass run --backend strace`` and ``--backend ebpf`` (end to end: start-up,
-capture, rules, store, workspace evidence) vs the eBPF capture alone (in this process,
+capture, rules, store, workspace evidence) vs the bare command while a capture is attached to
+another tree (``ebpf-attached``: what the hook costs any process, the floor) vs the eBPF capture alone (in this process,
 program loaded beforehand: attach, run, decode every event) vs the eBPF capture with
 every event through the pipeline and the full rule pack (``ebpf+rules``: the kernel
 side plus the Python consumer, rules on, without the fixed start-up), on the
@@ -211,6 +212,30 @@ def timed_ebpf_capture(argv: list[str], cwd: Path, rules: bool = False) -> float
     return dt
 
 
+def timed_attached(argv: list[str], cwd: Path) -> float:
+    """The bare workload while a capture is attached to another tree (a ``sleep``): the workload is
+    not tracked, so it pays only what the hook costs every process of the machine (the kernel's
+    syscall-tracepoint path and the program's first filter). The floor of any capture built on a
+    ``sys_exit`` hook, which is all this kernel offers (no fentry, kprobes or LSM: the eBPF notes)."""
+    import threading
+
+    from spyglass.capture.base import LaunchSpec
+    from spyglass.capture.ebpf import EbpfBackend
+
+    backend = EbpfBackend()
+    backend.preload()
+    _wait_preload(backend)
+    session = backend.start(LaunchSpec(["sleep", "600"], str(cwd), env=dict(os.environ)))
+    events = session.events()
+    drain = threading.Thread(target=lambda: [None for _ in events], daemon=True)
+    drain.start()
+    try:
+        return timed(argv, cwd)
+    finally:
+        session.kill_tree()
+        drain.join(30)
+
+
 def timed_baseline(code: Path, argv: list[str], cwd: Path) -> float:
     """``ebpf+rules`` with another checkout's spyglass (its own eBPF object), in a child process."""
     import json
@@ -328,7 +353,7 @@ def main() -> None:
     ap.add_argument(
         "--modes",
         help="comma-separated modes to time (bare is always timed): strace, strace+fd, sg-strace, sg-ebpf, "
-        "ebpf-capture, ebpf+rules; default all",
+        "ebpf-attached, ebpf-capture, ebpf+rules; default all",
     )
     ap.add_argument(
         "--baseline",
@@ -374,6 +399,7 @@ def main() -> None:
             }
             if ebpf_problem is None:
                 modes["sg-ebpf"] = sg_ebpf
+                modes["ebpf-attached"] = lambda argv=argv, cwd=cwd: timed_attached(argv, cwd)
                 modes["ebpf-capture"] = lambda argv=argv, cwd=cwd: timed_ebpf_capture(argv, cwd)
                 modes["ebpf+rules"] = lambda argv=argv, cwd=cwd: timed_ebpf_capture(argv, cwd, rules=True)
             if ebpf_problem is None and args.baseline is not None:
@@ -439,7 +465,8 @@ def print_table(rows: list[tuple[str, dict[str, float]]], lost: dict[str, int]) 
     def startup(mode: str) -> float:
         return 0.0 if start is None or mode not in start else start[mode] - start["bare"]
 
-    modes = ["strace", "sg-strace", "sg-ebpf", "sg-ebpf@base", "ebpf-capture", "ebpf+rules", "ebpf+rules@base"]
+    modes = ["strace", "sg-strace", "sg-ebpf", "sg-ebpf@base", "ebpf-attached", "ebpf-capture", "ebpf+rules"]
+    modes.append("ebpf+rules@base")
     modes = [m for m in modes if any(m in med for _, med in rows)]
     head = "| workload | bare s |" + "".join(f" {m} s |" for m in modes)
     head += "".join(f" {m}/bare |" for m in modes)
