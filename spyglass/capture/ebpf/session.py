@@ -140,6 +140,7 @@ class EbpfSession:
         self._wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # ... at once, not at its next poll
         self._detached = False
         self._closed = False
+        self._last_read = False
         self._killing = False
         self.kernel_stats: dict[str, tuple[int, int]] = {}  # options={"kernel_stats": True}
         # tests: a reader that sleeps first (seconds), or (-1) until the root process has exited
@@ -253,6 +254,7 @@ class EbpfSession:
                     ep.poll(timeout)
                 self._look_ahead()
                 batch: list[Event] = []
+                self._last_read = last  # nothing read ahead after the last read (it would not be in order)
                 raw = self._order.read(last, self._lookout.take())
                 for i, data in enumerate(raw):
                     if self._dump is not None:
@@ -283,7 +285,7 @@ class EbpfSession:
 
     def _look_ahead(self) -> None:
         """Reader thread: the alert and lifecycle rings, read ahead for the fast lane."""
-        if not self._closed:
+        if not self._closed and not self._last_read:
             self._lookout.look()
 
     # --- the stream -----------------------------------------------------------------
