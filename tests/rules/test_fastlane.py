@@ -203,3 +203,49 @@ def test_the_printer_says_an_announced_alert_once_and_again_when_it_was_not_save
     assert machine.getvalue() == ""  # JSON lines wait for the recorded alert (its seq, its event)
     jp.alert(a)
     assert '"seq":1' in machine.getvalue()
+
+
+def test_events_seen_ahead_of_order_are_announced_once_and_change_no_alert() -> None:
+    """The eBPF look-ahead: lifecycle events and reads are shown to the lane ahead of the stream
+    (``peek``, their own copies, as a second decoder makes them), then everything comes in order.
+    The recorded alerts are those of the engine alone; nothing is announced twice."""
+    import msgspec
+
+    from spyglass.pipeline import Pipeline, RunContext
+    from spyglass.rules.engine import RuleEngine
+    from spyglass.rules.ruleset import load_ruleset
+    from tests.rules.test_engine import HOME, WS, stream
+
+    rs = load_ruleset()
+    events = stream(2000, 3)
+    runs = []
+    announced: list[Any] = []
+    engine = None
+    for ahead in (False, True):
+
+        class Heard:
+            def announce(self, alert: Any) -> None:
+                announced.append(alert)
+
+        engine = RuleEngine(rs, home=HOME)
+        pipe = Pipeline([engine, Heard()], RunContext(root_cwd=WS, workspace=[WS]))
+        pipe.start()
+        if ahead:
+            announced.clear()
+            for ev in events:
+                if ev.type.startswith("process.") or ev.type == "file.read":
+                    engine.lookout(msgspec.structs.replace(ev))
+        copies = [msgspec.structs.replace(ev) for ev in events]
+        for ev in copies:
+            engine.urgent(ev)
+        for ev in copies:
+            pipe.feed(ev, renumber=False)
+        pipe.done()
+        runs.append([msgspec.to_builtins(a) for a in engine.alerts])
+    assert engine is not None and engine.lane is not None
+    assert runs[0] == runs[1]
+    keys = [(a.rule_id, a.pid, a.message) for a in announced]
+    assert engine.lane.peek_hits > 0 and len(keys) == len(set(keys))
+    recorded = {(a["rule_id"], a["pid"], a["message"]) for a in runs[1]}
+    assert set(keys) <= recorded
+    assert not engine.lane.peeked  # every event announced ahead was reached in order
