@@ -52,22 +52,35 @@ def _ns(pid: int, kind: str) -> str | None:
         return None
 
 
-def socket_owner(inode: int, same_pidns_as: int, exclude: int | None = None) -> int | None:
-    """The pid holding ``socket:[inode]`` among processes in the pid namespace of ``same_pidns_as``.
-
-    Where several processes share the socket (inherited across fork) the most
-    recently started one (highest pid) is taken.
-    """
-    target_ns = _ns(same_pidns_as, "pid")
-    if target_ns is None:
-        return None
-    want = f"socket:[{inode}]"
-    found: list[int] = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
+def descendants(root: int, limit: int = 65536) -> list[int]:
+    """The live descendants of ``root`` (``/proc/PID/task/TID/children``); empty where it has none
+    or the kernel does not offer those files."""
+    out: list[int] = []
+    todo, seen = [root], {root}
+    while todo and len(out) < limit:
+        pid = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
             continue
-        pid = int(name)
-        if pid == exclude or _ns(pid, "pid") != target_ns:
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            for kid in kids:
+                if kid not in seen:
+                    seen.add(kid)
+                    out.append(kid)
+                    todo.append(kid)
+    return out
+
+
+def _holders(want: str, pids: list[int], exclude: int | None) -> list[int]:
+    found: list[int] = []
+    for pid in pids:
+        if pid == exclude:
             continue
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
@@ -80,6 +93,29 @@ def socket_owner(inode: int, same_pidns_as: int, exclude: int | None = None) -> 
                     break
             except OSError:
                 continue
+    return found
+
+
+def socket_owner(inode: int, same_pidns_as: int, exclude: int | None = None) -> int | None:
+    """The pid holding ``socket:[inode]`` among processes in the pid namespace of ``same_pidns_as``.
+
+    Where several processes share the socket (inherited across fork) the most
+    recently started one (highest pid) is taken.  ``same_pidns_as`` is the
+    namespace's init (the sandbox's relay), so its descendants are looked at
+    first: a few processes rather than every process of the machine, which
+    keeps the look-up quick while the client still waits for its answer, even
+    on a busy machine.  All processes in that namespace are looked at only
+    where none of those holds it (a process reparented while the tree was read).
+    """
+    want = f"socket:[{inode}]"
+    found = _holders(want, descendants(same_pidns_as), exclude)
+    if found:
+        return max(found)
+    target_ns = _ns(same_pidns_as, "pid")
+    if target_ns is None:
+        return None
+    pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    found = _holders(want, [p for p in pids if p != exclude and _ns(p, "pid") == target_ns], exclude)
     return max(found) if found else None
 
 
