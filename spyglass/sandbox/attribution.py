@@ -15,6 +15,8 @@ import os
 import socket
 import struct
 
+from spyglass.capture.procfs import descendants
+
 
 def peer_pid(sock: socket.socket) -> int | None:
     """The pid (in our pid namespace) of the process at the other end of a unix socket."""
@@ -50,31 +52,6 @@ def _ns(pid: int, kind: str) -> str | None:
         return os.readlink(f"/proc/{pid}/ns/{kind}")
     except OSError:
         return None
-
-
-def descendants(root: int, limit: int = 65536) -> list[int]:
-    """The live descendants of ``root`` (``/proc/PID/task/TID/children``); empty where it has none
-    or the kernel does not offer those files."""
-    out: list[int] = []
-    todo, seen = [root], {root}
-    while todo and len(out) < limit:
-        pid = todo.pop()
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
-                    kids = [int(k) for k in f.read().split()]
-            except (OSError, ValueError):
-                continue
-            for kid in kids:
-                if kid not in seen:
-                    seen.add(kid)
-                    out.append(kid)
-                    todo.append(kid)
-    return out
 
 
 def _holders(want: str, pids: list[int], exclude: int | None) -> list[int]:
