@@ -76,3 +76,15 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.fixture
+def secret_on_small_fs(setup: Setup, small_fs: Path) -> tuple[Path, Path]:
+    """A store and a workspace on the small tmpfs, and a secret in the run's home (``~/.ssh/id_rsa``)
+    for the agent to read: (store, workspace)."""
+    store, ws = small_fs / "store", small_fs / "ws"
+    ws.mkdir()
+    home = Path(setup.env["HOME"])
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
+    return store, ws

@@ -21,15 +21,13 @@ PY = sys.executable
 pytestmark = pytest.mark.backends("auto")  # the policy and the store, not capture: once
 
 
-def test_an_alert_fired_on_a_full_disk_still_counts(setup: Any, small_fs: Path, tmp_path: Path) -> None:
+def test_an_alert_fired_on_a_full_disk_still_counts(
+    setup: Any, secret_on_small_fs: tuple[Path, Path], tmp_path: Path
+) -> None:
     """The agent fills the disk the store is on, reads a secret, waits until spyglass has tried to save
     the alert, frees the space and exits: the alert is printed NOT SAVED, --fail-on exits 6, the run is
     evidence-incomplete, and gate fails it."""
-    store, ws = small_fs / "store", small_fs / "ws"
-    ws.mkdir()
-    home = Path(setup.env["HOME"])
-    (home / ".ssh").mkdir()
-    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
+    store, ws = secret_on_small_fs
     go = tmp_path / "go"
     script = (f"dd if=/dev/zero of={ws}/fill bs=64k 2>/dev/null; cat $HOME/.ssh/id_rsa > /dev/null; "
               f"while [ ! -e {go} ]; do sleep 0.05; done; rm -f {ws}/fill")

@@ -33,14 +33,12 @@ def test_a_store_left_full_gives_one_line_exit_8_and_the_true_status(setup: Any,
     assert "the evidence is incomplete (exit 8)" in res.stderr
 
 
-def test_an_alert_is_told_even_when_stderr_is_on_the_full_disk(setup: Any, small_fs: Path, tmp_path: Path) -> None:
+def test_an_alert_is_told_even_when_stderr_is_on_the_full_disk(
+    setup: Any, small_fs: Path, secret_on_small_fs: tuple[Path, Path], tmp_path: Path
+) -> None:
     """The agent fills the disk that holds the store and spyglass's stderr, reads a secret, waits, frees
     the space and exits: the alert line still reaches stderr (late), and `alerts` lists it NOT SAVED."""
-    store, ws = small_fs / "store", small_fs / "ws"
-    ws.mkdir()
-    home = Path(setup.env["HOME"])
-    (home / ".ssh").mkdir()
-    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
+    store, ws = secret_on_small_fs
     log = small_fs / "spyglass.err"
     script = (f"dd if=/dev/zero of={ws}/fill bs=64k 2>/dev/null; cat $HOME/.ssh/id_rsa > /dev/null; "
               f"sleep 1; rm -f {ws}/fill")
