@@ -11,6 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+from sandbox_helpers import serve_each
+
 from spyglass.sandbox import relay
 from spyglass.sandbox.proxy import RELAY_MAGIC
 
@@ -40,26 +42,21 @@ def upper_server(path: Path, headers: list[bytes]) -> socket.socket:
     srv.bind(str(path))
     srv.listen(8)
 
-    def serve() -> None:
+    def one(c: socket.socket) -> None:
+        head = b""
+        while len(head) < 8:
+            head += c.recv(8 - len(head))
+        headers.append(head)
+        data = b""
         while True:
-            try:
-                c, _ = srv.accept()
-            except OSError:
-                return
-            head = b""
-            while len(head) < 8:
-                head += c.recv(8 - len(head))
-            headers.append(head)
-            data = b""
-            while True:
-                d = c.recv(65536)
-                if not d:
-                    break
-                data += d
-            c.sendall(data.upper())  # answers after the client's EOF: a half-closed connection
-            c.close()
+            d = c.recv(65536)
+            if not d:
+                break
+            data += d
+        c.sendall(data.upper())  # answers after the client's EOF: a half-closed connection
+        c.close()
 
-    threading.Thread(target=serve, daemon=True).start()
+    serve_each(srv, one)
     return srv
 
 
@@ -132,15 +129,7 @@ def slow_counting_server(path: Path) -> socket.socket:
                     time.sleep(0.005)
             c.sendall(b"x" * 200000 + b"got %d" % n)
 
-    def serve() -> None:
-        while True:
-            try:
-                c, _ = srv.accept()
-            except OSError:
-                return
-            threading.Thread(target=one, args=(c,), daemon=True).start()
-
-    threading.Thread(target=serve, daemon=True).start()
+    serve_each(srv, one)
     return srv
 
 
