@@ -1,6 +1,8 @@
-"""Evidence benchmarks: verify throughput, manifest time on a tree of N files, gate time.
+"""Evidence benchmarks: verify throughput, manifest time on a tree of N files, gate time, and the
+workspace evidence's finish (after-manifest, diff, files written) with the before-manifest's hashes
+kept for unchanged files against every file read again (medians, modes alternating).
 
-    .venv/bin/python benchmarks/bench_evidence.py [--events 200000] [--files 20000]
+    .venv/bin/python benchmarks/bench_evidence.py [--events 200000] [--files 20000] [--only finish]
 
 Prints one line per figure.  Everything runs in a temporary directory.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -16,8 +19,10 @@ from pathlib import Path
 
 from spyglass.events import Event
 from spyglass.evidence.gate import run_gate
+from spyglass.evidence.hashmemo import RACY_MARGIN_NS
 from spyglass.evidence.manifest import ManifestOptions, build_manifest
 from spyglass.evidence.verify import verify_run
+from spyglass.evidence.workspace import WorkspaceEvidence
 from spyglass.pipeline import Pipeline, RunContext
 from spyglass.store import RunMeta, RunReader, RunWriter, Store, new_run_id
 
@@ -93,18 +98,21 @@ def bench_gate(reader: RunReader) -> None:
     )
 
 
+def _make_tree(tree: Path, n_files: int, per_dir: int = 100) -> None:
+    for i in range(n_files):
+        d = tree / f"pkg{i // per_dir:04d}"
+        if i % per_dir == 0:
+            d.mkdir(parents=True)
+        (d / f"mod{i % per_dir:03d}.py").write_text(f"# module {i}\n" + "x = 1\n" * (i % 40))
+
+
 def kept_sizes(sizes: list[int]) -> Callable[[str, bytes], None]:
     return lambda path, content: sizes.append(len(content))
 
 
 def bench_manifest(root: Path, n_files: int) -> None:
     tree = root / "tree"
-    per_dir = 100
-    for i in range(n_files):
-        d = tree / f"pkg{i // per_dir:04d}"
-        if i % per_dir == 0:
-            d.mkdir(parents=True)
-        (d / f"mod{i % per_dir:03d}.py").write_text(f"# module {i}\n" + "x = 1\n" * (i % 40))
+    _make_tree(tree, n_files)
     total = sum(f.stat().st_size for f in tree.rglob("*") if f.is_file())
     for label, keep in (("hash only", 0), ("hash + keep text for diffs", 262144)):
         kept: list[int] = []
@@ -128,16 +136,59 @@ def bench_manifest(root: Path, n_files: int) -> None:
     print(f"manifest hashing throughput: 256 MB file in {dt:.2f}s = {256 / dt:.0f} MB/s")
 
 
+def _finish_once(root: Path, tree: Path, keep: bool, changed: list[Path], tag: str) -> tuple[float, float, int]:
+    """One sink around an "agent" that edits ``changed``: (wall s, CPU s) of done(), hashes kept."""
+    ctx = RunContext(run_id="bench", root_cwd=str(tree), workspace=[str(tree)])
+    sink = WorkspaceEvidence(evidence_dir=root / f"ev-{tag}", keep_hashes=keep)
+    sink.start(ctx)
+    if sink._hasher is not None:
+        sink._hasher.join()
+    for p in changed:
+        p.write_text(p.read_text() + "y = 2\n")
+    t0, c0 = time.perf_counter(), time.process_time()
+    sink.done(ctx)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert sink.changes is not None and len(sink.changes.modified) == len(changed)
+    return wall, cpu, sink._memo.reused if sink._memo is not None else 0
+
+
+def bench_finish(root: Path, n_files: int, repeat: int) -> None:
+    tree = root / "ws"
+    _make_tree(tree, n_files)
+    # a workspace's files are older than the racy margin (files changed just before the run are read again)
+    time.sleep(RACY_MARGIN_NS / 1e9 + 0.1)
+    files = sorted(tree.rglob("*.py"))
+    changed = files[:: 100]
+    got: dict[bool, list[tuple[float, float, int]]] = {True: [], False: []}
+    for i in range(repeat):
+        for keep in (True, False) if i % 2 == 0 else (False, True):
+            got[keep].append(_finish_once(root, tree, keep, changed, f"{i}-{keep}"))
+    med = {k: (statistics.median(v[0] for v in rows), statistics.median(v[1] for v in rows)) for k, rows in got.items()}
+    print(f"workspace evidence finish, {n_files} files, {len(changed)} changed (median of {repeat}): "
+          f"every file read again {med[False][0]:.3f}s wall / {med[False][1]:.3f}s CPU; "
+          f"unchanged files keep their hashes ({got[True][-1][2]} kept) {med[True][0]:.3f}s / {med[True][1]:.3f}s "
+          f"= {med[True][0] / med[False][0]:.2f}x wall, {med[True][1] / max(med[False][1], 1e-9):.2f}x CPU")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--files", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=5, help="runs of each finish mode")
+    ap.add_argument("--only", help="comma-separated: verify (and gate), manifest, finish")
     args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else {"verify", "manifest", "finish"}
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="spyglass-bench-") as d:
         root = Path(d)
-        reader = bench_verify(root, args.events)
-        bench_gate(reader)
-        bench_manifest(root, args.files)
+        if "verify" in only:
+            reader = bench_verify(root, args.events)
+            bench_gate(reader)
+        if "manifest" in only:
+            bench_manifest(root, args.files)
+        if "finish" in only:
+            bench_finish(root, args.files, args.repeat)
 
 
 if __name__ == "__main__":

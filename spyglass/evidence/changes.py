@@ -22,7 +22,7 @@ from pathlib import Path
 
 import msgspec
 
-from spyglass.evidence.manifest import CHANGED_NOTE, FileEntry, Manifest, walk_key
+from spyglass.evidence.manifest import CHANGED_NOTE, FileEntry, Manifest, walk_key, walk_keyer
 from spyglass.evidence.writes import OutsideWrite
 
 DEFAULT_MAX_DIFF_BYTES = 256 * 1024
@@ -190,7 +190,7 @@ def diff_manifests(
     roots = after.roots or before.roots
     res = WorkspaceChanges(roots=roots, files_before=len(before.files), files_after=len(after.files))
     a, b = before.by_path(), after.by_path()
-    limit: tuple[int, tuple[str, ...]] | None = None
+    limit: tuple[int, str] | None = None
     if not before.complete or not after.complete:
         res.complete = False
         ends = [walk_key(m.last_path or "", roots) for m in (before, after) if not m.complete]
@@ -206,22 +206,26 @@ def diff_manifests(
             res.notes.append(note)
     old = old_content or (lambda p: None)
     new = new_content or _read_disk
-    for path in sorted(set(a) | set(b), key=lambda p: walk_key(p, roots)):
-        if limit is not None and walk_key(path, roots) > limit:
+    # in walk order: the manifests list their files in that order already, so the sort has little to do
+    paths = dict.fromkeys(f.path for f in after.files)
+    paths.update(dict.fromkeys(f.path for f in before.files if f.path not in b))
+    keyer = walk_keyer(roots)
+    keyed = sorted([(keyer(p), p) for p in paths])
+    for key, path in keyed:
+        if limit is not None and key > limit:
             continue
         ea, eb = a.get(path), b.get(path)
-        rel = after.rel(path) if eb is not None else before.rel(path)
         if ea is None and eb is not None:
-            ch = Change(path=rel, abs_path=path, status="added", what=["content"], after=eb)
+            ch = Change(path=after.rel(path), abs_path=path, status="added", what=["content"], after=eb)
             res.added.append(ch)
         elif eb is None and ea is not None:
-            ch = Change(path=rel, abs_path=path, status="removed", what=["content"], before=ea)
+            ch = Change(path=before.rel(path), abs_path=path, status="removed", what=["content"], before=ea)
             _diff_for(ch, old, new, max_diff_bytes, budget)
             res.removed.append(ch)
         elif ea is not None and eb is not None:
             what = _entry_changes(ea, eb)
             if what:
-                ch = Change(path=rel, abs_path=path, status="modified", what=what, before=ea, after=eb)
+                ch = Change(path=after.rel(path), abs_path=path, status="modified", what=what, before=ea, after=eb)
                 _diff_for(ch, old, new, max_diff_bytes, budget)
                 res.modified.append(ch)
     for ch in res.added:  # what the budget leaves (a mass of new files costs a hash each, no more)

@@ -10,6 +10,7 @@ off at ``max_files`` cover the same leading part of it.
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import stat
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from spyglass.evidence.hashmemo import HashMemo
 from spyglass.evidence.ignore import GitIgnore, GlobSet
 from spyglass.policy.defaults import DEFAULT_MANIFEST_EXCLUDE
 
@@ -87,13 +89,24 @@ def inside(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def walk_key(path: str, roots: Sequence[str]) -> tuple[int, tuple[str, ...]]:
-    """Position of ``path`` in walk order (root index, then path components)."""
-    for i, root in enumerate(roots):
-        prefix = root.rstrip("/") + "/"
-        if path.startswith(prefix):
-            return i, tuple(path[len(prefix) :].split("/"))
-    return len(roots), tuple(path.split("/"))
+def walk_key(path: str, roots: Sequence[str]) -> tuple[int, str]:
+    """Position of ``path`` in walk order: root index, then the path with its separators as NUL,
+    which orders as the tuple of its components would (NUL sorts before any character of a name)."""
+    return walk_keyer(roots)(path)
+
+
+def walk_keyer(roots: Sequence[str]) -> Callable[[str], tuple[int, str]]:
+    """:func:`walk_key` for many paths under the same roots."""
+    prefixes = [(i, root.rstrip("/") + "/") for i, root in enumerate(roots)]
+    outside = len(prefixes)
+
+    def key(path: str) -> tuple[int, str]:
+        for i, prefix in prefixes:
+            if path.startswith(prefix):
+                return i, path[len(prefix) :].replace("/", "\0")
+        return outside, path.replace("/", "\0")
+
+    return key
 
 
 #: receives (absolute path, content) of small text files while hashing
@@ -110,10 +123,12 @@ class ManifestOptions:
     keep_text_max: int = 0  # files up to this size are offered to the keeper
     gitignore: GitIgnore | None = None  # fixed rules (the after-manifest reuses the before's)
     defer_hash: bool = False  # list only: the files are hashed later by :func:`hash_pending`
+    remember: HashMemo | None = None  # notes each hash with the stat it was taken with
+    reuse: HashMemo | None = None  # a file whose stat is the one noted here keeps its hash unread
 
 
-#: a listed file waiting for its hash: (entry, path on disk, inode, ctime in ns at the listing)
-Pending = tuple["FileEntry", str, int, int]
+#: a listed file waiting for its hash: (entry, path on disk, its stat at the listing)
+Pending = tuple["FileEntry", str, os.stat_result]
 
 #: the note of a file that changed between the listing and its hash (the agent already ran)
 CHANGED_NOTE = "not hashed: changed after it was listed, while the agent ran"
@@ -188,6 +203,9 @@ def _kind(mode: int) -> str:
     return "other"
 
 
+_by_name = operator.attrgetter("name")
+
+
 def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
     """Walk one directory; False when the file limit stopped the walk."""
     path = os.path.join(root, rel_dir) if rel_dir else root
@@ -197,7 +215,7 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
             w.ignore.add_file(Path(gi), rel_dir)
     try:
         with os.scandir(path) as it:
-            entries = sorted(it, key=lambda e: e.name)
+            entries = sorted(it, key=_by_name)
     except OSError as exc:
         w.manifest.notes.append(f"directory {rel_dir or '.'} not listed: {exc.strerror}")
         return True
@@ -230,12 +248,18 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
             mtime_ns=st.st_mtime_ns,
         )
         if fe.kind == "file" and w.opts.defer_hash:
-            w.pending.append((fe, entry.path, st.st_ino, st.st_ctime_ns))
+            w.pending.append((fe, entry.path, st))
         elif fe.kind == "file":
-            keep = w.opts.keep_text_max if w.keeper is not None else 0
-            fe.sha256, fe.note, content = hash_file(entry.path, st.st_size, w.opts.max_hash_bytes, keep)
-            if content is not None and w.keeper is not None:
-                w.keeper(shown, content)
+            known = w.opts.reuse.lookup(shown, st) if w.opts.reuse is not None else None
+            if known is not None:
+                fe.sha256 = known  # same file, same stat as when it was hashed: not read again
+            else:
+                keep = w.opts.keep_text_max if w.keeper is not None else 0
+                fe.sha256, fe.note, content = hash_file(entry.path, st.st_size, w.opts.max_hash_bytes, keep)
+                if content is not None and w.keeper is not None:
+                    w.keeper(shown, content)
+                if fe.sha256 is not None and w.opts.remember is not None:
+                    w.opts.remember.note(shown, st, fe.sha256)  # the stat from before the read
         elif fe.kind == "symlink":
             try:
                 fe.target = as_text(os.readlink(entry.path))
@@ -261,12 +285,13 @@ def hash_pending(pending: list[Pending], opts: ManifestOptions, keeper: TextKeep
     or after it was read, changed in between: it gets no hash but
     :data:`CHANGED_NOTE`, so the diff counts it modified (the kernel sets ctime:
     an agent cannot put it back to hide a change)."""
-    for fe, path, ino, ctime in pending:
+    for fe, path, listed in pending:
         keep = opts.keep_text_max if keeper is not None else 0
         sha, note, content = hash_file(path, fe.size, opts.max_hash_bytes, keep)
         try:
             st = os.lstat(path)
-            same = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (ino, fe.size, fe.mtime_ns, ctime)
+            same = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (
+                listed.st_ino, fe.size, fe.mtime_ns, listed.st_ctime_ns)
         except OSError:
             same = False
         if not same:
@@ -274,6 +299,8 @@ def hash_pending(pending: list[Pending], opts: ManifestOptions, keeper: TextKeep
         fe.sha256, fe.note = sha, note
         if content is not None and keeper is not None:
             keeper(fe.path, content)
+        if sha is not None and opts.remember is not None:
+            opts.remember.note(fe.path, st, sha)
 
 
 def list_manifest(

@@ -27,6 +27,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from spyglass.evidence.changes import (
     diff_manifests,
     stored_form,
 )
+from spyglass.evidence.hashmemo import RACY_MARGIN_NS, HashMemo
 from spyglass.evidence.ignore import GitIgnore
 from spyglass.evidence.manifest import (
     DEFAULT_EXCLUDES,
@@ -91,6 +93,8 @@ class WorkspaceEvidence(Sink):
         evidence_dir: str | Path | None = None,
         background_hash: bool = True,
         hash_wait: float = 0.05,
+        racy_margin_ns: int = RACY_MARGIN_NS,
+        keep_hashes: bool = True,
     ) -> None:
         self.roots = [str(Path(r).resolve()) for r in roots] if roots else []
         self.excludes = list(excludes)
@@ -113,6 +117,11 @@ class WorkspaceEvidence(Sink):
         self._outside: OutsideWriteTracker | None = None
         self._ctx: RunContext | None = None
         self._hasher: threading.Thread | None = None
+        #: the before-manifest's hashes, kept by the after-manifest for files whose stat did not change
+        self._memo: HashMemo | None = None
+        self.racy_margin_ns = racy_margin_ns
+        #: False: the after-manifest reads every file again, whatever its stat says
+        self.keep_hashes = keep_hashes
         #: hash the before-manifest while the agent runs (False: before it starts; every early change diffed)
         self.background_hash = background_hash
         #: seconds start() waits for the hashes (a small workspace is hashed before the agent starts)
@@ -165,6 +174,7 @@ class WorkspaceEvidence(Sink):
         self._outside = OutsideWriteTracker(self.roots, self.outside_allowed)
         opts = self._options(None)
         opts.defer_hash = True
+        opts.remember = self._memo = HashMemo(time.time_ns(), self.racy_margin_ns)
         self.before, self._rules, pending = list_manifest(self.roots, opts)
         # which files existed before the run, for the rules (``file.pre_existing``)
         ctx.workspace_before = frozenset(f.path for f in self.before.files)
@@ -213,7 +223,10 @@ class WorkspaceEvidence(Sink):
             return
         opts = self._options(self._rules)
         opts.keep_text_max = 0
+        opts.reuse = self._reusable()
         self.after, _ = build_manifest(self.roots, opts)
+        if opts.reuse is not None:
+            log.debug("after-manifest: %d of %d hashes kept unread", opts.reuse.reused, len(self.after.files))
         changes = diff_manifests(
             self.before, self.after, old_content=self._kept.get, max_diff_bytes=self.max_diff_bytes,
             max_run_diff_bytes=self.max_run_diff_bytes,
@@ -233,6 +246,15 @@ class WorkspaceEvidence(Sink):
             sys.stderr.write(f"spyglass: cannot write the workspace evidence ({line}); "
                              "the run will be marked evidence-incomplete\n")
         ctx.note_fact("workspace_changes", summary(changes))
+
+
+    def _reusable(self) -> HashMemo | None:
+        """The hashes the after-manifest may keep: never those of files the capture saw changed."""
+        memo, outside = self._memo, self._outside
+        if not self.keep_hashes or memo is None or outside is None or outside.inside_overflow:
+            return None  # the changed files are not all named: every file is read again
+        memo.forget(outside.inside_paths)
+        return memo
 
 
 def summary(changes: WorkspaceChanges) -> dict[str, Any]:

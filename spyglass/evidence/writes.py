@@ -44,6 +44,8 @@ PSEUDO_PATHS: Final = (
 )
 MAX_SEQS = 10
 _MEMO_MAX = 100_000
+#: how many changed paths inside the workspace the tracker names (past it: :attr:`inside_overflow`)
+MAX_INSIDE = 1 << 18
 
 
 def event_paths(ev: Event) -> list[str]:
@@ -94,6 +96,9 @@ class OutsideWriteTracker:
         self._by_path: dict[str, OutsideWrite] = {}
         self._new: dict[str, bool] = {}  # the first change surely made the path
         self._gone: dict[str, bool] = {}  # the last change removed it
+        #: the paths inside the roots that the events show changed (the after-manifest reads them again)
+        self.inside_paths: set[str] = set()
+        self.inside_overflow = False  # more than MAX_INSIDE of them: not all are named
 
     def inside(self, path: str) -> bool:
         return any(root == "/" or path == root or path.startswith(root + "/") for root in self.roots)
@@ -115,7 +120,13 @@ class OutsideWriteTracker:
         if ev.flags and "O_TMPFILE" in ev.flags:
             return  # an anonymous file: it has no name unless a later link gives it one
         for i, path in enumerate(event_paths(ev)):
-            if self.inside(path) or self.ignored(path):
+            if self.inside(path):
+                if len(self.inside_paths) < MAX_INSIDE:
+                    self.inside_paths.add(path)
+                elif path not in self.inside_paths:
+                    self.inside_overflow = True
+                continue
+            if self.ignored(path):
                 continue
             w = self._by_path.get(path)
             if w is None:
