@@ -204,6 +204,16 @@ def _kind(mode: int) -> str:
 
 
 _by_name = operator.attrgetter("name")
+_MODES: dict[int, str] = {}
+
+
+def _mode_text(st_mode: int) -> str:
+    """The permission bits in octal ("0644"), memoised (a tree has few distinct modes)."""
+    bits = stat.S_IMODE(st_mode)
+    text = _MODES.get(bits)
+    if text is None:
+        text = _MODES[bits] = f"{bits:04o}"
+    return text
 
 
 def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
@@ -219,54 +229,53 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
     except OSError as exc:
         w.manifest.notes.append(f"directory {rel_dir or '.'} not listed: {exc.strerror}")
         return True
+    opts, skip, files, exclude = w.opts, w.skip, w.manifest.files, w.exclude
+    reuse, remember = opts.reuse, opts.remember
     for entry in entries:
-        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-        if entry.path in w.skip:
+        name = entry.name
+        rel = f"{rel_dir}/{name}" if rel_dir else name
+        disk_path = entry.path
+        if disk_path in skip:
             continue
         try:
             st = entry.stat(follow_symlinks=False)
         except OSError as exc:
             w.manifest.notes.append(f"{rel}: cannot stat: {exc.strerror}")
             continue
-        is_dir = stat.S_ISDIR(st.st_mode)
-        shown = as_text(entry.path)
-        if w.exclude(rel, is_dir) is not None:
+        st_mode = st.st_mode
+        is_dir = stat.S_ISDIR(st_mode)
+        if exclude(rel, is_dir) is not None:
             continue
         if is_dir:
             if not _walk_dir(w, root, rel):
                 return False
             continue
-        if w.count >= w.opts.max_files:
+        if w.count >= opts.max_files:
             w.manifest.complete = False
             return False
         w.count += 1
-        fe = FileEntry(
-            path=shown,
-            kind=_kind(st.st_mode),
-            size=st.st_size,
-            mode=f"{stat.S_IMODE(st.st_mode):04o}",
-            mtime_ns=st.st_mtime_ns,
-        )
-        if fe.kind == "file" and w.opts.defer_hash:
-            w.pending.append((fe, entry.path, st))
-        elif fe.kind == "file":
-            known = w.opts.reuse.lookup(shown, st) if w.opts.reuse is not None else None
+        shown = as_text(disk_path)
+        kind = _kind(st_mode)
+        fe = FileEntry(path=shown, kind=kind, size=st.st_size, mode=_mode_text(st_mode), mtime_ns=st.st_mtime_ns)
+        if kind == "file" and opts.defer_hash:
+            w.pending.append((fe, disk_path, st))
+        elif kind == "file":
+            known = reuse.lookup(shown, st) if reuse is not None else None
             if known is not None:
                 fe.sha256 = known  # same file, same stat as when it was hashed: not read again
             else:
-                keep = w.opts.keep_text_max if w.keeper is not None else 0
-                fe.sha256, fe.note, content = hash_file(entry.path, st.st_size, w.opts.max_hash_bytes, keep)
+                keep = opts.keep_text_max if w.keeper is not None else 0
+                fe.sha256, fe.note, content = hash_file(disk_path, st.st_size, opts.max_hash_bytes, keep)
                 if content is not None and w.keeper is not None:
                     w.keeper(shown, content)
-                if fe.sha256 is not None and w.opts.remember is not None:
-                    w.opts.remember.note(shown, st, fe.sha256)  # the stat from before the read
-        elif fe.kind == "symlink":
+                if fe.sha256 is not None and remember is not None:
+                    remember.note(shown, st, fe.sha256)  # the stat from before the read
+        elif kind == "symlink":
             try:
-                fe.target = as_text(os.readlink(entry.path))
+                fe.target = as_text(os.readlink(disk_path))
             except OSError as exc:
                 fe.note = f"unreadable link: {exc.strerror}"
-        w.manifest.files.append(fe)
-        w.manifest.last_path = shown
+        files.append(fe)
     return True
 
 
@@ -335,6 +344,7 @@ def list_manifest(
             if os.path.isfile(info):
                 ignore.add_file(Path(info), "")
         if not _walk_dir(w, root, ""):
+            m.last_path = m.files[-1].path if m.files else None  # the last file listed
             m.notes.append(
                 f"stopped after {opts.max_files} files (evidence.max_files): files after "
                 f"{m.last_path} in walk order are not listed"
