@@ -2,15 +2,18 @@
 
 ``start()`` (before the agent is launched) lists the workspace (names, sizes,
 times: what the rules need at once) and starts a thread that hashes the
-listed files (it waits ``hash_wait`` for it: a small workspace is hashed
-before the agent starts, a large one while the agent runs), keeping the content of small text files so
-that modified files get a real unified diff; a file that changed between the
-listing and its hash (its ctime, set by the kernel, says so) gets no hash
-and counts as modified.  ``done()`` (after the agent has ended) waits for
-that thread, then takes the after-manifest with the same ``.gitignore``
-rules (an agent that adds to ``.gitignore`` does not hide its files that
-way), compares the two, and writes into
-``runs/<id>/evidence/``:
+listed files (it waits ``hash_wait`` for it when the workspace is small
+enough to be hashed in that time, so a small workspace is hashed before the
+agent starts; a large one is hashed while the agent runs, without the wait),
+keeping the content of small text files so that modified files get a real
+unified diff; a file that changed between the listing and its hash (its
+ctime, set by the kernel, says so) gets no hash and counts as modified.
+``done()`` (after the agent has ended) waits for that thread, then takes the
+after-manifest with the same ``.gitignore`` rules (an agent that adds to
+``.gitignore`` does not hide its files that way): it stats every file, and
+reads again only those whose identity or stat changed since their hash, whose
+stat was racy, or that the capture saw changed (:mod:`spyglass.evidence.hashmemo`);
+it compares the two, and writes into ``runs/<id>/evidence/``:
 
 * ``manifest-before.json``, ``manifest-after.json``: path, kind, size, mode, sha256
 * ``changes.json``: added / removed / modified files, and the files outside
@@ -60,6 +63,9 @@ from spyglass.pipeline import RunContext, Sink
 log = logging.getLogger("spyglass.evidence")
 
 DEFAULT_MAX_KEPT_BYTES = 64 << 20
+#: a workspace this small is hashed before the agent starts (start() waits up to ``hash_wait``)
+HASH_FIRST_FILES = 2000
+HASH_FIRST_BYTES = 16 << 20
 
 MANIFEST_BEFORE = "manifest-before.json"
 MANIFEST_AFTER = "manifest-after.json"
@@ -185,7 +191,8 @@ class WorkspaceEvidence(Sink):
             target=self._hash_before, args=(self.before, pending, opts), name="spyglass-manifest", daemon=True
         )
         self._hasher.start()
-        self._hasher.join(self.hash_wait)
+        if len(pending) <= HASH_FIRST_FILES and sum(p[0].size for p in pending) <= HASH_FIRST_BYTES:
+            self._hasher.join(self.hash_wait)  # larger ones would not be done in that time: no wait
 
     def _hash_before(self, before: Manifest, pending: list[Pending], opts: ManifestOptions) -> None:
         """The thread: hash the listed files while the agent runs, then store the before-manifest."""
