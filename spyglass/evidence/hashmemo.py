@@ -18,15 +18,18 @@ back still changes its ctime.  Two traps, as git knows them:
   systems take times from another clock or from the server): only files on
   the local file systems of :data:`CTIME_FILESYSTEMS` keep hashes.
 
-The files the capture saw changed are read again whatever their stat says
-(:meth:`HashMemo.forget`).
+A write through a shared writable mapping changes the times at the first
+write to a page through that mapping, not at the later ones until the page
+is written back: a file some process holds mapped that way when the hashing
+starts (:func:`mapped_for_writing`) is read again, as are the files the
+capture saw changed, whatever their stat says (:meth:`HashMemo.forget`).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 #: a trusted stat's ctime is at least this much older than the listing that hashed it
 RACY_MARGIN_NS = 2_000_000_000
@@ -85,6 +88,33 @@ def read_mounts(mountinfo: str = "/proc/self/mountinfo") -> tuple[dict[int, str]
     return by_dev, points
 
 
+def mapped_for_writing(roots: Sequence[str], proc: str = "/proc") -> set[str]:
+    """Files under ``roots`` that a process (one this process may inspect) has mapped shared and
+    writable, from ``/proc/<pid>/maps``: their content can change without a change of times."""
+    prefixes = [os.fsencode(r.rstrip("/") + "/") for r in roots]
+    found: set[str] = set()
+    try:
+        pids = [p for p in os.listdir(proc) if p.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        try:
+            with open(f"{proc}/{pid}/maps", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue  # gone, or not ours to read
+        if not any(p in data for p in prefixes):
+            continue
+        for line in data.splitlines():
+            fields = line.split(None, 5)
+            if len(fields) < 6 or fields[1][1:2] != b"w" or fields[1][3:4] != b"s":
+                continue
+            path = fields[5].removesuffix(b" (deleted)")
+            if any(path.startswith(p) for p in prefixes):
+                found.add(os.fsdecode(path))
+    return found
+
+
 class FileSystems:
     """Whether the ctime of a device's files can be trusted (its type in :data:`CTIME_FILESYSTEMS`)."""
 
@@ -124,6 +154,7 @@ class HashMemo:
         self.settled_before = since_ns - margin_ns
         self._fs = filesystems
         self._known: dict[str, tuple[StatKey, str]] = {}
+        self._never: set[str] = set()
         self._lock = threading.Lock()
         self.reused = 0  # hashes the after-manifest kept
         self.enabled = True
@@ -134,7 +165,7 @@ class HashMemo:
             return  # racy: a change in the same tick would leave the stat as it is
         if self._fs is None:
             self._fs = FileSystems()
-        if not self._fs.trusted(st.st_dev, path):
+        if not self._fs.trusted(st.st_dev, path) or path in self._never:
             return
         with self._lock:
             self._known[path] = (stat_key(st), sha256)
@@ -148,6 +179,13 @@ class HashMemo:
             return None
         self.reused += 1
         return hit[1]
+
+    def never(self, paths: Iterable[str]) -> None:
+        """These files are never noted (mapped for writing when the hashing began)."""
+        with self._lock:
+            self._never.update(paths)
+            for path in self._never:
+                self._known.pop(path, None)
 
     def forget(self, paths: Iterable[str]) -> None:
         """These files are read again (the capture saw them changed)."""

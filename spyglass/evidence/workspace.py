@@ -43,7 +43,7 @@ from spyglass.evidence.changes import (
     diff_manifests,
     stored_form,
 )
-from spyglass.evidence.hashmemo import RACY_MARGIN_NS, HashMemo
+from spyglass.evidence.hashmemo import RACY_MARGIN_NS, HashMemo, mapped_for_writing
 from spyglass.evidence.ignore import GitIgnore
 from spyglass.evidence.manifest import (
     DEFAULT_EXCLUDES,
@@ -52,6 +52,7 @@ from spyglass.evidence.manifest import (
     Manifest,
     ManifestOptions,
     Pending,
+    as_text,
     build_manifest,
     encode_manifest,
     hash_pending,
@@ -197,6 +198,8 @@ class WorkspaceEvidence(Sink):
     def _hash_before(self, before: Manifest, pending: list[Pending], opts: ManifestOptions) -> None:
         """The thread: hash the listed files while the agent runs, then store the before-manifest."""
         try:
+            if self.keep_hashes and self._memo is not None:  # before any hash is taken
+                self._memo.never(as_text(p) for p in mapped_for_writing(self.roots))
             hash_pending(pending, opts, keeper=self._keep)
         except Exception as exc:  # a failure costs hashes, never the run
             log.warning("hashing the workspace failed: %s", exc)

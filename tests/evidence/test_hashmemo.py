@@ -37,6 +37,20 @@ os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 """
 
 
+#: maps a file shared and writable, writes through the mapping, and writes again when told
+MAPPER = """
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 0)
+m[0:1] = b"X"
+print("mapped", flush=True)
+sys.stdin.readline()
+m[1:2] = b"Y"
+print("written", flush=True)
+sys.stdin.readline()
+"""
+
+
 def _settled(paths: list[Path], margin_ns: int) -> None:
     """Wait (bounded) until the files' ctimes are older than the margin: they can keep their hashes."""
     newest = max(os.stat(p).st_ctime_ns for p in paths)
@@ -85,6 +99,35 @@ def test_a_rewrite_in_place_by_a_process_outside_the_run_with_its_mtime_put_back
     assert ch.modified[0].after is not None
     assert ch.modified[0].after.sha256 == hashlib.sha256(b"evil\n").hexdigest()
     assert sink._memo is not None and sink._memo.reused == 1  # the benign twin b.txt kept its hash
+
+
+def test_a_write_through_a_mapping_held_from_before_the_run_is_seen(tmp_path: Path) -> None:
+    """A process outside the run holds the file mapped shared and writable from before the listing:
+    its later writes through the mapping change no time (until writeback), so the file is read again."""
+    ws = _workspace(tmp_path, {"a.txt": "abcd\n", "b.txt": "same\n"})
+    mapper = subprocess.Popen([sys.executable, "-c", MAPPER, str(ws / "a.txt")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert mapper.stdout is not None and mapper.stdin is not None
+        assert mapper.stdout.readline() == "mapped\n"
+        _settled([ws / "a.txt", ws / "b.txt"], MARGIN_NS)
+
+        def write_again() -> None:
+            assert mapper.stdin is not None and mapper.stdout is not None
+            mapper.stdin.write("go\n")
+            mapper.stdin.flush()
+            assert mapper.stdout.readline() == "written\n"
+
+        sink = WorkspaceEvidence(racy_margin_ns=MARGIN_NS)
+        run_dir = _run(tmp_path, ws, sink, write_again)
+    finally:
+        if mapper.stdin is not None:
+            mapper.stdin.close()
+        mapper.wait(timeout=60)
+    ch = load_workspace_changes(run_dir)
+    assert ch is not None and [c.path for c in ch.modified] == ["a.txt"]
+    assert ch.modified[0].diff == "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-Xbcd\n+XYcd\n"
+    assert sink._memo is not None and sink._memo.reused == 1  # b.txt, not mapped, kept its hash
 
 
 def test_a_file_changed_just_before_the_run_is_read_again_the_racy_case(tmp_path: Path) -> None:
