@@ -215,13 +215,12 @@ class WorkspaceEvidence(Sink):
             log.warning("cannot write %s: %s", MANIFEST_BEFORE, exc)
 
     def _on_file_change(self, ev: Event) -> None:
-        if self._outside is None:
-            return
-        command = None
-        if self._ctx is not None:
-            info = self._ctx.procs.procs.get(ev.pid)
-            command = info.command_line if info is not None else None
-        self._outside.feed(ev, command)
+        if self._outside is not None:
+            self._outside.feed(ev, lambda: self._command(ev.pid))
+
+    def _command(self, pid: int) -> str | None:
+        info = self._ctx.procs.procs.get(pid) if self._ctx is not None else None
+        return info.command_line if info is not None else None
 
     file_write = file_create = file_delete = file_rename = file_link = file_symlink = _on_file_change
     file_chmod = file_chown = file_mkdir = file_truncate = _on_file_change

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 import msgspec
@@ -114,7 +114,9 @@ class OutsideWriteTracker:
             hit = self._ignored[path] = self._ignore.match_abs(path) is not None
         return hit
 
-    def feed(self, ev: Event, command: str | None = None) -> None:
+    def feed(self, ev: Event, command: str | Callable[[], str | None] | None = None) -> None:
+        """Note ``ev`` if it changed a file; ``command``: its process's command line (or a function
+        giving it, called only for a write outside the workspace)."""
         if ev.type not in FILE_WRITE_TYPES or not ev.ok:
             return
         if ev.flags and "O_TMPFILE" in ev.flags:
@@ -142,6 +144,8 @@ class OutsideWriteTracker:
                 w.seqs.append(ev.seq)
             if ev.pid not in w.pids and len(w.pids) < MAX_SEQS:
                 w.pids.append(ev.pid)
+            if callable(command):
+                command = command()
             if command and command not in w.commands and len(w.commands) < 3:
                 w.commands.append(command)
 
