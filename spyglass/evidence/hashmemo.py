@@ -6,7 +6,7 @@ identity and stat are what they were when it was hashed (device, inode, size,
 mtime, ctime, mode) keeps its hash.  ctime is set by the kernel on every change
 of content or metadata, and no program can set it (``utime`` sets it to *now*),
 so an agent that rewrites a file in place with the same size and puts its mtime
-back still changes its ctime.  Two traps, as git knows them:
+back still changes its ctime.  Two traps git knows too:
 
 * racy timestamps: a change in the same timestamp tick as the file's previous
   change leaves ctime as it was.  A stat is trusted only when its ctime is
@@ -157,7 +157,6 @@ class HashMemo:
         self._never: set[str] = set()
         self._lock = threading.Lock()
         self.reused = 0  # hashes the after-manifest kept
-        self.enabled = True
 
     def note(self, path: str, st: os.stat_result, sha256: str) -> None:
         """``path`` (as listed) had stat ``st`` while its content hashed to ``sha256``."""
@@ -172,8 +171,6 @@ class HashMemo:
 
     def lookup(self, path: str, st: os.stat_result) -> str | None:
         """The hash of ``path`` if its stat ``st`` is the one it was hashed with."""
-        if not self.enabled:
-            return None
         hit = self._known.get(path)
         if hit is None or hit[0] != stat_key(st):
             return None
