@@ -47,9 +47,10 @@ from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_l
 from spyglass.capture.ebpf.lookout import Lookout
 from spyglass.capture.ebpf.ring import KernelOrder, Ring
 from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
-from spyglass.capture.ebpf.tablecheck import TableCheck, argv_of, running
+from spyglass.capture.ebpf.tablecheck import TableCheck, argv_of
 from spyglass.capture.ebpf.watchdog import Watchdog
 from spyglass.capture.handover import MAX_QUEUED_DROPPING, Empty, Handover
+from spyglass.capture.procfs import running
 from spyglass.capture.reap import pidfd, wait_exit
 from spyglass.capture.strace.host import fd_link, hosts_file, pgid_of
 from spyglass.errors import CaptureError

@@ -72,18 +72,8 @@ class TableCheck:
         return out
 
 
-def running(pid: int) -> bool:
-    """Whether ``pid`` is alive (not a zombie)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
-    return state not in (b"Z", b"X", b"")
-
-
 def argv_of(pid: int) -> list[str] | None:
+    """The command line of a live process (None: gone, or a kernel thread)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             data = f.read()
