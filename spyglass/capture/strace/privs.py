@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from spyglass.capture.strace.decode import ann_path, parse_fd, parse_int, parse_pid, to_text, unquote
-from spyglass.capture.strace.state import Call, TraceState, path_fields
+from spyglass.capture.fields import path_fields, to_text
+from spyglass.capture.strace.decode import ann_path, parse_fd, parse_int, parse_pid, unquote
+from spyglass.capture.strace.state import Call, TraceState
 from spyglass.events.schema import Event
 
 Handler = Callable[[TraceState, Call], "Event | None"]

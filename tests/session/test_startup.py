@@ -1,0 +1,60 @@
+"""The start-up path of ``spyglass run``: what a run imports before and while it records.
+
+Each test runs ``spyglass run -q -- true`` in a fresh interpreter (a real run, real
+backend) and looks at ``sys.modules`` when it exits: the modules a backend or
+feature does not use must not be loaded (their import time is start-up time).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _modules_of_run(tmp_path: Path, backend: str) -> set[str]:
+    """The modules loaded by ``spyglass run -q --backend BACKEND -- true`` (its exit code checked)."""
+    out = tmp_path / "modules.txt"
+    code = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write('\\n'.join(sorted(sys.modules))))\n"
+        "from spyglass.cli.main import main\n"
+        f"main(['run', '-q', '--backend', {backend!r}, '--', 'true'])\n"
+    )
+    env = {**os.environ, "SPYGLASS_STORE": str(tmp_path / "store"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("SPYGLASS_POLICY", None)
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    res = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True,
+                         timeout=180, check=False)
+    assert res.returncode == 0, res.stderr
+    return set(out.read_text().split())
+
+
+#: the strace parser: a run under eBPF never parses strace output
+STRACE_PARSER = {f"spyglass.capture.strace.{m}" for m in ("decode", "state", "files", "parser", "backend",
+                                                           "access", "privs", "net", "fastpath")}
+
+
+def test_a_run_under_ebpf_does_not_import_the_strace_parser(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).parent.parent / "capture" / "ebpf"))
+    try:
+        from ebpf_helpers import ebpf_skip_reason
+    finally:
+        sys.path.pop(0)
+    why = ebpf_skip_reason()
+    if why is not None:
+        pytest.skip(why)
+    loaded = _modules_of_run(tmp_path, "ebpf")
+    assert "spyglass.capture.ebpf.session" in loaded  # it did run under eBPF
+    assert not loaded & STRACE_PARSER, sorted(loaded & STRACE_PARSER)
+
+
+def test_a_run_under_strace_does_not_import_the_ebpf_backend(tmp_path: Path) -> None:
+    loaded = _modules_of_run(tmp_path, "strace")
+    assert "spyglass.capture.strace.parser" in loaded
+    assert not {m for m in loaded if m.startswith("spyglass.capture.ebpf")}
