@@ -197,22 +197,30 @@ class DirSet:
 _SPECIAL = "*?[\\"
 
 
-class _LazyRx:
-    """A regular expression compiled at its first ``fullmatch`` (most of a run's globs are
-    never run: their literal part rules the path out first); then ``fullmatch`` is the
-    compiled pattern's own method, so later calls cost what a compiled pattern's do."""
+class LazyPattern:
+    """A regular expression compiled at its first ``search`` or ``fullmatch`` (most of a run's
+    globs and rule expressions are never run: a cheaper test rules the event out first); from
+    then on both are the compiled pattern's own methods, so a call costs what a compiled
+    pattern's does.  Only for text known to compile (checked when its rules or globs loaded)."""
 
-    __slots__ = ("flags", "fullmatch", "text")
+    __slots__ = ("flags", "fullmatch", "pattern", "search")
 
-    def __init__(self, text: str, flags: int) -> None:
-        self.text = text
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
         self.flags = flags
-        self.fullmatch: Callable[[str], re.Match[str] | None] = self._first
+        self.search: Callable[[str], re.Match[str] | None] = self._search
+        self.fullmatch: Callable[[str], re.Match[str] | None] = self._fullmatch
 
-    def _first(self, path: str) -> re.Match[str] | None:
-        fullmatch = re.compile(self.text, self.flags).fullmatch
-        self.fullmatch = fullmatch
-        return fullmatch(path)
+    def compiled(self) -> re.Pattern[str]:
+        rx = re.compile(self.pattern, self.flags)
+        self.search, self.fullmatch = rx.search, rx.fullmatch
+        return rx
+
+    def _search(self, text: str) -> re.Match[str] | None:
+        return self.compiled().search(text)
+
+    def _fullmatch(self, text: str) -> re.Match[str] | None:
+        return self.compiled().fullmatch(text)
 
 
 def _checked_text(pattern: str) -> str:
@@ -245,12 +253,12 @@ class GlobMatcher:
         self._cased = cased
         texts = [_checked_text(p) for p in pats]
         self.pattern = "|".join(f"(?:{t})" for t in texts)  # what compile_globs would compile
-        self._all = _LazyRx(self.pattern or r"(?!)", flags)
-        anchored: list[tuple[str, _LazyRx]] = []
+        self._all = LazyPattern(self.pattern or r"(?!)", flags)
+        anchored: list[tuple[str, LazyPattern]] = []
         bases: list[str] = []
-        other: list[tuple[str, _LazyRx]] = []
+        other: list[tuple[str, LazyPattern]] = []
         for p, text in zip(pats, texts, strict=True):
-            rx = _LazyRx(text, flags)
+            rx = LazyPattern(text, flags)
             while p.startswith("**/**/"):  # anchoring put "**/" before a "**/NAME"
                 p = p[3:]
             if p.startswith("**/") and "/" not in p[3:] and "**" not in p[3:] and "[" not in p[3:]:
@@ -269,7 +277,7 @@ class GlobMatcher:
                 other.append((needle if "\\" not in key and "[" not in key else "", rx))
         self._anchored = anchored
         self._heads = tuple(h for h, _ in anchored)
-        self._base_rx = _LazyRx("|".join(f"(?:{b})" for b in bases), flags) if bases else None
+        self._base_rx = LazyPattern("|".join(f"(?:{b})" for b in bases), flags) if bases else None
         self._bases: dict[str, bool] = {}
         self._other = other
 

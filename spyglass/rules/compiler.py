@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spyglass.events import EVENT_TYPES, Event
-from spyglass.policy.paths import DirSet, GlobMatcher
+from spyglass.policy.paths import DirSet, GlobMatcher, LazyPattern
 from spyglass.rules.condition import And, AtLeast, Cond, Macro, Not, Or, Sel
 from spyglass.rules.context import FieldContext
 from spyglass.rules.fields import FIELDS
@@ -96,15 +96,17 @@ class CompiledSet:
 class _Shared:
     """Constants of the generated code, shared by every function of one compiled set."""
 
-    def __init__(self, ns: dict[str, Any]) -> None:
+    def __init__(self, ns: dict[str, Any], lazy: bool = False) -> None:
         self.ns = ns
+        #: regular expressions compile at their first use (a set the rule cache saw compile whole)
+        self.lazy = lazy
         self.keys: dict[str, str] = {}
         #: functions are also compiled after start, on two threads (the engine's specialized ones,
         #: the fast lane's): one at a time, so constants never get the same name
         self.lock = threading.RLock()
 
     def const(self, value: Any) -> str:
-        if isinstance(value, re.Pattern | DirSet | NetSet | GlobMatcher) or callable(value):
+        if isinstance(value, re.Pattern | LazyPattern | DirSet | NetSet | GlobMatcher) or callable(value):
             key = f"id:{id(value)}"
         else:
             key = repr((type(value).__name__, value))
@@ -138,6 +140,11 @@ class _Emitter:
 
     def const(self, value: Any) -> str:
         return self.shared.const(value)
+
+    def regex(self, pattern: str, flags: int) -> re.Pattern[str] | LazyPattern:
+        """A regular expression of the generated code (``search``, ``fullmatch``), compiled now
+        when the rules are being checked, else at its first use (``lazy``)."""
+        return LazyPattern(pattern, flags) if self.shared.lazy else re.compile(pattern, flags)
 
     def raw(self, fname: str) -> str:
         spec = FIELDS[fname]
@@ -436,7 +443,7 @@ def compile_matchers(
         "_U": _U, "_E": _E, "_low": _low, "_any_item": _any_item, "_act": active,
         **KLEENE,
     }
-    shared = _Shared(ns)
+    shared = _Shared(ns, lazy=lazy)
     by_type: dict[str | None, list[int]] = {t: [] for t in EVENT_TYPES}
     by_type[None] = []
     for i, m in enumerate(matchers):

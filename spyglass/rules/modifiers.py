@@ -140,7 +140,7 @@ class Contains(_TextOnly):
         if t.all or len(plain) == 1:
             parts = [f"({em.const(s)} in {x})" for s in plain]
             return f"({x} is not None and {em.join(parts, True)})"
-        rx = re.compile("|".join(re.escape(s) for s in plain), re.DOTALL)
+        rx = em.regex("|".join(re.escape(s) for s in plain), re.DOTALL)
         return f"({x} is not None and {em.const(rx)}.search({x}) is not None)"
 
 
@@ -180,9 +180,9 @@ class Regex(Modifier):
         flags = re.DOTALL | (0 if t.cased else re.IGNORECASE)
         pats = [str(v) for v in values if v is not None]
         if t.all:
-            parts = [f"{em.const(re.compile(p, flags))}.search({raw}) is not None" for p in pats]
+            parts = [f"{em.const(em.regex(p, flags))}.search({raw}) is not None" for p in pats]
             return f"({raw} is not None and {em.join(parts, True)})"
-        rx = re.compile("|".join(f"(?:{p})" for p in pats), flags)
+        rx = em.regex("|".join(f"(?:{p})" for p in pats), flags)
         return f"({raw} is not None and {em.const(rx)}.search({raw}) is not None)"
 
 
