@@ -34,7 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PHASES = [
     "interpreter", "cli", "imports", "backend select", "policy", "rules load", "rules compile", "sinks",
-    "store", "sinks start", "warm", "capture start", "child run", "finish: sinks", "finish: store", "exit",
+    "store", "sinks start", "warm", "capture start", "warm after launch", "child run", "finish: sinks",
+    "finish: store", "exit",
 ]  # fmt: skip
 
 
