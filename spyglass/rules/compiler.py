@@ -29,6 +29,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from types import CodeType
 from typing import Any
 
 from spyglass.events import EVENT_TYPES, Event
@@ -41,6 +42,7 @@ from spyglass.rules.modifiers import REGISTRY as MODIFIERS
 from spyglass.rules.modifiers import NetSet
 from spyglass.rules.pathmemo import KLEENE, MatchFn, path_dispatch
 
+CompileFn = Callable[[str, str, str], CodeType]
 _U = object()  # "not fetched yet"
 _MISS = object()
 _E: tuple[int, ...] = ()
@@ -96,10 +98,12 @@ class CompiledSet:
 class _Shared:
     """Constants of the generated code, shared by every function of one compiled set."""
 
-    def __init__(self, ns: dict[str, Any], lazy: bool = False) -> None:
+    def __init__(self, ns: dict[str, Any], lazy: bool = False, code: CompileFn | None = None) -> None:
         self.ns = ns
         #: regular expressions compile at their first use (a set the rule cache saw compile whole)
         self.lazy = lazy
+        #: ``compile`` for the generated source (the store's sealed code cache, spyglass/rules/codecache.py)
+        self.compile: CompileFn = code or compile
         self.keys: dict[str, str] = {}
         #: functions are also compiled after start, on two threads (the engine's specialized ones,
         #: the fast lane's): one at a time, so constants never get the same name
@@ -259,7 +263,7 @@ class _Emitter:
                      for v in values]
             return "(" + " and ".join(parts) + ")"
         inner = mod.emit_text(self, t, values, "e", "e")
-        pred = eval(f"lambda e: {inner}", self.shared.ns)
+        pred = eval(self.shared.compile(f"lambda e: {inner}", "<spyglass rules>", "eval"), self.shared.ns)
         return f"_any_item({src}, {self.const(pred)})"
 
     # -- structure ---------------------------------------------------------------
@@ -404,7 +408,7 @@ class _TypeCompiler:
         return fn  # type: ignore[return-value]
 
     def _compile(self, fname: str, src: str) -> Any:
-        code = compile(src, f"<spyglass rules: {self.etype or 'any'}>", "exec")
+        code = self.shared.compile(src, f"<spyglass rules: {self.etype or 'any'}>", "exec")
         exec(code, self.shared.ns)
         return self.shared.ns.pop(fname)
 
@@ -427,6 +431,7 @@ def compile_matchers(
     per_path: bool = True,
     lazy: bool = False,
     early: frozenset[int] | None = None,
+    code: CompileFn | None = None,
 ) -> CompiledSet:
     """Generate and compile the functions of every event type over ``matchers``.
 
@@ -435,7 +440,8 @@ def compile_matchers(
     nothing now: ``CompiledSet.build(etype)`` compiles one type's function when
     it is first needed (a run sees a few of the event types), once.  ``early``:
     the indexes of the matchers the fast lane evaluates
-    (``CompiledSet.early_by_type``, or ``build_early`` when lazy).
+    (``CompiledSet.early_by_type``, or ``build_early`` when lazy).  ``code``: what
+    compiles the generated source (default ``compile``; a run passes its code cache).
     """
     active = [True] * len(matchers)
     out = CompiledSet(matchers=matchers, active=active)
@@ -443,7 +449,7 @@ def compile_matchers(
         "_U": _U, "_E": _E, "_low": _low, "_any_item": _any_item, "_act": active,
         **KLEENE,
     }
-    shared = _Shared(ns, lazy=lazy)
+    shared = _Shared(ns, lazy=lazy, code=code)
     by_type: dict[str | None, list[int]] = {t: [] for t in EVENT_TYPES}
     by_type[None] = []
     for i, m in enumerate(matchers):

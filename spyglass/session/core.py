@@ -83,6 +83,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     ``verdict_code`` is the exit code ``spyglass run`` reports."""
     from spyglass.rules import fail_on_exceeded
     from spyglass.rules.cache import load_rules, remember
+    from spyglass.rules.codecache import CodeCache
     from spyglass.rules.engine import RuleEngine
 
     check_level(opts.fail_on)
@@ -120,6 +121,8 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
         ruleset, rules_key, checked = load_rules(policy, plan.home, store.root)
         phases.mark("rules load")
         plan.engine = RuleEngine(ruleset, policy, home=plan.home, mode=mode, validated=checked)
+        # the run's generated rule code, compiled once and kept sealed in the store (rules/codecache.py)
+        code_cache = plan.engine.code_cache = CodeCache(store.root, rules_key)
         if not checked:  # compiled whole just now, so a broken rule stopped the run: keep it
             remember(store.root, rules_key, ruleset)
         phases.mark("rules compile")
@@ -169,6 +172,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             on_following=_verdict_so_far(opts, fail_on),
         )
         outcome = record(request, backend, store, sinks, signer=signer)
+        code_cache.save()  # only when this run compiled code the cache did not have
 
     outcome.notes.extend(apply_retention(policy, store, outcome.meta.id))
     code = outcome.exit_code
