@@ -29,7 +29,6 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from types import CodeType
 from typing import Any
 
 from spyglass.events import EVENT_TYPES, Event
@@ -42,7 +41,6 @@ from spyglass.rules.modifiers import REGISTRY as MODIFIERS
 from spyglass.rules.modifiers import NetSet
 from spyglass.rules.pathmemo import KLEENE, MatchFn, path_dispatch
 
-CompileFn = Callable[[str, str, str], CodeType]
 _U = object()  # "not fetched yet"
 _MISS = object()
 _E: tuple[int, ...] = ()
@@ -98,12 +96,8 @@ class CompiledSet:
 class _Shared:
     """Constants of the generated code, shared by every function of one compiled set."""
 
-    def __init__(self, ns: dict[str, Any], lazy: bool = False, code: CompileFn | None = None) -> None:
-        self.ns = ns
-        #: regular expressions compile at their first use (a set the rule cache saw compile whole)
-        self.lazy = lazy
-        #: ``compile`` for the generated source (the store's sealed code cache, spyglass/rules/codecache.py)
-        self.compile: CompileFn = code or compile
+    def __init__(self, ns: dict[str, Any], lazy: bool = False, code: Callable[..., Any] | None = None) -> None:
+        self.ns, self.lazy, self.compile = ns, lazy, code or compile  # modifiers.regex, rules/codecache.py
         self.keys: dict[str, str] = {}
         #: functions are also compiled after start, on two threads (the engine's specialized ones,
         #: the fast lane's): one at a time, so constants never get the same name
@@ -144,11 +138,6 @@ class _Emitter:
 
     def const(self, value: Any) -> str:
         return self.shared.const(value)
-
-    def regex(self, pattern: str, flags: int) -> re.Pattern[str] | LazyPattern:
-        """A regular expression of the generated code (``search``, ``fullmatch``), compiled now
-        when the rules are being checked, else at its first use (``lazy``)."""
-        return LazyPattern(pattern, flags) if self.shared.lazy else re.compile(pattern, flags)
 
     def raw(self, fname: str) -> str:
         spec = FIELDS[fname]
@@ -430,8 +419,7 @@ def compile_matchers(
     *,
     per_path: bool = True,
     lazy: bool = False,
-    early: frozenset[int] | None = None,
-    code: CompileFn | None = None,
+    early: frozenset[int] | None = None, code: Callable[..., Any] | None = None,
 ) -> CompiledSet:
     """Generate and compile the functions of every event type over ``matchers``.
 
@@ -440,8 +428,7 @@ def compile_matchers(
     nothing now: ``CompiledSet.build(etype)`` compiles one type's function when
     it is first needed (a run sees a few of the event types), once.  ``early``:
     the indexes of the matchers the fast lane evaluates
-    (``CompiledSet.early_by_type``, or ``build_early`` when lazy).  ``code``: what
-    compiles the generated source (default ``compile``; a run passes its code cache).
+    (``CompiledSet.early_by_type``, or ``build_early`` when lazy); ``code``: compile() (a cache).
     """
     active = [True] * len(matchers)
     out = CompiledSet(matchers=matchers, active=active)
