@@ -28,7 +28,7 @@ from types import CodeType
 from spyglass.rules.cache import RuleCache, prune
 
 #: code objects kept per file (a run needs a few dozen; beyond this the file starts afresh, so a
-#: store that saw many workloads never reads more than a few hundred KiB at a start)
+#: store that saw many workloads reads about a megabyte at most at a start)
 MAX_CODES = 512
 _PREFIX = "code"
 
