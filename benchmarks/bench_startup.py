@@ -10,7 +10,8 @@ breakdown: interpreter, CLI and imports, policy, backend choice, rules load and
 compile, sinks, store, sinks' start, capture start (strace spawn / eBPF
 load+attach), the rules' warm-up after the launch, child run, finish (sinks,
 store and index), exit.  Medians; differences and ratios against the bare
-command of the same run, and the start-up targets (0.10 s over the bare
+command of the same run, CPU seconds per run (steadier than wall time on a
+busy machine), and the start-up targets (0.10 s over the bare
 command, issue 19; 0.15 s with the eBPF backend, issue 14), met or not.
 
 ``--baseline DIR`` adds the same runs with another checkout's package (for
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -47,10 +49,18 @@ def _launcher(pkg_root: Path) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+#: mode -> CPU seconds (user + system) of each run and the processes it waited for
+CPU: dict[str, list[float]] = {}
+
+
+def _timed(argv: list[str], env: dict[str, str], cwd: Path, mode: str = "") -> float:
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     took = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if mode:
+        CPU.setdefault(mode, []).append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{argv} failed ({proc.returncode}): {proc.stderr.decode(errors='replace')[-400:]}")
     return took
@@ -121,7 +131,8 @@ def main() -> None:
         order = names[r % len(names):] + names[: r % len(names)]
         for m in order:
             argv, with_phases = modes[m]
-            took, ph = _run_in(argv, env, base, f"r{r}-{m.replace(' ', '_')}", phase_file if with_phases else None)
+            took, ph = _run_in(argv, env, base, f"r{r}-{m.replace(' ', '_')}", phase_file if with_phases else None,
+                               mode=m)
             walls[m].append(took)
             if with_phases:
                 phases[m].append(ph)
@@ -139,14 +150,14 @@ def main() -> None:
 
 
 def _run_in(argv: list[str], env: dict[str, str], base: Path, tag: str,
-            phase_file: Path | None) -> tuple[float, dict[str, float]]:
+            phase_file: Path | None, *, mode: str = "") -> tuple[float, dict[str, float]]:
     cwd = base / "cwd" / tag
     cwd.mkdir(parents=True)
     run_env = dict(env, SPYGLASS_STORE=str(base / "store"))
     if phase_file is not None:
         run_env["SPYGLASS_PHASES"] = str(phase_file)
     spawned = time.time()
-    took = _timed(argv, run_env, cwd)
+    took = _timed(argv, run_env, cwd, mode)
     return took, (_phases(phase_file, spawned) if phase_file is not None else {})
 
 
@@ -191,10 +202,11 @@ def _report(walls: dict[str, list[float]], phases: dict[str, list[dict[str, floa
     print(f"spyglass start-up, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {rounds} rounds, medians")
     bare = statistics.median(walls["true"])
-    print(f"\n{'mode':<24} {'median s':>9} {'min s':>7} {'- true s':>9} {'x true':>8}")
+    print(f"\n{'mode':<24} {'median s':>9} {'min s':>7} {'- true s':>9} {'x true':>8} {'cpu s':>7}")
     for m, ws in walls.items():
         med = statistics.median(ws)
-        print(f"{m:<24} {med:9.3f} {min(ws):7.3f} {med - bare:9.3f} {med / bare:8.1f}")
+        cpu = statistics.median(CPU.get(m) or [0.0])  # user+system of the run's waited-for processes
+        print(f"{m:<24} {med:9.3f} {min(ws):7.3f} {med - bare:9.3f} {med / bare:8.1f} {cpu:7.3f}")
     _targets(walls, bare)
     if not phases:
         return
