@@ -54,7 +54,17 @@ def test_a_run_under_ebpf_does_not_import_the_strace_parser(tmp_path: Path) -> N
     assert not loaded & STRACE_PARSER, sorted(loaded & STRACE_PARSER)
 
 
+#: what a plain run (no --ask, no codex config, no signing key) has no use for
+UNUSED = {"spyglass.agents.ask", "tomllib", "yaml", "jsonschema", "spyglass.rules.parse", "spyglass.rules.ruleset"}
+
+
 def test_a_run_under_strace_does_not_import_the_ebpf_backend(tmp_path: Path) -> None:
     loaded = _modules_of_run(tmp_path, "strace")
     assert "spyglass.capture.strace.parser" in loaded
     assert not {m for m in loaded if m.startswith("spyglass.capture.ebpf")}
+
+
+def test_a_second_run_imports_neither_the_rule_parser_nor_what_it_does_not_use(tmp_path: Path) -> None:
+    _modules_of_run(tmp_path, "strace")  # fills the rule cache
+    loaded = _modules_of_run(tmp_path, "strace")
+    assert not loaded & UNUSED, sorted(loaded & UNUSED)
