@@ -29,6 +29,7 @@ import hmac
 import os
 import pickle
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,31 @@ def load_rules(policy: Any, home: str, store_root: str | Path) -> tuple[Any, str
     from spyglass.rules.ruleset import load_ruleset
 
     return load_ruleset(policy, sources=sources), digest, False
+
+
+def policy_parser(store_root: str | Path) -> Callable[..., Any]:
+    """``parse_policy`` answered from the store's sealed cache (``policy-<digest>.bin``) when the
+    same text, at the same place, was parsed by the same code before: a policy file is YAML and
+    is checked against its JSON schema, which costs more than the rest of a run's start.  A text
+    that does not parse raises as always (nothing is kept for it)."""
+    from spyglass.policy.loader import parse_policy
+    from spyglass.policy.model import Policy
+
+    def parse(text: str, path: str, *, base_dir: str) -> Any:
+        h = hashlib.sha256(FORMAT + b"\0policy\0" + _code_stamp())
+        for part in (path, base_dir, text):
+            h.update(part.encode("utf-8", "surrogateescape") + b"\0")
+        digest = h.hexdigest()
+        cache = RuleCache(store_root, prefix="policy")
+        got = cache.get(digest)
+        if isinstance(got, Policy):
+            return got
+        pol = parse_policy(text, path, base_dir=base_dir)
+        if cache.put(digest, pol):
+            prune(cache)
+        return pol
+
+    return parse
 
 
 def remember(store_root: str | Path, digest: str, ruleset: Any) -> None:

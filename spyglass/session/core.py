@@ -51,9 +51,10 @@ def plan_run(opts: RunOptions, store: Store) -> Plan:
 
     from spyglass.policy import load_policy
     from spyglass.policy.locate import ignored_workspace_policy, locate_policy
+    from spyglass.rules.cache import policy_parser
 
     cwd = str(Path(opts.cwd).resolve())
-    policy = load_policy(opts.policy_file, cwd)
+    policy = load_policy(opts.policy_file, cwd, parse=policy_parser(store.root))
     source = locate_policy(opts.policy_file, cwd)
     notice = ignored_workspace_policy(source, cwd)
     if notice and opts.live_alerts:
@@ -271,13 +272,16 @@ def apply_retention(policy: Policy, store: Store, run_id: str) -> list[str]:
     return [f"retention: deleted {len(gone)} old run(s) ({retention.fmt_size(plan.total_before - plan.total_after)})"]
 
 
-def follows(opts: RunOptions) -> bool:
-    """Whether this run follows the agent's leftovers (``--descendants follow``, or the policy's)."""
+def follows(opts: RunOptions, store_root: Path | None = None) -> bool:
+    """Whether this run follows the agent's leftovers (``--descendants follow``, or the policy's;
+    ``store_root``: the run's store, whose cache may have the policy parsed already)."""
     if opts.descendants is not None:
         return opts.descendants == "follow"
     from spyglass.policy import load_policy
+    from spyglass.rules.cache import policy_parser
 
-    return load_policy(opts.policy_file, str(Path(opts.cwd).resolve())).descendants == "follow"
+    parse = policy_parser(store_root) if store_root is not None else None
+    return load_policy(opts.policy_file, str(Path(opts.cwd).resolve()), parse=parse).descendants == "follow"
 
 
 def descendants_choice(opts: RunOptions, policy: Policy, mode: str) -> str:

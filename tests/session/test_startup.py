@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 
-def _modules_of_run(tmp_path: Path, backend: str) -> set[str]:
-    """The modules loaded by ``spyglass run -q --backend BACKEND -- true`` (its exit code checked)."""
+def _modules_of_run(tmp_path: Path, backend: str, *options: str) -> set[str]:
+    """The modules loaded by ``spyglass run -q --backend BACKEND [OPTIONS] -- true`` (its exit code checked)."""
     out = tmp_path / "modules.txt"
     code = (
         "import atexit, sys\n"
         f"atexit.register(lambda: open({str(out)!r}, 'w').write('\\n'.join(sorted(sys.modules))))\n"
         "from spyglass.cli.main import main\n"
-        f"main(['run', '-q', '--backend', {backend!r}, '--', 'true'])\n"
+        f"main(['run', '-q', '--backend', {backend!r}, *{list(options)!r}, '--', 'true'])\n"
     )
     env = {**os.environ, "SPYGLASS_STORE": str(tmp_path / "store"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "XDG_CACHE_HOME": str(tmp_path / "cache")}
@@ -68,3 +68,14 @@ def test_a_second_run_imports_neither_the_rule_parser_nor_what_it_does_not_use(t
     _modules_of_run(tmp_path, "strace")  # fills the rule cache
     loaded = _modules_of_run(tmp_path, "strace")
     assert not loaded & UNUSED, sorted(loaded & UNUSED)
+
+
+def test_a_policy_file_is_not_parsed_again_by_the_next_run(tmp_path: Path) -> None:
+    """A policy file is YAML checked against a JSON schema: the first run parses it, the next
+    ones take it from the store's sealed cache (tests/rules/test_cache.py plays a forged entry)."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("mode: observe\nsecrets: ['~/.mine/**']\n")
+    first = _modules_of_run(tmp_path, "strace", "--policy", str(policy))
+    assert "yaml" in first and "jsonschema" in first
+    again = _modules_of_run(tmp_path, "strace", "--policy", str(policy))
+    assert not again & {"yaml", "jsonschema"}
