@@ -14,7 +14,8 @@ command of the same run, CPU seconds per run (steadier than wall time on a
 busy machine), and the start-up targets (0.10 s over the bare
 command, issue 19; 0.15 s with the eBPF backend, issue 14), met or not.
 
-``--baseline DIR`` adds the same runs with another checkout's package (for
+``run B --policy`` is the same run naming a small policy file (a harness usually
+names one).  ``--baseline DIR`` adds the same runs with another checkout's package (for
 example an export of ``main``) so a change is measured against what it replaces
 in one run (same interpreter and packages).  Usage:
 
@@ -115,12 +116,21 @@ def main() -> None:
         "python -c pass": ([sys.executable, "-c", "pass"], False),
         "spyglass --help": ([*_launcher(REPO), "--help"], False),
     }
+    # a harness usually names its policy: a small one, for the first backend
+    policy = base / "policy.yaml"
+    policy.write_text("mode: observe\nsecrets: ['~/.mine/**']\nnetwork:\n  allow: [pypi.org, '*.github.com']\n")
+    with_policy = ["--policy", str(policy)]
     for b in backends:
         modes[f"run {b}"] = ([*_launcher(REPO), "run", "-q", "--backend", b, "--", true], True)
+    modes[f"run {backends[0]} --policy"] = ([*_launcher(REPO), "run", "-q", "--backend", backends[0], *with_policy,
+                                             "--", true], False)
     if args.baseline is not None:
         for b in backends:
             modes[f"baseline run {b}"] = ([*_launcher(args.baseline.resolve()), "run", "-q", "--backend", b,
                                           "--", true], False)
+        modes[f"baseline run {backends[0]} --policy"] = (
+            [*_launcher(args.baseline.resolve()), "run", "-q", "--backend", backends[0], *with_policy, "--", true],
+            False)
     # one unmeasured run of each: bytecode caches written, the rule cache filled (a harness runs many)
     for i, (argv, _) in enumerate(modes.values()):
         _run_in(argv, env, base, f"warm{i}", None)
@@ -181,6 +191,7 @@ TARGETS = [
     ("run strace", 0.10, "issue 19: `spyglass run -q -- true`"),
     ("run ebpf", 0.10, "issue 19: `spyglass run -q -- true` (eBPF is the default backend)"),
     ("run ebpf", 0.15, "issue 14: eBPF backend start-up"),
+    ("run ebpf --policy", 0.15, "issue 14, with a policy file"),
 ]
 
 
@@ -194,7 +205,7 @@ def _targets(walls: dict[str, list[float]], bare: float) -> None:
                 continue
             over = statistics.median(ws) - bare
             verdict = "met" if over <= limit else f"NOT met ({over - limit:+.3f} s)"
-            print(f"  {prefix + mode:<24} {over:6.3f} s  <= {limit:.2f} s  {verdict:<22} {where}")
+            print(f"  {prefix + mode:<30} {over:6.3f} s  <= {limit:.2f} s  {verdict:<22} {where}")
 
 
 def _report(walls: dict[str, list[float]], phases: dict[str, list[dict[str, float]]], rounds: int) -> None:
@@ -202,11 +213,11 @@ def _report(walls: dict[str, list[float]], phases: dict[str, list[dict[str, floa
     print(f"spyglass start-up, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {rounds} rounds, medians")
     bare = statistics.median(walls["true"])
-    print(f"\n{'mode':<24} {'median s':>9} {'min s':>7} {'- true s':>9} {'x true':>8} {'cpu s':>7}")
+    print(f"\n{'mode':<30} {'median s':>9} {'min s':>7} {'- true s':>9} {'x true':>8} {'cpu s':>7}")
     for m, ws in walls.items():
         med = statistics.median(ws)
         cpu = statistics.median(CPU.get(m) or [0.0])  # user+system of the run's waited-for processes
-        print(f"{m:<24} {med:9.3f} {min(ws):7.3f} {med - bare:9.3f} {med / bare:8.1f} {cpu:7.3f}")
+        print(f"{m:<30} {med:9.3f} {min(ws):7.3f} {med - bare:9.3f} {med / bare:8.1f} {cpu:7.3f}")
     _targets(walls, bare)
     if not phases:
         return
