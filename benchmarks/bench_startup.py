@@ -8,10 +8,14 @@ needs root), each in a fresh empty working directory with its own store.
 The run's phase marks (``SPYGLASS_PHASES``, :mod:`spyglass.phases`) give the
 breakdown: interpreter, CLI and imports, policy, backend choice, rules load and
 compile, sinks, store, sinks' start, capture start (strace spawn / eBPF
-load+attach), child run, finish (sinks, store and index), exit.  Medians;
-differences and ratios against the bare command of the same run.
+load+attach), the rules' warm-up after the launch, child run, finish (sinks,
+store and index), exit.  Medians; differences and ratios against the bare
+command of the same run, CPU seconds per run (steadier than wall time on a
+busy machine), and the start-up targets (0.10 s over the bare
+command, issue 19; 0.15 s with the eBPF backend, issue 14), met or not.
 
-``--baseline DIR`` adds the same runs with another checkout's package (for
+``run B --policy`` is the same run naming a small policy file (a harness usually
+names one).  ``--baseline DIR`` adds the same runs with another checkout's package (for
 example an export of ``main``) so a change is measured against what it replaces
 in one run (same interpreter and packages).  Usage:
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -34,7 +39,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PHASES = [
     "interpreter", "cli", "imports", "backend select", "policy", "rules load", "rules compile", "sinks",
-    "store", "sinks start", "warm", "capture start", "child run", "finish: sinks", "finish: store", "exit",
+    "store", "sinks start", "warm", "capture start", "warm after launch", "child run", "finish: sinks",
+    "finish: store", "exit",
 ]  # fmt: skip
 
 
@@ -44,10 +50,18 @@ def _launcher(pkg_root: Path) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+#: mode -> CPU seconds (user + system) of each run and the processes it waited for
+CPU: dict[str, list[float]] = {}
+
+
+def _timed(argv: list[str], env: dict[str, str], cwd: Path, mode: str = "") -> float:
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     took = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if mode:
+        CPU.setdefault(mode, []).append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{argv} failed ({proc.returncode}): {proc.stderr.decode(errors='replace')[-400:]}")
     return took
@@ -102,12 +116,21 @@ def main() -> None:
         "python -c pass": ([sys.executable, "-c", "pass"], False),
         "spyglass --help": ([*_launcher(REPO), "--help"], False),
     }
+    # a harness usually names its policy: a small one, for the first backend
+    policy = base / "policy.yaml"
+    policy.write_text("mode: observe\nsecrets: ['~/.mine/**']\nnetwork:\n  allow: [pypi.org, '*.github.com']\n")
+    with_policy = ["--policy", str(policy)]
     for b in backends:
         modes[f"run {b}"] = ([*_launcher(REPO), "run", "-q", "--backend", b, "--", true], True)
+    modes[f"run {backends[0]} --policy"] = ([*_launcher(REPO), "run", "-q", "--backend", backends[0], *with_policy,
+                                             "--", true], False)
     if args.baseline is not None:
         for b in backends:
             modes[f"baseline run {b}"] = ([*_launcher(args.baseline.resolve()), "run", "-q", "--backend", b,
                                           "--", true], False)
+        modes[f"baseline run {backends[0]} --policy"] = (
+            [*_launcher(args.baseline.resolve()), "run", "-q", "--backend", backends[0], *with_policy, "--", true],
+            False)
     # one unmeasured run of each: bytecode caches written, the rule cache filled (a harness runs many)
     for i, (argv, _) in enumerate(modes.values()):
         _run_in(argv, env, base, f"warm{i}", None)
@@ -118,7 +141,8 @@ def main() -> None:
         order = names[r % len(names):] + names[: r % len(names)]
         for m in order:
             argv, with_phases = modes[m]
-            took, ph = _run_in(argv, env, base, f"r{r}-{m.replace(' ', '_')}", phase_file if with_phases else None)
+            took, ph = _run_in(argv, env, base, f"r{r}-{m.replace(' ', '_')}", phase_file if with_phases else None,
+                               mode=m)
             walls[m].append(took)
             if with_phases:
                 phases[m].append(ph)
@@ -136,14 +160,14 @@ def main() -> None:
 
 
 def _run_in(argv: list[str], env: dict[str, str], base: Path, tag: str,
-            phase_file: Path | None) -> tuple[float, dict[str, float]]:
+            phase_file: Path | None, *, mode: str = "") -> tuple[float, dict[str, float]]:
     cwd = base / "cwd" / tag
     cwd.mkdir(parents=True)
     run_env = dict(env, SPYGLASS_STORE=str(base / "store"))
     if phase_file is not None:
         run_env["SPYGLASS_PHASES"] = str(phase_file)
     spawned = time.time()
-    took = _timed(argv, run_env, cwd)
+    took = _timed(argv, run_env, cwd, mode)
     return took, (_phases(phase_file, spawned) if phase_file is not None else {})
 
 
@@ -162,15 +186,39 @@ def _slowest_imports(backend: str, env: dict[str, str], base: Path, true: str, n
     return sorted(rows, reverse=True)
 
 
+#: start-up targets, seconds over the bare command: (mode, limit, where it is asked)
+TARGETS = [
+    ("run strace", 0.10, "issue 19: `spyglass run -q -- true`"),
+    ("run ebpf", 0.10, "issue 19: `spyglass run -q -- true` (eBPF is the default backend)"),
+    ("run ebpf", 0.15, "issue 14: eBPF backend start-up"),
+    ("run ebpf --policy", 0.15, "issue 14, with a policy file"),
+]
+
+
+def _targets(walls: dict[str, list[float]], bare: float) -> None:
+    """Each target, the median over the bare command of this run, and whether it is met."""
+    print("\ntargets (median over the bare command):")
+    for mode, limit, where in TARGETS:
+        for prefix in ("", "baseline "):
+            ws = walls.get(prefix + mode)
+            if not ws:
+                continue
+            over = statistics.median(ws) - bare
+            verdict = "met" if over <= limit else f"NOT met ({over - limit:+.3f} s)"
+            print(f"  {prefix + mode:<30} {over:6.3f} s  <= {limit:.2f} s  {verdict:<22} {where}")
+
+
 def _report(walls: dict[str, list[float]], phases: dict[str, list[dict[str, float]]], rounds: int) -> None:
     load = os.getloadavg()
     print(f"spyglass start-up, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {rounds} rounds, medians")
     bare = statistics.median(walls["true"])
-    print(f"\n{'mode':<24} {'median s':>9} {'min s':>7} {'- true s':>9} {'x true':>8}")
+    print(f"\n{'mode':<30} {'median s':>9} {'min s':>7} {'- true s':>9} {'x true':>8} {'cpu s':>7}")
     for m, ws in walls.items():
         med = statistics.median(ws)
-        print(f"{m:<24} {med:9.3f} {min(ws):7.3f} {med - bare:9.3f} {med / bare:8.1f}")
+        cpu = statistics.median(CPU.get(m) or [0.0])  # user+system of the run's waited-for processes
+        print(f"{m:<30} {med:9.3f} {min(ws):7.3f} {med - bare:9.3f} {med / bare:8.1f} {cpu:7.3f}")
+    _targets(walls, bare)
     if not phases:
         return
     cols = list(phases)

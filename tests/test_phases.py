@@ -24,8 +24,8 @@ def test_a_run_writes_its_phases_when_asked(tmp_path: Path) -> None:
     marks = json.loads(line)["marks"]
     names = [n for n, _ in marks]
     for phase in ("interpreter", "cli", "imports", "backend select", "policy", "rules load", "rules compile",
-                  "sinks", "store", "sinks start", "warm", "capture start", "child run", "finish: sinks",
-                  "finish: store", "exit"):
+                  "sinks", "store", "sinks start", "warm", "capture start", "warm after launch", "child run",
+                  "finish: sinks", "finish: store", "exit"):
         assert phase in names, names
     times = [t for _, t in marks]
     assert times == sorted(times)

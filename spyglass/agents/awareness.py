@@ -38,6 +38,7 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spyglass.agents.adapters import AgentAdapter, adapter_named, all_adapters, recognise
 from spyglass.agents.agent_logs import (
@@ -46,9 +47,7 @@ from spyglass.agents.agent_logs import (
     read_agent_log,
     unwrap_shell,
 )
-from spyglass.agents.ask import PolicyAsk
 from spyglass.agents.compact import Compact, PidStats, compact, expand
-from spyglass.agents.hooks import HookServer
 from spyglass.agents.mcp import label as mcp_label
 from spyglass.agents.mcp import match_server
 from spyglass.agents.view import (
@@ -65,6 +64,10 @@ from spyglass.agents.view import (
 )
 from spyglass.events.schema import Event
 from spyglass.pipeline import RunContext, Sink
+
+if TYPE_CHECKING:  # only with --ask or the agent's hooks (session/agent.py imports them then)
+    from spyglass.agents.ask import PolicyAsk
+    from spyglass.agents.hooks import HookServer
 
 __all__ = [
     "AGENT",

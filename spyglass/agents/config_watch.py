@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -75,8 +74,13 @@ def parse_settings(kind: str, text: str | None) -> dict[str, Any] | None:
     if text is None or not text.strip():
         return {}
     try:
-        data = tomllib.loads(text) if kind == "codex-config" else json.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError):
+        if kind == "codex-config":
+            import tomllib  # only for codex's config (its import compiles regular expressions)
+
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except ValueError:  # tomllib.TOMLDecodeError is one
         return None
     if kind == "claude-state" and isinstance(data, dict):  # only the MCP servers of this big state file
         keep: dict[str, Any] = {"mcpServers": data.get("mcpServers") or {}}

@@ -286,7 +286,9 @@ def run_cmd(
         alerts_format=alerts_format,
         ask_egress=ask_egress,
     )
-    if not wait_for_tree and follows(opts):  # the prompt comes back when the agent exits
+    from spyglass.store.store import default_store_path
+
+    if not wait_for_tree and follows(opts, store_path or default_store_path()):  # back when the agent exits
         from spyglass.cli.follow import fork_recorder
 
         fork_recorder(opts)  # returns in the recorder only

@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -68,16 +69,19 @@ def find_policy_file(path: str | Path | None, cwd: str | Path) -> Path | None:
     return locate_policy(path, cwd).path
 
 
-def load_policy(path: str | Path | None = None, cwd: str | Path | None = None) -> Policy:
+def load_policy(
+    path: str | Path | None = None, cwd: str | Path | None = None, *, parse: Callable[..., Policy] | None = None
+) -> Policy:
     """The policy for a command run in ``cwd``: ``--policy``, ``$SPYGLASS_POLICY``, the user's
-    and the system's policy file, or the built-in defaults."""
+    and the system's policy file, or the built-in defaults.  ``parse``: :func:`parse_policy`,
+    or one that gives its answers faster (a run's: the store's sealed cache, rules/cache.py)."""
     cwd = Path(cwd or os.getcwd())
     source = locate_policy(path, cwd)
     if source.path is None:
         return Policy.default(cwd)
     shown = str(path) if path is not None else str(source.path)
     text = read_source(source.path, shown)
-    pol = parse_policy(text, shown, base_dir=str(source.path.resolve().parent))
+    pol = (parse or parse_policy)(text, shown, base_dir=str(source.path.resolve().parent))
     return dataclasses.replace(pol, origin=source.origin)
 
 
@@ -170,6 +174,7 @@ def lint_policy(text: str, path: str, base_dir: str) -> list[SourceError]:
     return []
 
 
+@lru_cache(maxsize=8)  # a run reads its policy twice (`follows`, then the session): parsed once
 def parse_policy(text: str, path: str, *, base_dir: str) -> Policy:
     """A Policy from the text of a policy file (``path`` is only used in messages)."""
     docs = load_documents(text, path)

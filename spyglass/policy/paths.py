@@ -29,7 +29,7 @@ anchoring and directory-only rules and shares this translator.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 
@@ -197,6 +197,38 @@ class DirSet:
 _SPECIAL = "*?[\\"
 
 
+class LazyPattern:
+    """A regular expression compiled at its first ``search`` or ``fullmatch`` (most of a run's
+    globs and rule expressions are never run: a cheaper test rules the event out first); from
+    then on both are the compiled pattern's own methods, so a call costs what a compiled
+    pattern's does.  Only for text known to compile (checked when its rules or globs loaded)."""
+
+    __slots__ = ("flags", "fullmatch", "pattern", "search")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self.flags = flags
+        self.search: Callable[[str], re.Match[str] | None] = self._search
+        self.fullmatch: Callable[[str], re.Match[str] | None] = self._fullmatch
+
+    def compiled(self) -> re.Pattern[str]:
+        rx = re.compile(self.pattern, self.flags)
+        self.search, self.fullmatch = rx.search, rx.fullmatch
+        return rx
+
+    def _search(self, text: str) -> re.Match[str] | None:
+        return self.compiled().search(text)
+
+    def _fullmatch(self, text: str) -> re.Match[str] | None:
+        return self.compiled().fullmatch(text)
+
+
+def _checked_text(pattern: str) -> str:
+    """The regex text of a glob, checked as :func:`glob_to_regex` checks it; only a glob with
+    a class (``[...]``) can make text the regex engine refuses, so only that one is compiled."""
+    return glob_to_regex(pattern) if "[" in pattern else _glob_text(pattern)
+
+
 class GlobMatcher:
     """:func:`compile_globs` for matching many distinct paths: the same answers, most paths
     decided without running a regular expression.
@@ -210,7 +242,8 @@ class GlobMatcher:
     (``.git/config`` of ``**/.git/config``).  Without ``cased`` the literal
     tests compare lower-cased ASCII (a path or glob with other characters is
     left to the expression).  ``fullmatch`` returns True or None, like a
-    match object's truth."""
+    match object's truth.  Each expression is compiled when it is first run
+    (a bad glob is refused here, at construction, all the same)."""
 
     __slots__ = ("_all", "_anchored", "_base_rx", "_bases", "_cased", "_heads", "_other", "pattern")
 
@@ -218,17 +251,18 @@ class GlobMatcher:
         pats = [anchor(p, home) for p in patterns]
         flags = re.DOTALL | (0 if cased else re.IGNORECASE)
         self._cased = cased
-        self.pattern = "|".join(f"(?:{glob_to_regex(p)})" for p in pats)  # what compile_globs would compile
-        self._all = re.compile(self.pattern or r"(?!)", flags)
-        anchored: list[tuple[str, re.Pattern[str]]] = []
+        texts = [_checked_text(p) for p in pats]
+        self.pattern = "|".join(f"(?:{t})" for t in texts)  # what compile_globs would compile
+        self._all = LazyPattern(self.pattern or r"(?!)", flags)
+        anchored: list[tuple[str, LazyPattern]] = []
         bases: list[str] = []
-        other: list[tuple[str, re.Pattern[str]]] = []
-        for p in pats:
-            rx = re.compile(glob_to_regex(p), flags)
+        other: list[tuple[str, LazyPattern]] = []
+        for p, text in zip(pats, texts, strict=True):
+            rx = LazyPattern(text, flags)
             while p.startswith("**/**/"):  # anchoring put "**/" before a "**/NAME"
                 p = p[3:]
             if p.startswith("**/") and "/" not in p[3:] and "**" not in p[3:] and "[" not in p[3:]:
-                bases.append(glob_to_regex(p[3:]))
+                bases.append(_glob_text(p[3:]))
                 continue
             if not p.isascii():
                 other.append(("", rx))
@@ -243,7 +277,7 @@ class GlobMatcher:
                 other.append((needle if "\\" not in key and "[" not in key else "", rx))
         self._anchored = anchored
         self._heads = tuple(h for h, _ in anchored)
-        self._base_rx = re.compile("|".join(f"(?:{b})" for b in bases), flags) if bases else None
+        self._base_rx = LazyPattern("|".join(f"(?:{b})" for b in bases), flags) if bases else None
         self._bases: dict[str, bool] = {}
         self._other = other
 

@@ -29,6 +29,7 @@ import hmac
 import os
 import pickle
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +77,13 @@ def cache_key(sources: RuleSources, policy: Any, home: str) -> str:
 
 
 class RuleCache:
-    """Entries ``<store>/cache/rules-<digest>.bin``: 32 bytes of HMAC, then the pickled value."""
+    """Entries ``<store>/cache/rules-<digest>.bin``: 32 bytes of HMAC, then the pickled value
+    (``prefix``: another kind of entry under the same seal, its kind in the MAC too, such as
+    the compiled code of spyglass/rules/codecache.py)."""
 
-    def __init__(self, store_root: str | Path) -> None:
+    def __init__(self, store_root: str | Path, prefix: str = "rules") -> None:
         self.dir = cache_dir(store_root)
+        self.prefix = prefix
 
     def _secret(self, create: bool) -> bytes | None:
         path = self.dir / KEY_FILE
@@ -109,22 +113,29 @@ class RuleCache:
             return None
         return data
 
-    @staticmethod
-    def _mac(secret: bytes, digest: str, payload: bytes) -> bytes:
-        return hmac.new(secret, FORMAT + b"\0" + digest.encode() + b"\0" + payload, hashlib.sha256).digest()
+    def _mac(self, secret: bytes, digest: str, payload: bytes) -> bytes:
+        kind = b"" if self.prefix == "rules" else self.prefix.encode() + b"\0"
+        return hmac.new(secret, FORMAT + b"\0" + kind + digest.encode() + b"\0" + payload, hashlib.sha256).digest()
 
-    def get(self, digest: str) -> Any | None:
-        """The value stored under ``digest``, or None (absent, or failing its check)."""
+    def get_bytes(self, digest: str) -> bytes | None:
+        """The bytes stored under ``digest``, or None (absent, or failing its check)."""
         secret = self._secret(create=False)
         if secret is None:
             return None
         try:
-            with open(self.dir / f"rules-{digest}.bin", "rb") as f:
+            with open(self.dir / f"{self.prefix}-{digest}.bin", "rb") as f:
                 data = f.read()
         except OSError:
             return None
         mac, payload = data[:_MAC], data[_MAC:]
         if len(mac) != _MAC or not hmac.compare_digest(mac, self._mac(secret, digest, payload)):
+            return None
+        return payload
+
+    def get(self, digest: str) -> Any | None:
+        """The value stored under ``digest``, or None (absent, or failing its check)."""
+        payload = self.get_bytes(digest)
+        if payload is None:
             return None
         try:
             return pickle.loads(payload)
@@ -133,12 +144,15 @@ class RuleCache:
 
     def put(self, digest: str, value: Any) -> bool:
         """Store ``value`` under ``digest`` (atomically); False if the store cannot be written."""
+        return self.put_bytes(digest, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def put_bytes(self, digest: str, payload: bytes) -> bool:
+        """Store ``payload`` under ``digest`` (atomically); False if the store cannot be written."""
         secret = self._secret(create=True)
         if secret is None:
             return False
-        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        path = self.dir / f"rules-{digest}.bin"
-        tmp = self.dir / f".rules-{digest}.{os.getpid()}"
+        path = self.dir / f"{self.prefix}-{digest}.bin"
+        tmp = self.dir / f".{self.prefix}-{digest}.{os.getpid()}"
         try:
             with open(tmp, "wb") as f:
                 f.write(self._mac(secret, digest, payload) + payload)
@@ -172,13 +186,42 @@ def load_rules(policy: Any, home: str, store_root: str | Path) -> tuple[Any, str
     return load_ruleset(policy, sources=sources), digest, False
 
 
+def policy_parser(store_root: str | Path) -> Callable[..., Any]:
+    """``parse_policy`` answered from the store's sealed cache (``policy-<digest>.bin``) when the
+    same text, at the same place, was parsed by the same code before: a policy file is YAML and
+    is checked against its JSON schema, which costs more than the rest of a run's start.  A text
+    that does not parse raises as always (nothing is kept for it)."""
+    from spyglass.policy.loader import parse_policy
+    from spyglass.policy.model import Policy
+
+    def parse(text: str, path: str, *, base_dir: str) -> Any:
+        h = hashlib.sha256(FORMAT + b"\0policy\0" + _code_stamp())
+        for part in (path, base_dir, text):
+            h.update(part.encode("utf-8", "surrogateescape") + b"\0")
+        digest = h.hexdigest()
+        cache = RuleCache(store_root, prefix="policy")
+        got = cache.get(digest)
+        if isinstance(got, Policy):
+            return got
+        pol = parse_policy(text, path, base_dir=base_dir)
+        if cache.put(digest, pol):
+            prune(cache)
+        return pol
+
+    return parse
+
+
 def remember(store_root: str | Path, digest: str, ruleset: Any) -> None:
     """Keep a rule set that compiled, under its key (best effort: a read-only store just misses)."""
     cache = RuleCache(store_root)
-    if not cache.put(digest, ruleset):
-        return
+    if cache.put(digest, ruleset):
+        prune(cache)
+
+
+def prune(cache: RuleCache) -> None:
+    """Only the newest ``MAX_ENTRIES`` entries of the cache's kind are kept."""
     try:
-        entries = sorted(cache.dir.glob("rules-*.bin"), key=lambda p: p.stat().st_mtime_ns)
+        entries = sorted(cache.dir.glob(f"{cache.prefix}-*.bin"), key=lambda p: p.stat().st_mtime_ns)
         for old in entries[:-MAX_ENTRIES]:
             old.unlink(missing_ok=True)
     except OSError:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spyglass.events import EVENT_TYPES, Event
-from spyglass.policy.paths import DirSet, GlobMatcher
+from spyglass.policy.paths import DirSet, GlobMatcher, LazyPattern
 from spyglass.rules.condition import And, AtLeast, Cond, Macro, Not, Or, Sel
 from spyglass.rules.context import FieldContext
 from spyglass.rules.fields import FIELDS
@@ -96,15 +96,15 @@ class CompiledSet:
 class _Shared:
     """Constants of the generated code, shared by every function of one compiled set."""
 
-    def __init__(self, ns: dict[str, Any]) -> None:
-        self.ns = ns
+    def __init__(self, ns: dict[str, Any], lazy: bool = False, code: Callable[..., Any] | None = None) -> None:
+        self.ns, self.lazy, self.compile = ns, lazy, code or compile  # modifiers.regex, rules/codecache.py
         self.keys: dict[str, str] = {}
         #: functions are also compiled after start, on two threads (the engine's specialized ones,
         #: the fast lane's): one at a time, so constants never get the same name
         self.lock = threading.RLock()
 
     def const(self, value: Any) -> str:
-        if isinstance(value, re.Pattern | DirSet | NetSet | GlobMatcher) or callable(value):
+        if isinstance(value, re.Pattern | LazyPattern | DirSet | NetSet | GlobMatcher) or callable(value):
             key = f"id:{id(value)}"
         else:
             key = repr((type(value).__name__, value))
@@ -252,7 +252,7 @@ class _Emitter:
                      for v in values]
             return "(" + " and ".join(parts) + ")"
         inner = mod.emit_text(self, t, values, "e", "e")
-        pred = eval(f"lambda e: {inner}", self.shared.ns)
+        pred = eval(self.shared.compile(f"lambda e: {inner}", "<spyglass rules>", "eval"), self.shared.ns)
         return f"_any_item({src}, {self.const(pred)})"
 
     # -- structure ---------------------------------------------------------------
@@ -397,7 +397,7 @@ class _TypeCompiler:
         return fn  # type: ignore[return-value]
 
     def _compile(self, fname: str, src: str) -> Any:
-        code = compile(src, f"<spyglass rules: {self.etype or 'any'}>", "exec")
+        code = self.shared.compile(src, f"<spyglass rules: {self.etype or 'any'}>", "exec")
         exec(code, self.shared.ns)
         return self.shared.ns.pop(fname)
 
@@ -419,7 +419,7 @@ def compile_matchers(
     *,
     per_path: bool = True,
     lazy: bool = False,
-    early: frozenset[int] | None = None,
+    early: frozenset[int] | None = None, code: Callable[..., Any] | None = None,
 ) -> CompiledSet:
     """Generate and compile the functions of every event type over ``matchers``.
 
@@ -428,7 +428,7 @@ def compile_matchers(
     nothing now: ``CompiledSet.build(etype)`` compiles one type's function when
     it is first needed (a run sees a few of the event types), once.  ``early``:
     the indexes of the matchers the fast lane evaluates
-    (``CompiledSet.early_by_type``, or ``build_early`` when lazy).
+    (``CompiledSet.early_by_type``, or ``build_early`` when lazy); ``code``: compile() (a cache).
     """
     active = [True] * len(matchers)
     out = CompiledSet(matchers=matchers, active=active)
@@ -436,7 +436,7 @@ def compile_matchers(
         "_U": _U, "_E": _E, "_low": _low, "_any_item": _any_item, "_act": active,
         **KLEENE,
     }
-    shared = _Shared(ns)
+    shared = _Shared(ns, lazy=lazy, code=code)
     by_type: dict[str | None, list[int]] = {t: [] for t in EVENT_TYPES}
     by_type[None] = []
     for i, m in enumerate(matchers):

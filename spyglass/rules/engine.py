@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spyglass.agents.adapters import adapter_named, agent_state_globs
 from spyglass.agents.launch import install_trees
@@ -34,6 +34,9 @@ from spyglass.rules.model import Rule, RuleSet
 from spyglass.rules.pathmemo import MatchFn
 from spyglass.rules.state import ProcRef, SequenceTracker, ThresholdCounter
 from spyglass.rules.tracking import track
+
+if TYPE_CHECKING:
+    from spyglass.rules.codecache import CodeCache
 
 _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
 _TEMPLATE = re.compile(r"\{([a-z_][a-z0-9_.]*)(?:\|([^{}]*))?\}")  # {field} or {field|when missing}
@@ -87,6 +90,8 @@ class RuleEngine(Sink):
         self._dedup: set[tuple[str, int, str]] = set()
         self._getters: dict[str, Callable[[Event, FieldContext], Any]] = {}
         self._compile_lock = threading.Lock()
+        #: compiles the generated rule code (None: ``compile``; a run sets its store's code cache)
+        self.code_cache: CodeCache | None = None
         #: compile every event type's function in start() (else each at its type's first event)
         self._eager = not validated
         if not validated:
@@ -201,7 +206,8 @@ class RuleEngine(Sink):
         # (not for the validating compile: the lane's functions are subsets of the others)
         early = fast_matchers(self.rules, matchers) if self._fast_lane and not self._eager else frozenset()
         self.compiled = compile_matchers(matchers, lists, self.ruleset.library.macros, home,
-                                         per_path=self._per_path, lazy=not self._eager, early=early)
+                                         per_path=self._per_path, lazy=not self._eager, early=early,
+                                         code=self.code_cache.compile if self.code_cache is not None else None)
         self._active = self.compiled.active
         for m_idx in self._steps.values():
             for i in m_idx[1:]:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from spyglass.policy.hosts import parse_ip
-from spyglass.policy.paths import DirSet, GlobMatcher, compile_globs, expand_home
+from spyglass.policy.paths import DirSet, GlobMatcher, LazyPattern, compile_globs, expand_home
 
 if TYPE_CHECKING:
     from spyglass.rules.compiler import _Emitter as Emitter
@@ -78,6 +78,12 @@ class Modifier:
     @staticmethod
     def texts(t: FieldTest, values: list[Any]) -> list[str]:
         return [s if t.cased else s.lower() for s in (str(v) for v in values if v is not None)]
+
+
+def regex(em: Emitter, pattern: str, flags: int) -> re.Pattern[str] | LazyPattern:
+    """A regular expression of the generated code (``search``, ``fullmatch``): compiled now when
+    the rules are being checked, else at its first use (a set the rule cache saw compile whole)."""
+    return LazyPattern(pattern, flags) if em.shared.lazy else re.compile(pattern, flags)
 
 
 REGISTRY: dict[str | None, Modifier] = {}
@@ -140,7 +146,7 @@ class Contains(_TextOnly):
         if t.all or len(plain) == 1:
             parts = [f"({em.const(s)} in {x})" for s in plain]
             return f"({x} is not None and {em.join(parts, True)})"
-        rx = re.compile("|".join(re.escape(s) for s in plain), re.DOTALL)
+        rx = regex(em, "|".join(re.escape(s) for s in plain), re.DOTALL)
         return f"({x} is not None and {em.const(rx)}.search({x}) is not None)"
 
 
@@ -180,9 +186,9 @@ class Regex(Modifier):
         flags = re.DOTALL | (0 if t.cased else re.IGNORECASE)
         pats = [str(v) for v in values if v is not None]
         if t.all:
-            parts = [f"{em.const(re.compile(p, flags))}.search({raw}) is not None" for p in pats]
+            parts = [f"{em.const(regex(em, p, flags))}.search({raw}) is not None" for p in pats]
             return f"({raw} is not None and {em.join(parts, True)})"
-        rx = re.compile("|".join(f"(?:{p})" for p in pats), flags)
+        rx = regex(em, "|".join(f"(?:{p})" for p in pats), flags)
         return f"({raw} is not None and {em.const(rx)}.search({raw}) is not None)"
 
 

@@ -59,7 +59,9 @@ def read_sources(paths: Sequence[Path], *, pack: bool = True) -> RuleSources:
     seen: set[Path] = set()
     pack_prefix = str(pack_dir())
     for f in files:
-        r = f.resolve()
+        # the pack alone (rglob does not enter linked directories, pack_dir() is resolved): only a
+        # link can name a file twice, so only links are resolved (each resolve is a stat per component)
+        r = f.resolve() if paths or f.is_symlink() else f
         if r in seen:
             continue
         seen.add(r)

@@ -51,9 +51,10 @@ def plan_run(opts: RunOptions, store: Store) -> Plan:
 
     from spyglass.policy import load_policy
     from spyglass.policy.locate import ignored_workspace_policy, locate_policy
+    from spyglass.rules.cache import policy_parser
 
     cwd = str(Path(opts.cwd).resolve())
-    policy = load_policy(opts.policy_file, cwd)
+    policy = load_policy(opts.policy_file, cwd, parse=policy_parser(store.root))
     source = locate_policy(opts.policy_file, cwd)
     notice = ignored_workspace_policy(source, cwd)
     if notice and opts.live_alerts:
@@ -83,6 +84,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     ``verdict_code`` is the exit code ``spyglass run`` reports."""
     from spyglass.rules import fail_on_exceeded
     from spyglass.rules.cache import load_rules, remember
+    from spyglass.rules.codecache import CodeCache
     from spyglass.rules.engine import RuleEngine
 
     check_level(opts.fail_on)
@@ -120,6 +122,8 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
         ruleset, rules_key, checked = load_rules(policy, plan.home, store.root)
         phases.mark("rules load")
         plan.engine = RuleEngine(ruleset, policy, home=plan.home, mode=mode, validated=checked)
+        # the run's generated rule code, compiled once and kept sealed in the store (rules/codecache.py)
+        code_cache = plan.engine.code_cache = CodeCache(store.root, rules_key)
         if not checked:  # compiled whole just now, so a broken rule stopped the run: keep it
             remember(store.root, rules_key, ruleset)
         phases.mark("rules compile")
@@ -169,6 +173,7 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
             on_following=_verdict_so_far(opts, fail_on),
         )
         outcome = record(request, backend, store, sinks, signer=signer)
+        code_cache.save()  # only when this run compiled code the cache did not have
 
     outcome.notes.extend(apply_retention(policy, store, outcome.meta.id))
     code = outcome.exit_code
@@ -267,13 +272,16 @@ def apply_retention(policy: Policy, store: Store, run_id: str) -> list[str]:
     return [f"retention: deleted {len(gone)} old run(s) ({retention.fmt_size(plan.total_before - plan.total_after)})"]
 
 
-def follows(opts: RunOptions) -> bool:
-    """Whether this run follows the agent's leftovers (``--descendants follow``, or the policy's)."""
+def follows(opts: RunOptions, store_root: Path | None = None) -> bool:
+    """Whether this run follows the agent's leftovers (``--descendants follow``, or the policy's;
+    ``store_root``: the run's store, whose cache may have the policy parsed already)."""
     if opts.descendants is not None:
         return opts.descendants == "follow"
     from spyglass.policy import load_policy
+    from spyglass.rules.cache import policy_parser
 
-    return load_policy(opts.policy_file, str(Path(opts.cwd).resolve())).descendants == "follow"
+    parse = policy_parser(store_root) if store_root is not None else None
+    return load_policy(opts.policy_file, str(Path(opts.cwd).resolve()), parse=parse).descendants == "follow"
 
 
 def descendants_choice(opts: RunOptions, policy: Policy, mode: str) -> str:

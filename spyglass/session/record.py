@@ -334,7 +334,7 @@ def record(
                 live.kill_tree()
 
         ctx.stop_agent = stop_agent
-        _warm(sinks)
+        _warm(sinks, loading_only=True)  # while the eBPF program still loads (the wait is idle)
         phases.mark("warm")
         sig = _Signals(None, ctx.procs)  # from before the agent starts: no window without a handler
         sig.__enter__()
@@ -350,6 +350,10 @@ def record(
             session.kill_tree()
         sig.attach(session)
         phases.mark("capture start")
+        # the rest of the warm-up while the agent starts (its first events queue meanwhile, and any
+        # type not compiled yet compiles at its first event: nothing goes unevaluated)
+        _warm(sinks)
+        phases.mark("warm after launch")
         chosen: Any = getattr(backend, "inner", backend)  # a sandbox wraps the backend
         meta.backend = chosen.name  # ``auto`` may have fallen back at start
         if getattr(chosen, "reason", None):
@@ -446,13 +450,17 @@ def _following_hook(
     return following
 
 
-def _warm(sinks: Sequence[object]) -> None:
-    """Sinks with a ``warm(more)`` hook prepare before the agent starts (the rule engine compiles
-    the functions of the commonest event types, and more while the eBPF program still loads)."""
+def _warm(sinks: Sequence[object], *, loading_only: bool = False) -> None:
+    """Sinks with a ``warm(more)`` hook prepare (the rule engine compiles the functions of the
+    commonest event types, and more while the eBPF program still loads).  ``loading_only``: only
+    if the eBPF program is still loading (before the launch, the wait for it is idle time); else
+    the warm-up runs just after the launch, while the agent's process starts."""
     import sys
 
     preload = sys.modules.get("spyglass.capture.ebpf.preload")  # not imported: no load under way
     more: Callable[[], bool] = preload.pending if preload is not None else lambda: False
+    if loading_only and not more():
+        return
     for sink in sinks:
         warm = getattr(sink, "warm", None)
         if warm is not None:

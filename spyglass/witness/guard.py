@@ -17,7 +17,7 @@ filesystem, so it runs live only; ``check`` leaves its alerts as recorded.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +43,28 @@ def file_id(path: str | Path, follow: bool = True) -> FileId | None:
     except (OSError, ValueError):
         return None
     return st.st_dev, st.st_ino
+
+
+def _tree_ids(root: str) -> Iterator[FileId]:
+    """Device and inode of every file and directory below ``root`` (symlinks: of what they name;
+    not descended into), one ``stat`` each (spyglass's own source is walked at every run's start)."""
+    stack = [root]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif not (entry.is_file() or entry.is_dir()):
+                    continue
+                st = entry.stat()
+            except OSError:
+                continue
+            yield st.st_dev, st.st_ino
 
 
 @dataclass
@@ -91,11 +113,8 @@ class Protected:
         if os.path.exists(path):
             self.add(path, what)
             if tree and os.path.isdir(path):
-                for f in Path(path).rglob("*"):
-                    if f.is_file() or f.is_dir():
-                        fid = file_id(f)
-                        if fid is not None:
-                            self.ids.setdefault(fid, what)
+                for fid in _tree_ids(str(path)):
+                    self.ids.setdefault(fid, what)
         for p in {os.path.normpath(os.path.abspath(path)), os.path.realpath(path)}:
             (self.trees if tree else self.files).setdefault(p, what)
 

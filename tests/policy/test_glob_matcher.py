@@ -38,3 +38,12 @@ def test_same_answers_as_the_regex(patterns: list[str], cased: bool) -> None:
         fixed.append(rnd.choice(["", "/", "/home/dev/"]) + p)
     for p in fixed:
         assert (gm.fullmatch(p) is not None) == (rx.fullmatch(p) is not None), p
+
+
+@pytest.mark.parametrize("bad", ["/x/[z-a]/**", "**/a[", "/ok/**/[]"])
+def test_a_bad_glob_is_refused_at_construction(bad: str) -> None:
+    """Expressions compile at their first use, but a glob that is no glob still fails at once."""
+    from spyglass.policy.paths import GlobError
+
+    with pytest.raises(GlobError):
+        GlobMatcher(["/fine/**", bad], HOME)

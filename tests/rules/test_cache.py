@@ -197,3 +197,27 @@ def test_an_agent_that_poisons_the_cache_does_not_weaken_the_next_run(tmp_path: 
     assert again.returncode == 6, again.stderr
     reader = RunReader(Store(store), Store(store).resolve("latest"))
     assert "cred-secret-read" in {a.rule_id for a in reader.alerts()}
+
+
+def test_a_policy_file_is_parsed_once_and_a_forged_entry_is_refused(tmp_path: Path) -> None:
+    """The store keeps parsed policies under the rule cache's seal: the same text at the same
+    place is not parsed again; an entry planted with another policy (a weaker mode, no secrets)
+    fails its seal and the file's own text is parsed; a bad policy is an error as always."""
+    from spyglass.policy.loader import PolicyError, parse_policy
+    from spyglass.rules.cache import policy_parser
+
+    store = tmp_path / "store"
+    f = tmp_path / "policy.yaml"
+    f.write_text("mode: enforce\nsecrets: ['~/.mine/**']\n")
+    first = load_policy(f, tmp_path, parse=policy_parser(store))
+    (entry,) = (store / "cache").glob("policy-*.bin")
+    parse_policy.cache_clear()
+    again = load_policy(f, tmp_path, parse=policy_parser(store))
+    assert again == first and again.mode == "enforce" and parse_policy.cache_info().misses == 0  # from the store
+    weak = dataclasses.replace(first, mode="observe", secrets=())
+    entry.write_bytes(b"\0" * 32 + pickle.dumps(weak))
+    got = load_policy(f, tmp_path, parse=policy_parser(store))
+    assert got.mode == "enforce" and got.secrets == ("~/.mine/**",)
+    f.write_text("mode: sometimes\n")
+    with pytest.raises(PolicyError):
+        load_policy(f, tmp_path, parse=policy_parser(store))

@@ -95,3 +95,29 @@ def test_benign_twin_mv_over_a_workspace_file_raises_nothing(setup: Any) -> None
     (setup.ws / "old.txt").write_text("1\n")
     res = setup.run("echo 2 > new.txt; mv new.txt old.txt")
     assert res.returncode == 0 and "witness" not in res.stderr, res.stderr
+
+
+def test_a_protected_tree_knows_every_file_and_directory_below_it(tmp_path: Path) -> None:
+    """The walk of a protected tree (spyglass's own source, at every start) records what a
+    recursive glob finds: files, directories, what symlinks name, not fifos or dangling links."""
+    import os
+
+    from spyglass.witness.guard import Protected, file_id
+
+    root = tmp_path / "tree"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "f.py").write_text("x")
+    (root / "top.txt").write_text("y")
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "hidden.txt").write_text("z")
+    (root / "link-dir").symlink_to(outside)  # named, not descended into
+    (root / "link-file").symlink_to(root / "top.txt")
+    (root / "dangling").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(root / "fifo")
+    prot = Protected()
+    prot.add_place(root, "a tree", tree=True)
+    want = {file_id(f) for f in root.rglob("*") if f.is_file() or f.is_dir()}
+    assert want <= set(prot.ids)
+    assert file_id(outside) in prot.ids and file_id(outside / "deep" / "hidden.txt") not in prot.ids
+    assert all(prot.ids[f] == "a tree" for f in want)

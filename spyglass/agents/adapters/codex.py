@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -170,7 +169,10 @@ class CodexAdapter(AgentAdapter):
         if home is None:
             return {}
         try:
-            data = tomllib.loads((home / "config.toml").read_text(encoding="utf-8"))
+            text = (home / "config.toml").read_text(encoding="utf-8")
+            import tomllib  # only when there is a config (its import compiles regular expressions)
+
+            data = tomllib.loads(text)
         except (OSError, ValueError):
             return {}
         out: dict[str, list[str]] = {}

@@ -15,12 +15,10 @@ from typing import Any
 from spyglass.capture.ebpf import records as R
 from spyglass.capture.ebpf.sensitive import sensitive_event
 from spyglass.capture.ebpf.syscalls import BY_NR, CLONE_NAMES, EXEC_NAMES
+from spyglass.capture.fields import group_kill, path_fields, to_text
 from spyglass.capture.ident import Identities
-from spyglass.capture.strace.decode import to_text
 from spyglass.capture.strace.dns import learn_answer
 from spyglass.capture.strace.paths import join, normalize
-from spyglass.capture.strace.privs import group_kill
-from spyglass.capture.strace.state import path_fields
 from spyglass.events.schema import Event
 
 #: ``realpath(pid, path) -> path`` with symlinks resolved as ``pid`` sees them

@@ -11,7 +11,6 @@ repeated with the lines collected, to explain why.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
 from collections.abc import Iterator
@@ -30,11 +29,14 @@ class LibbpfError(Exception):
 
 class _Lib:
     def __init__(self) -> None:
-        name = ctypes.util.find_library("bpf") or "libbpf.so.1"
+        # libbpf1's soname first: find_library runs `ldconfig -p` (a process: 10-40 ms of every
+        # run's start), so it is only asked when that name does not load
         try:
-            lib = ctypes.CDLL(name, use_errno=True)
-        except OSError:
             lib = ctypes.CDLL("libbpf.so.1", use_errno=True)
+        except OSError:
+            from ctypes.util import find_library
+
+            lib = ctypes.CDLL(find_library("bpf") or "libbpf.so.1", use_errno=True)
         vp, cp, ci = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
         sigs: dict[str, tuple[object, list[object]]] = {
             "bpf_object__open_file": (vp, [cp, vp]),

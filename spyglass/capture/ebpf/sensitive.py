@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 
 from spyglass.capture.ebpf import records as R
 from spyglass.capture.ebpf.syscalls import BY_NR
-from spyglass.capture.strace.files import open_kind
-from spyglass.capture.strace.state import path_fields
+from spyglass.capture.fields import open_kind, path_fields
 from spyglass.events.schema import Event
 
 if TYPE_CHECKING:

@@ -24,9 +24,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from spyglass.capture.strace.decode import ann_path, parse_fd, parse_pid, to_text, unquote
-from spyglass.capture.strace.files import open_kind
-from spyglass.capture.strace.state import Call, TraceState, path_fields
+from spyglass.capture.fields import open_kind, path_fields, to_text
+from spyglass.capture.strace.decode import ann_path, parse_fd, parse_pid, unquote
+from spyglass.capture.strace.state import Call, TraceState
 from spyglass.events.schema import Event
 
 Handler = Callable[[TraceState, Call], "Event | None"]

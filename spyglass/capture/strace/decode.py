@@ -21,8 +21,6 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from spyglass.events.codec import text_from_bytes
-
 _SIMPLE_ESC = {
     ord("n"): 10,
     ord("t"): 9,
@@ -66,21 +64,6 @@ def unquote(token: str) -> str:
 def unquote_bytes(token: str) -> bytes:
     """The exact bytes of a quoted strace string."""
     return unquote(token).encode("utf-8", "surrogateescape")
-
-
-def to_text(value: str, wire: str, raw: dict[str, str] | None) -> tuple[str, dict[str, str] | None]:
-    """Event text for an fs string; bytes that are not UTF-8 go to ``raw[wire]`` as base64."""
-    if value.isascii():
-        return value, raw
-    try:
-        value.encode("utf-8")
-        return value, raw
-    except UnicodeEncodeError:
-        text, b64 = text_from_bytes(value.encode("utf-8", "surrogateescape"))
-        if b64 is not None:
-            raw = dict(raw) if raw else {}
-            raw[wire] = b64
-        return text, raw
 
 
 # --- argument lists ---------------------------------------------------------

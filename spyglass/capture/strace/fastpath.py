@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
+from spyglass.capture.fields import open_kind
 from spyglass.capture.strace.decode import parse_int
-from spyglass.capture.strace.files import open_kind
 from spyglass.capture.strace.paths import resolve
 from spyglass.capture.strace.state import TraceState
 from spyglass.events.schema import Event

@@ -6,9 +6,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from spyglass.capture.fields import open_kind, path_fields
 from spyglass.capture.strace.decode import ann_path, parse_int, struct_fields, unquote
 from spyglass.capture.strace.paths import normalize, resolve
-from spyglass.capture.strace.state import Call, TraceState, path_fields
+from spyglass.capture.strace.state import Call, TraceState
 from spyglass.events.schema import Event
 
 Handler = Callable[[TraceState, Call], "Event | None"]
@@ -19,23 +20,6 @@ _OPENAT = re.compile(
     r'("(?:[^"\\]|\\.)*"(?:\.\.\.)?), ([^,]+)(?:, (0[0-7]*|\d+))?$'
 )
 _OPEN = re.compile(r'("(?:[^"\\]|\\.)*"(?:\.\.\.)?), ([^,]+)(?:, (0[0-7]*|\d+))?$')
-
-
-def open_kind(flags: str) -> str | None:
-    """The event type an open with these flags stands for; None for ``O_PATH`` (no data access).
-
-    ``O_CREAT`` gives ``file.create``.  Without ``O_EXCL`` that also covers an
-    existing file opened for writing (the kernel does not say which it was).
-    ``O_WRONLY``/``O_RDWR`` (or ``O_TRUNC``) without ``O_CREAT`` give
-    ``file.write``; everything else is ``file.read``.
-    """
-    if "O_PATH" in flags:
-        return None
-    if "O_CREAT" in flags or "O_TMPFILE" in flags:
-        return "file.create"
-    if "O_WRONLY" in flags or "O_RDWR" in flags or "O_TRUNC" in flags:
-        return "file.write"
-    return "file.read"
 
 
 def _mode(token: str | None) -> str | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from spyglass.capture.fields import to_text
 from spyglass.capture.strace.decode import (
     SockAddr,
     SockInfo,
@@ -22,7 +23,6 @@ from spyglass.capture.strace.decode import (
     parse_sockaddr,
     split_array,
     struct_fields,
-    to_text,
     unquote_bytes,
 )
 from spyglass.capture.strace.dns import learn_answer

@@ -30,8 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from spyglass.capture import ident
+from spyglass.capture.fields import to_text
 from spyglass.capture.strace import access, files, net, privs
-from spyglass.capture.strace.decode import to_text, unquote
+from spyglass.capture.strace.decode import unquote
 from spyglass.capture.strace.fastpath import FastPaths
 from spyglass.capture.strace.paths import RealpathDir
 from spyglass.capture.strace.state import Call, FdLink, HostsFile, PgidOf, Proc, TraceState, live_parent

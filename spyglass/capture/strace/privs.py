@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from spyglass.capture.strace.decode import ann_path, parse_fd, parse_int, parse_pid, to_text, unquote
-from spyglass.capture.strace.state import Call, PgidOf, TraceState, path_fields
+from spyglass.capture.fields import group_kill, path_fields, to_text
+from spyglass.capture.strace.decode import ann_path, parse_fd, parse_int, parse_pid, unquote
+from spyglass.capture.strace.state import Call, TraceState
 from spyglass.events.schema import Event
 
 Handler = Callable[[TraceState, Call], "Event | None"]
@@ -229,17 +230,3 @@ HANDLERS: dict[str, Handler] = {
     "tkill": h_kill,
     "tgkill": h_kill,
 }
-
-
-def group_kill(target: int, pid: int, pgid_of: PgidOf | None) -> tuple[str, int | None]:
-    """``kill(0, ...)`` or ``kill(-PGID, ...)`` by ``pid``: a whole process group, which may hold
-    spyglass or its tracer.  The words naming the group, and the target to record (``-PGID``; None
-    where the caller's own group is not known)."""
-    pgid: int | None = -target
-    if target == 0:
-        try:
-            pgid = pgid_of(pid) if pgid_of is not None else None
-        except Exception:  # a host callback must never break decoding
-            pgid = None
-    where = f"process group {pgid}" if pgid is not None else "its own process group"
-    return where, -pgid if pgid is not None else None

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spyglass.capture.strace.decode import ann_path, parse_fd, split_args, to_text
+from spyglass.capture.strace.decode import ann_path, parse_fd, split_args
 from spyglass.capture.strace.paths import ProcLookup, RealpathDir, resolve
 from spyglass.events.schema import Event
 
@@ -232,20 +232,6 @@ class TraceState(ProcLookup):
             errno=c.err,
             **fields,
         )
-
-
-def path_fields(path: str, raw: str | None = None, target: str | None = None) -> dict[str, Any]:
-    """``path``/``raw_path``/``target`` event fields, with exact bytes where they are not UTF-8."""
-    out: dict[str, Any] = {}
-    rb: dict[str, str] | None = None
-    out["path"], rb = to_text(path, "file.path", rb)
-    if raw is not None and raw != path:
-        out["raw_path"], rb = to_text(raw, "file.raw_path", rb)
-    if target is not None:
-        out["target"], rb = to_text(target, "file.target", rb)
-    if rb:
-        out["raw_bytes"] = rb
-    return out
 
 
 def live_parent(procs: dict[int, Proc], tid: int) -> tuple[int, bool] | None:

@@ -9,6 +9,7 @@ import struct
 
 import pytest
 
+from spyglass.capture.fields import to_text
 from spyglass.capture.strace import fastpath as fastpath_mod
 from spyglass.capture.strace import parser as parser_mod
 from spyglass.capture.strace.decode import (
@@ -18,7 +19,6 @@ from spyglass.capture.strace.decode import (
     parse_sock_ann,
     parse_sockaddr,
     split_args,
-    to_text,
     unquote,
     unquote_bytes,
 )
