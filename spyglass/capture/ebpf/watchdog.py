@@ -22,28 +22,31 @@ socket pair whose other end only spyglass holds:
 * ``done`` from spyglass: exits at once (spyglass then detaches the program).
 
 It is spawned from a thread once the command has started (the command never
-waits for it; it watches a few milliseconds later), as a plain script (no
-package import: ~0.15 s of interpreter start-up, in parallel with the run),
-and imports the decoder only when spyglass is gone.  It is a speed bump, not a wall: an agent that may signal
+waits for it; it watches a few milliseconds later), as a plain script with the
+interpreter alone (``python -I -S``: no site-packages, no package, no json or
+socket module; its configuration is passed as marshal), since it runs beside
+every run and takes CPU from it, and imports site-packages and the decoder only
+when spyglass is gone.  It is a speed bump, not a wall: an agent that may signal
 spyglass may signal the watchdog too (that signal is recorded while spyglass
 lives).  docs/threat-model.md says what this does and does not withstand.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
 import select
-import signal
-import socket
 import sys
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the script itself imports nothing of the package until spyglass is gone
+# The script starts with ``python -I -S`` and these four modules only (the interpreter alone; json,
+# socket, pathlib, typing and site-packages cost more than all of it): the rest is imported
+# where it is used, the package and site-packages only once spyglass is gone (:func:`lost`).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
     from spyglass.capture.ebpf.libbpf import BpfObject
     from spyglass.events.schema import Event
 
@@ -53,24 +56,24 @@ _KILL_FOR = 10.0  # seconds spent killing the tree (new children die as they app
 _KEEP_EVENTS = 500  # events after spyglass's death kept in the note
 
 
-def _procfs() -> Any:
+def _procfs() -> dict[str, Any]:
     """spyglass/capture/procfs.py: imported as usual inside spyglass, loaded by its path when this
     file runs as the watchdog's plain script (no package import)."""
     if __package__:
         from spyglass.capture import procfs
 
-        return procfs
-    path = Path(__file__).resolve().parent.parent / "procfs.py"
-    spec = importlib.util.spec_from_file_location("_spyglass_procfs", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+        return vars(procfs)
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "procfs.py")
+    with open(path, "rb") as f:  # a few lines of source: compiled here, no importlib.util
+        source = f.read()
+    namespace: dict[str, Any] = {"__name__": "_spyglass_procfs", "__file__": path}
+    exec(compile(source, path, "exec"), namespace)
+    return namespace
 
 
 _PROCFS = _procfs()
-_state: Callable[[int], bytes] = _PROCFS.state
-_alive: Callable[[int], bool] = _PROCFS.running
+_state: Callable[[int], bytes] = _PROCFS["state"]
+_alive: Callable[[int], bool] = _PROCFS["running"]
 
 
 def _monitor_alone_stopped(monitor: int, root: int) -> bool:
@@ -86,14 +89,14 @@ def _monitor_alone_stopped(monitor: int, root: int) -> bool:
 
 
 def watch(cfg: dict[str, Any]) -> int:
-    sock = socket.socket(fileno=int(cfg["sock"]))
+    sock = int(cfg["sock"])  # the socket's descriptor, read and written as is (no socket module)
     monitor = int(cfg["monitor"])
     buf = b""
     while True:
         ready, _, _ = select.select([sock], [], [], _TICK)
         if ready:
             try:
-                data = sock.recv(256)
+                data = os.read(sock, 256)
             except OSError:
                 data = b""
             if not data:
@@ -109,9 +112,11 @@ def watch(cfg: dict[str, Any]) -> int:
         root = int(cfg.get("root") or 0)
         if _monitor_alone_stopped(monitor, root):
             # (the agent stopped too is job control, a Ctrl-Z at the terminal: left alone)
+            import signal
+
             try:
                 os.kill(monitor, signal.SIGCONT)
-                sock.sendall(f"stopped {time.time_ns()}\n".encode())
+                os.write(sock, f"stopped {time.time_ns()}\n".encode())  # a short line: written whole
             except OSError:
                 pass
         elif not _alive(monitor):
@@ -123,10 +128,13 @@ def watch(cfg: dict[str, Any]) -> int:
 def _write_note(cfg: dict[str, Any], note: dict[str, Any]) -> None:
     if not cfg.get("note"):
         return
-    path = Path(str(cfg["note"]))
-    tmp = path.with_name(path.name + ".tmp")
+    import json
+
+    path = str(cfg["note"])
+    tmp = path + ".tmp"
     try:
-        tmp.write_text(json.dumps(note, indent=1, default=str))
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(note, indent=1, default=str))
         os.replace(tmp, path)
     except OSError:
         pass  # the run directory is gone or full: the run is still found running, then incomplete
@@ -137,6 +145,12 @@ def lost(cfg: dict[str, Any]) -> None:
     monitor = int(cfg["monitor"])
     _write_note(cfg, {"detail": f"monitor-lost: spyglass (pid {monitor}) died during the run", "ts": time.time_ns(),
                       "monitor_pid": monitor, "final": False})  # at once; completed below
+    import signal
+
+    if sys.flags.no_site:  # started with -S: site-packages (msgspec) now
+        import site
+
+        site.main()
     sys.path.insert(0, str(cfg["package_root"]))
     import msgspec
 
@@ -240,6 +254,8 @@ class Watchdog:
 
     def events(self, root: int, notes: list[str]) -> Iterator[Event]:
         """What the watchdog reported, as events: spyglass found stopped, or the watchdog gone."""
+        import signal
+
         from spyglass.events.schema import Event
 
         if self.error is not None:
@@ -262,6 +278,8 @@ class Watchdog:
     def __init__(self, cfg: dict[str, Any], fds: list[int]) -> None:
         """Spawned from a thread: the command (started first) never waits for it, and neither does
         the reading of its events; until it runs, what spyglass sends waits in the socket."""
+        import marshal
+        import socket
         import threading
 
         mine, theirs = socket.socketpair()
@@ -271,15 +289,18 @@ class Watchdog:
         self.gone_reported = False
         self.proc = None
         self.error = None
+        script = os.path.realpath(__file__)
         cfg = {**cfg, "sock": theirs.fileno(), "monitor": os.getpid(),
-               "package_root": str(Path(__file__).resolve().parents[3])}  # fmt: skip
+               "package_root": os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(script))))}  # fmt: skip
 
         def spawn() -> None:
             import subprocess
 
             try:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-P", str(Path(__file__).resolve()), json.dumps(cfg)],
+                    # -I -S: no site-packages, no environment, no user paths: the interpreter alone;
+                    # the configuration as marshal (a builtin module, the same interpreter reads it)
+                    [sys.executable, "-I", "-S", script, marshal.dumps(cfg).hex()],
                     pass_fds=[theirs.fileno(), *fds], start_new_session=True,
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 )  # fmt: skip
@@ -347,9 +368,13 @@ class Watchdog:
 
 
 def main() -> int:
+    import marshal
+    import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C to spyglass's group is not for us
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    return watch(json.loads(sys.argv[1]))
+    cfg: dict[str, Any] = marshal.loads(bytes.fromhex(sys.argv[1]))
+    return watch(cfg)
 
 
 if __name__ == "__main__":
