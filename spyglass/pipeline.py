@@ -56,6 +56,8 @@ class SandboxView:
 
 @dataclass
 class BackendInfo:
+    """The capture backend of a run and its options, as the sinks see them."""
+
     name: str = ""
     options: dict[str, object] = field(default_factory=dict)
 

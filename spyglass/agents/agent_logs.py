@@ -65,6 +65,8 @@ class Turn:
 
 @dataclass(slots=True)
 class AgentLog:
+    """The conversation of one agent run, read from its own log (its turns, in order)."""
+
     agent: str  # "codex" | "claude" | "mini"
     format: str  # "codex-exec-json" | "codex-rollout" | "claude-transcript" | "mini-trajectory"
     turns: list[Turn] = field(default_factory=list)

@@ -122,6 +122,8 @@ def _norm(s: str) -> str:
 
 @dataclass(slots=True)
 class _Proc:
+    """What awareness keeps of one process of the run: its role, its agent, the tool call it serves."""
+
     pid: int
     role: str
     agent: str | None = None

@@ -32,6 +32,8 @@ _CONFIG_HOMES: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class AgentIdentity:
+    """Who the agent of a run is: its id, its kind, and where the id came from."""
+
     id: str
     name: str  # the agent's kind or program name
     source: str  # "option", "policy" or "derived"

@@ -40,6 +40,8 @@ from spyglass.events import Event
 
 @dataclass(slots=True)
 class BackendStatus:
+    """Whether a capture backend can run here, what was found and, if not, why."""
+
     name: str
     available: bool
     detail: str = ""  # what was found (version, mode)
@@ -71,12 +73,16 @@ class LaunchSpec:
 
 @dataclass(slots=True)
 class StillRunning:
+    """A process of the run still alive when recording ended."""
+
     pid: int
     argv: list[str] | None = None
 
 
 @dataclass(slots=True)
 class CaptureResult:
+    """How a capture ended: the root's exit, what was read and lost, and the notes."""
+
     exit_code: int | None = None  # the root process's exit code
     signal: str | None = None  # or the signal that killed it ("SIGKILL")
     root_pid: int | None = None

@@ -9,6 +9,8 @@ from spyglass.events.schema import Event
 
 @dataclass(slots=True)
 class ProcInfo:
+    """One process of the tree: its parent, executable, argv, cwd and exit."""
+
     pid: int
     ppid: int | None = None
     exe: str | None = None

@@ -84,6 +84,8 @@ def _either(regexes: list[re.Pattern[str]]) -> re.Pattern[str] | None:
 
 @dataclass(frozen=True)
 class _Rule:
+    """One line of a .gitignore, compiled."""
+
     base: str  # directory of the .gitignore, relative to the root ("" at the root)
     regex: re.Pattern[str]
     negate: bool

@@ -52,6 +52,8 @@ def fingerprint(public_raw: bytes) -> str:
 
 @dataclass(frozen=True)
 class KeyPairFiles:
+    """The files of a generated key pair and the public key's fingerprint."""
+
     private: Path
     public: Path
     fingerprint: str
@@ -211,6 +213,8 @@ def make_signer(private_key_path: Path, passphrase: bytes | None = None) -> Sign
 
 @dataclass(frozen=True)
 class SignatureCheck:
+    """The outcome of checking a checkpoint's signature."""
+
     valid: bool  # the signature matches the signed bytes and the key named in it
     pinned: bool  # that key is the one the verifier supplied
     key_fingerprint: str | None

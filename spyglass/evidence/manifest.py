@@ -115,6 +115,8 @@ TextKeeper = Callable[[str, bytes], None]
 
 @dataclass
 class ManifestOptions:
+    """What a workspace manifest leaves out and how much it hashes."""
+
     excludes: Sequence[str] = DEFAULT_EXCLUDES
     use_gitignore: bool = True
     max_files: int = DEFAULT_MAX_FILES
@@ -136,6 +138,8 @@ CHANGED_NOTE = "not hashed: changed after it was listed, while the agent ran"
 
 @dataclass
 class _Walk:
+    """The state of one manifest walk: options, exclusions, the .gitignore rules, the manifest so far."""
+
     opts: ManifestOptions
     globs: GlobSet
     ignore: GitIgnore | None

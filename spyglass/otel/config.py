@@ -23,6 +23,8 @@ DEFAULT_TIMEOUT: Final = 5.0
 
 @dataclass(frozen=True)
 class OtlpTarget:
+    """Where and how the OpenTelemetry export goes."""
+
     endpoint: str | None = None  # base URL: http://host:4318 (http/protobuf) or http://host:4317 (grpc)
     protocol: str = "http/protobuf"
     headers: dict[str, str] = field(default_factory=dict)

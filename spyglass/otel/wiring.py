@@ -18,6 +18,8 @@ from spyglass.agents.identity import AgentIdentity, derive_identity
 
 @dataclass
 class Monitoring:
+    """The run's live monitoring: the agent's identity, the sinks that export, the target."""
+
     identity: AgentIdentity
     sinks: list[object] = field(default_factory=list)
     target: Any = None  # OtlpTarget or None

@@ -20,6 +20,8 @@ IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 @dataclass(frozen=True, slots=True)
 class HostPattern:
+    """One allowed host: a name or wildcard, or an address or network, with optional ports."""
+
     text: str
     name: str | None = None  # lower-case name or wildcard
     net: IPNet | None = None

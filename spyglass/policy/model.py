@@ -23,6 +23,8 @@ MODES: tuple[Mode, ...] = ("observe", "contain", "enforce", "ask")
 
 @dataclass(frozen=True)
 class NetworkPolicy:
+    """The policy's ``network:`` section."""
+
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     builtin_allow: bool = True
@@ -34,6 +36,8 @@ class NetworkPolicy:
 
 @dataclass(frozen=True)
 class ExecPolicy:
+    """The policy's ``exec:`` section."""
+
     trusted: tuple[str, ...] = ()
 
     @property
@@ -56,6 +60,8 @@ class RuleOverride:
 
 @dataclass(frozen=True)
 class RulesPolicy:
+    """The policy's ``rules:`` section."""
+
     paths: tuple[str, ...] = ()
     disable: tuple[str, ...] = ()
     overrides: dict[str, RuleOverride] = field(default_factory=dict)
@@ -66,6 +72,8 @@ class RulesPolicy:
 
 @dataclass(frozen=True)
 class SandboxPolicy:
+    """The policy's ``sandbox:`` section."""
+
     writable: tuple[str, ...] = ()
     readonly: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
@@ -76,6 +84,8 @@ class SandboxPolicy:
 
 @dataclass(frozen=True)
 class EvidencePolicy:
+    """The policy's ``evidence:`` section."""
+
     sign_key: str | None = None
     manifest_exclude: tuple[str, ...] = defaults.DEFAULT_MANIFEST_EXCLUDE
     max_files: int = 50000
@@ -86,6 +96,8 @@ class EvidencePolicy:
 
 @dataclass(frozen=True)
 class AnalysisPolicy:
+    """The policy's ``analysis:`` section."""
+
     grading_paths: tuple[str, ...] = ()
     ignore_paths: tuple[str, ...] = ()
 
@@ -140,6 +152,8 @@ class RetentionPolicy:
 
 @dataclass(frozen=True)
 class Policy:
+    """A whole policy, defaults filled in (docs/policy.md)."""
+
     mode: Mode = "observe"
     fail_on: str | None = None
     #: processes alive after the agent's exit and the grace period: kill, follow or detach (None: by mode)

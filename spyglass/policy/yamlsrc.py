@@ -41,6 +41,8 @@ def _byte_pos(data: bytes, offset: int) -> tuple[int, int]:
 
 @dataclass(frozen=True, slots=True)
 class Pos:
+    """A line and column in a YAML file (1-based; None when unknown)."""
+
     line: int | None = None
     col: int | None = None
 

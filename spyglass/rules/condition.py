@@ -28,26 +28,36 @@ class ConditionError(ValueError):
 
 @dataclass(frozen=True)
 class Sel:
+    """A condition naming a selection."""
+
     name: str
 
 
 @dataclass(frozen=True)
 class Macro:
+    """A condition naming a macro (``$name``)."""
+
     name: str
 
 
 @dataclass(frozen=True)
 class Not:
+    """The negation of a condition."""
+
     expr: Cond
 
 
 @dataclass(frozen=True)
 class And:
+    """All of the conditions."""
+
     items: tuple[Cond, ...]
 
 
 @dataclass(frozen=True)
 class Or:
+    """Any of the conditions."""
+
     items: tuple[Cond, ...]
 
 

@@ -23,6 +23,8 @@ from spyglass.events.schema import FIELD_NAMES
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
+    """A field rules may test: its kind, how it is computed from the event, its doc."""
+
     kind: str  # "str", "int", "bool", "list"
     expr: str  # Python expression over ``ev`` (the event) and ``fx`` (FieldContext)
     doc: str

@@ -26,6 +26,8 @@ class ListRef:
 
 @dataclass
 class FieldTest:
+    """One test of a selection: a field, its operator (None: equality) and the values."""
+
     field: str
     operator: str | None  # None: equality
     all: bool
@@ -37,6 +39,8 @@ class FieldTest:
 
 @dataclass
 class Selection:
+    """A named selection of a rule's detection: alternatives of field tests."""
+
     name: str
     #: OR of alternatives, each an AND of field tests
     alternatives: list[list[FieldTest]]
@@ -45,6 +49,8 @@ class Selection:
 
 @dataclass
 class Detection:
+    """A rule's detection: its selections and the condition over them."""
+
     selections: dict[str, Selection]
     condition: Cond
     condition_text: str
@@ -54,6 +60,8 @@ class Detection:
 
 @dataclass
 class Step:
+    """One step of a sequence rule."""
+
     name: str
     detection: Detection
     count: int = 1
@@ -63,6 +71,8 @@ class Step:
 
 @dataclass
 class Sequence:
+    """A sequence rule's steps, what they share (``by``) and the time they may take."""
+
     by: str  # run | process | lineage
     within_ns: int | None
     steps: list[Step]
@@ -70,6 +80,8 @@ class Sequence:
 
 @dataclass
 class Threshold:
+    """A threshold rule: how many matches within how long, counted per ``by``."""
+
     count: int
     within_ns: int
     by: str
@@ -78,6 +90,8 @@ class Threshold:
 
 @dataclass
 class Rule:
+    """One rule of the pack or of a policy's rule files."""
+
     id: str
     title: str
     level: str

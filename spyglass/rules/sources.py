@@ -37,6 +37,8 @@ def _display(path: Path) -> str:
 
 @dataclass
 class RuleSources:
+    """The texts of the rule files of a run, and the files that could not be read."""
+
     #: (name shown in messages, text), in load order
     texts: list[tuple[str, str]] = field(default_factory=list)
     #: files that could not be read

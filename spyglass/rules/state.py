@@ -19,6 +19,8 @@ MAX_DISTINCT = 10_000
 
 @dataclass(slots=True)
 class ProcRef:
+    """A process as a sequence step saw it: pid, parent and ancestors."""
+
     pid: int
     ppid: int | None
     ancestors: frozenset[int]
@@ -90,6 +92,8 @@ class ThresholdCounter:
 
 @dataclass(slots=True, eq=False)
 class Partial:
+    """A sequence rule matched up to ``step``: what it matched so far."""
+
     uid: int  # creation order
     step: int
     start_ts: int

@@ -42,6 +42,8 @@ _SWITCH_INTERVAL = 0.001  # seconds
 
 @dataclass
 class RunRequest:
+    """What to record: the command, where and how (the inputs of :func:`record`)."""
+
     argv: Sequence[str]
     cwd: str = field(default_factory=os.getcwd)
     env: dict[str, str] | None = None

@@ -24,6 +24,8 @@ DESC = struct.Struct("<BBBbbbbbbbbb")
 
 @dataclass(frozen=True, slots=True)
 class Sys:
+    """One system call the kernel program knows: number, name, category and special handling."""
+
     nr: int
     name: str
     cat: int

@@ -18,6 +18,8 @@ _MAX_POINTERS = 32
 
 @dataclass(slots=True)
 class DnsResponse:
+    """A DNS answer read from a traced process: the question and what it resolved to."""
+
     name: str  # the question name, lower case, no trailing dot
     qtype: int
     answers: list[str] = field(default_factory=list)  # addresses and CNAME targets, in order
