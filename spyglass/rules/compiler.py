@@ -73,9 +73,7 @@ class Matcher:
 
 @dataclass
 class CompiledSet:
-    """The compiled matchers of a rule set, by event type."""
-
-    #: event type -> function returning the indexes (into ``matchers``) that matched
+    """The compiled matchers of a rule set: ``by_type``, event type -> the indexes that matched."""
     by_type: dict[str, MatchFn] = field(default_factory=dict)
     #: for event types not in EVENT_TYPES
     fallback: MatchFn | None = None
