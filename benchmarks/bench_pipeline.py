@@ -27,9 +27,11 @@ of real events.
 
 Each line gives events/s, peak RSS and the issue's target (replay and check:
 >= 500k events/s, <= 150 MB).  ``--profile`` writes a cProfile of the replay
-phase.  Usage:
+phase.  ``--baseline DIR`` (a source tree of another version, e.g. an export of
+main) replays and checks the same stored run with that tree's package too,
+alternating with this one, and prints the ratios.  Usage:
 
-    python benchmarks/bench_pipeline.py [--events 10000000 | --quick] [--store DIR] [--profile FILE]
+    python benchmarks/bench_pipeline.py [--events 10000000 | --quick] [--store DIR] [--profile FILE] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -181,10 +183,14 @@ def phase_floor(store_dir: Path, run_id: str) -> dict[str, object]:
     return {"events": n, "seconds": time.perf_counter() - t0}
 
 
-def _child(args: list[str]) -> tuple[dict[str, object], float, float]:
-    """Run a phase in a child process: its JSON result, wall seconds, peak RSS in MB."""
+def _child(args: list[str], tree: Path | None = None) -> tuple[dict[str, object], float, float]:
+    """Run a phase in a child process (with ``tree``: that source tree's package): its JSON
+    result, wall seconds, peak RSS in MB."""
+    env = None
+    if tree is not None:  # (and run there: ``-m`` puts the working directory first on the path)
+        env = {**os.environ, "PYTHONPATH": str(tree)}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=env, cwd=tree)
     assert proc.stdout is not None
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -219,7 +225,7 @@ def live_bytes(spyglass: list[str], store_dir: Path) -> None:
 def _line(label: str, n: int, seconds: float, rss: float, target: bool = True) -> None:
     rate = n / seconds
     goal = f"   target >= {TARGET_RATE / 1000:.0f}k/s, <= {TARGET_RSS_MB} MB" if target else ""
-    print(f"  {label:<34} {rate / 1000:8.1f}k events/s  {seconds:7.2f} s  peak RSS {rss:6.1f} MB{goal}")
+    print(f"  {label:<42} {rate / 1000:8.1f}k events/s  {seconds:7.2f} s  peak RSS {rss:6.1f} MB{goal}")
 
 
 def main() -> None:
@@ -229,6 +235,8 @@ def main() -> None:
     ap.add_argument("--live", action="store_true", help="also a live strace run: bytes per real event")
     ap.add_argument("--store", type=Path, default=None, help="work here (default: a temp dir, removed)")
     ap.add_argument("--profile", default=None, help="write a cProfile of the replay phase here")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="a source tree of another version: replay and check with it too, alternating (ratios)")
     ap.add_argument("--phase", choices=["write", "replay", "floor"], help=argparse.SUPPRESS)
     ap.add_argument("--run", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -245,7 +253,7 @@ def main() -> None:
         return
 
     tmp = Path(tempfile.mkdtemp(prefix="spyglass-bench-pipeline-")) if args.store is None else None
-    store_dir = (tmp / "store") if tmp is not None else args.store
+    store_dir = (tmp / "store") if tmp is not None else args.store.resolve()
     me = [sys.executable, __file__, "--store", str(store_dir)]
     spyglass = [sys.executable, "-m", "spyglass"]
     try:
@@ -258,19 +266,34 @@ def main() -> None:
         print(f"  store writer alone: {float(w['write_rate']) / 1000:.1f}k events/s; "  # type: ignore[arg-type]
               f"on disk {int(w['bytes']) / n:.1f} bytes/event")  # type: ignore[call-overload]
         run_id = str(w["run"])
-        _, wall, rss = _child([*me, "--phase", "replay", "--run", run_id,
-                               *(["--profile", args.profile] if args.profile else [])])
-        _line("replay (store, awareness, rules)", n, wall, rss)
-        replay_rate = n / wall
-        _, wall, rss = _child([*spyglass, "check", "--store", str(store_dir), "--format", "json", run_id])
-        _line("spyglass check", n, wall, rss)
+        replay = [*me, "--phase", "replay", "--run", run_id, *(["--profile", args.profile] if args.profile else [])]
+        check = [*spyglass, "check", "--store", str(store_dir), "--format", "json", run_id]
+        base = args.baseline.resolve() if args.baseline is not None else None
+        here = Path(__file__).resolve().parents[1]
+        order = [(here, "")] if base is None else [(base, "baseline "), (here, ""), (base, "baseline "), (here, "")]
+        best: dict[tuple[str, str], tuple[float, float]] = {}
+        for tree, label in order:  # alternating, best of two each when comparing
+            for what, cmd in (("replay (store, awareness, rules)", replay), ("spyglass check", check)):
+                if label and what.startswith("replay") and args.profile:
+                    cmd = cmd[:-2]
+                _, wall, rss = _child(cmd, tree if base is not None else None)
+                key = (label, what)
+                if key not in best or wall < best[key][0]:
+                    best[key] = (wall, rss)
+        for (label, what), (wall, rss) in best.items():
+            _line(f"{label}{what}", n, wall, rss)
+        if base is not None:
+            for what in ("replay (store, awareness, rules)", "spyglass check"):
+                ratio = best[("baseline ", what)][0] / best[("", what)][0]
+                print(f"  {what}: {ratio:.2f}x the baseline's rate (best of 2 each, alternating)")
+        replay_rate = n / best[("", "replay (store, awareness, rules)")][0]
         _, wall, rss = _child([*spyglass, "verify", "--store", str(store_dir), "--format", "json", run_id])
         _line("spyglass verify", n, wall, rss, target=False)
         if args.live:
             live_bytes(spyglass, store_dir.parent / "live")
         fl, wall, rss = _child([*me, "--phase", "floor", "--run", run_id])
         floor_rate = n / float(fl["seconds"])  # type: ignore[arg-type]
-        print(f"  floor: decode + encode + seal in C   {floor_rate / 1000:8.1f}k events/s  "
+        print(f"  {'floor: decode + encode + seal in C':<42} {floor_rate / 1000:8.1f}k events/s  "
               f"(the replay runs at {replay_rate / floor_rate:.2f}x of it; peak RSS {rss:.1f} MB)")
     finally:
         if tmp is not None:
