@@ -11,6 +11,7 @@ are the candidates, and the event runs a function generated for just them
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -69,6 +70,7 @@ def path_dispatch(
     *,
     with_target: bool,
     early: frozenset[int] | None = None,
+    clean: Prefilter | None = None,
 ) -> tuple[MatchFn, MatchFn | None]:
     """Match functions that look up (or decide) the candidates of the event's path.
 
@@ -78,56 +80,61 @@ def path_dispatch(
     With ``early`` (the matchers of the fast lane, :mod:`spyglass.rules.fastlane`)
     a second function over just those is returned; both share the memo, so a
     path is decided once, by whichever thread sees it first (the fast lane,
-    on the capture's reader thread, usually).
+    on the capture's reader thread, usually).  ``clean`` is the prefilter that
+    holds while the run state has no copy of a secret (``RunState.tainted``
+    empty: no path is one); its verdicts go to a memo of their own, used while
+    the state of the calling thread is clean.
     """
     memo: dict[Any, tuple[MatchFn | None, MatchFn | None]] = {}
-    get = memo.get
+    cmemo: dict[Any, tuple[MatchFn | None, MatchFn | None]] = {} if clean is not None else memo
     lock = threading.Lock()  # ``specialized`` compiles into a shared namespace
 
-    def decide(ev: Event, fx: FieldContext) -> tuple[MatchFn | None, MatchFn | None]:
-        verdicts = prefilter(ev, fx)
+    def decide(ev: Event, fx: FieldContext, pre: Prefilter, into: dict[Any, Any]) -> tuple[MatchFn | None, ...]:
+        verdicts = pre(ev, fx)
         cands = tuple(i for i, v in zip(idxs, verdicts, strict=True) if v is not False)
-        if len(memo) >= MEMO_MAX:
-            memo.clear()
+        if len(into) >= MEMO_MAX:
+            evict(into)
         with lock:
             main = specialized(cands)
             fast = specialized(tuple(i for i in cands if i in early)) if early is not None and cands else None
         return main, fast
 
+    def lookup(ev: Event, fx: FieldContext, key: Any) -> tuple[MatchFn | None, ...]:
+        if clean is not None and not fx.state.tainted:
+            fns = cmemo.get(key)
+            if fns is None:
+                fns = cmemo[key] = decide(ev, fx, clean, cmemo)
+            return fns
+        fns = memo.get(key)
+        if fns is None:
+            fns = memo[key] = decide(ev, fx, prefilter, memo)
+        return fns
+
     if with_target:
 
         def by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-            key = (ev.path, ev.target)
-            fns = get(key)
-            if fns is None:
-                fns = memo[key] = decide(ev, fx)
-            fn = fns[0]
+            fn = lookup(ev, fx, (ev.path, ev.target))[0]
             return _E if fn is None else fn(ev, fx)
 
         def early_by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-            key = (ev.path, ev.target)
-            fns = get(key)
-            if fns is None:
-                fns = memo[key] = decide(ev, fx)
-            fn = fns[1]
+            fn = lookup(ev, fx, (ev.path, ev.target))[1]
             return _E if fn is None else fn(ev, fx)
 
         return by_path_and_target, (early_by_path_and_target if early else None)
 
     def by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-        key = ev.path
-        fns = get(key)
-        if fns is None:
-            fns = memo[key] = decide(ev, fx)
-        fn = fns[0]
+        fn = lookup(ev, fx, ev.path)[0]
         return _E if fn is None else fn(ev, fx)
 
     def early_by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-        key = ev.path
-        fns = get(key)
-        if fns is None:
-            fns = memo[key] = decide(ev, fx)
-        fn = fns[1]
+        fn = lookup(ev, fx, ev.path)[1]
         return _E if fn is None else fn(ev, fx)
 
     return by_path, (early_by_path if early else None)
+
+
+def evict(memo: dict[Any, Any]) -> None:
+    """Make room in a full memo: its older half goes (dicts keep insertion order), so the
+    paths of the moment stay decided."""
+    for key in list(itertools.islice(memo, len(memo) // 2)):
+        memo.pop(key, None)
