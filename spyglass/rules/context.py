@@ -8,6 +8,7 @@ process event changes the tree (``procs_changed``).
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +26,8 @@ _METADATA_ADDRS = frozenset({"169.254.169.254", "169.254.170.2", "fd00:ec2::254"
 _METADATA_NAMES = frozenset({"metadata.google.internal", "metadata", "instance-data"})
 _NOT_INET = frozenset({"unix", "af_unix", "netlink", "af_netlink"})
 _CACHE_MAX = 200_000
+#: paths whose secret verdict is remembered (a full cache drops its older half)
+SECRET_CACHE_MAX = 32_768
 #: what /proc/<pid>/ gives into a process: memory, descriptors, environment, its file system view
 _PROC_REACH = frozenset({"mem", "environ", "fd", "map_files", "root", "cwd", "pagemap"})
 
@@ -266,8 +269,8 @@ class FieldContext:
         hit = self._secret_cache.get(path)
         if hit is None:
             hit = self.secrets_re.fullmatch(path) is not None and self.secret_exceptions_re.fullmatch(path) is None
-            if len(self._secret_cache) > _CACHE_MAX:
-                self._secret_cache.clear()
+            if len(self._secret_cache) >= SECRET_CACHE_MAX:
+                drop_older_half(self._secret_cache)
             self._secret_cache[path] = hit
         return hit
 
@@ -421,6 +424,12 @@ class FieldContext:
         t = self.ev.target_pid
         p = self.procs.procs.get(t) if t is not None else None
         return p.command_line if p is not None else None
+
+
+def drop_older_half(cache: dict[Any, Any]) -> None:
+    """Make room in a full cache: the older half of its entries goes (dicts keep insertion order)."""
+    for key in list(itertools.islice(cache, len(cache) // 2)):
+        cache.pop(key, None)
 
 
 def _int(value: object) -> int | None:

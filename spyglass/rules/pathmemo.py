@@ -22,8 +22,8 @@ from spyglass.rules.context import FieldContext
 MatchFn = Callable[[Event, FieldContext], tuple[int, ...]]
 Prefilter = Callable[[Event, FieldContext], tuple[bool | None, ...]]
 
-#: distinct paths remembered per event type before the memo starts over
-MEMO_MAX = 100_000
+#: distinct paths remembered per event type (and state: see ``clean``); a full memo drops its older half
+MEMO_MAX = 16_384
 _E: tuple[int, ...] = ()
 
 
@@ -88,16 +88,23 @@ def path_dispatch(
     memo: dict[Any, tuple[MatchFn | None, MatchFn | None]] = {}
     cmemo: dict[Any, tuple[MatchFn | None, MatchFn | None]] = {} if clean is not None else memo
     lock = threading.Lock()  # ``specialized`` compiles into a shared namespace
+    #: candidates -> the pair of functions (one pair for the many paths of the same candidates)
+    pairs: dict[tuple[int, ...], tuple[MatchFn | None, MatchFn | None]] = {}
 
     def decide(ev: Event, fx: FieldContext, pre: Prefilter, into: dict[Any, Any]) -> tuple[MatchFn | None, ...]:
         verdicts = pre(ev, fx)
         cands = tuple(i for i, v in zip(idxs, verdicts, strict=True) if v is not False)
         if len(into) >= MEMO_MAX:
             evict(into)
-        with lock:
-            main = specialized(cands)
-            fast = specialized(tuple(i for i in cands if i in early)) if early is not None and cands else None
-        return main, fast
+        got = pairs.get(cands)
+        if got is None:
+            with lock:
+                main = specialized(cands)
+                fast = specialized(tuple(i for i in cands if i in early)) if early is not None and cands else None
+            got = (main, fast)
+            if len(pairs) < 4 * MEMO_MAX:
+                pairs[cands] = got
+        return got
 
     def lookup(ev: Event, fx: FieldContext, key: Any) -> tuple[MatchFn | None, ...]:
         if clean is not None and not fx.state.tainted:

@@ -38,3 +38,15 @@ def test_same_answers_as_the_regex(patterns: list[str], cased: bool) -> None:
         fixed.append(rnd.choice(["", "/", "/home/dev/"]) + p)
     for p in fixed:
         assert (gm.fullmatch(p) is not None) == (rx.fullmatch(p) is not None), p
+
+
+def test_base_name_verdicts_stay_under_their_cap_and_answer_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spyglass.policy import paths
+
+    monkeypatch.setattr(paths, "BASES_MAX", 64)
+    gm = GlobMatcher(["**/id_rsa*", "**/.env"], HOME)
+    for i in range(500):
+        assert gm.fullmatch(f"/src/m{i}.py") is None
+        assert gm.fullmatch(f"/keys/id_rsa{i}") is True
+        assert len(gm._bases) <= 64
+    assert gm.fullmatch("/keys/id_rsa0") is True and gm.fullmatch("/src/m0.py") is None and gm.fullmatch("/a/.env")
