@@ -8,7 +8,6 @@ process event changes the tree (``procs_changed``).
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -18,7 +17,7 @@ from spyglass.events.proctree import ProcessTable
 from spyglass.policy.hosts import HostMatcher, parse_ip
 from spyglass.policy.paths import DirSet, GlobMatcher
 from spyglass.rules.fields import parse_mode
-from spyglass.rules.runstate import DATA_EXTENSIONS, RunState
+from spyglass.rules.runstate import DATA_EXTENSIONS, RunState, drop_older_half
 
 __all__ = ["DATA_EXTENSIONS", "FieldContext", "RunState"]
 
@@ -424,12 +423,6 @@ class FieldContext:
         t = self.ev.target_pid
         p = self.procs.procs.get(t) if t is not None else None
         return p.command_line if p is not None else None
-
-
-def drop_older_half(cache: dict[Any, Any]) -> None:
-    """Make room in a full cache: the older half of its entries goes (dicts keep insertion order)."""
-    for key in list(itertools.islice(cache, len(cache) // 2)):
-        cache.pop(key, None)
 
 
 def _int(value: object) -> int | None:

@@ -11,13 +11,13 @@ are the candidates, and the event runs a function generated for just them
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from spyglass.events import Event
 from spyglass.rules.context import FieldContext
+from spyglass.rules.runstate import drop_older_half
 
 MatchFn = Callable[[Event, FieldContext], tuple[int, ...]]
 Prefilter = Callable[[Event, FieldContext], tuple[bool | None, ...]]
@@ -95,7 +95,7 @@ def path_dispatch(
         verdicts = pre(ev, fx)
         cands = tuple(i for i, v in zip(idxs, verdicts, strict=True) if v is not False)
         if len(into) >= MEMO_MAX:
-            evict(into)
+            drop_older_half(into)  # the paths of the moment stay decided
         got = pairs.get(cands)
         if got is None:
             with lock:
@@ -138,10 +138,3 @@ def path_dispatch(
         return _E if fn is None else fn(ev, fx)
 
     return by_path, (early_by_path if early else None)
-
-
-def evict(memo: dict[Any, Any]) -> None:
-    """Make room in a full memo: its older half goes (dicts keep insertion order), so the
-    paths of the moment stay decided."""
-    for key in list(itertools.islice(memo, len(memo) // 2)):
-        memo.pop(key, None)
