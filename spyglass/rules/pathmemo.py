@@ -83,19 +83,22 @@ def path_dispatch(
     on the capture's reader thread, usually).  ``clean`` is the prefilter that
     holds while the run state has no copy of a secret (``RunState.tainted``
     empty: no path is one); its verdicts go to a memo of their own, used while
-    the state of the calling thread is clean.
+    the state of the calling thread is clean.  A path is decided the second
+    time a side sees it: the first time runs the full function (``specialized``
+    of all of ``idxs``), which costs less than a decision (a third to a half),
+    so paths seen once (temp files, most of the new paths of a long run) never
+    pay for one.
     """
     memo: dict[Any, tuple[MatchFn | None, MatchFn | None]] = {}
     cmemo: dict[Any, tuple[MatchFn | None, MatchFn | None]] = {} if clean is not None else memo
+    #: paths seen once and not decided, per side (the engine's, the fast lane's)
+    once_main: dict[Any, None] = {}
+    once_early: dict[Any, None] = {}
     lock = threading.Lock()  # ``specialized`` compiles into a shared namespace
     #: candidates -> the pair of functions (one pair for the many paths of the same candidates)
     pairs: dict[tuple[int, ...], tuple[MatchFn | None, MatchFn | None]] = {}
 
-    def decide(ev: Event, fx: FieldContext, pre: Prefilter, into: dict[Any, Any]) -> tuple[MatchFn | None, ...]:
-        verdicts = pre(ev, fx)
-        cands = tuple(i for i, v in zip(idxs, verdicts, strict=True) if v is not False)
-        if len(into) >= MEMO_MAX:
-            drop_older_half(into)  # the paths of the moment stay decided
+    def pair(cands: tuple[int, ...]) -> tuple[MatchFn | None, MatchFn | None]:
         got = pairs.get(cands)
         if got is None:
             with lock:
@@ -106,35 +109,47 @@ def path_dispatch(
                 pairs[cands] = got
         return got
 
-    def lookup(ev: Event, fx: FieldContext, key: Any) -> tuple[MatchFn | None, ...]:
+    def lookup(ev: Event, fx: FieldContext, key: Any, once: dict[Any, None]) -> tuple[MatchFn | None, ...]:
         if clean is not None and not fx.state.tainted:
-            fns = cmemo.get(key)
-            if fns is None:
-                fns = cmemo[key] = decide(ev, fx, clean, cmemo)
+            into, pre = cmemo, clean
+        else:
+            into, pre = memo, prefilter
+        fns = into.get(key)
+        if fns is not None:
             return fns
-        fns = memo.get(key)
-        if fns is None:
-            fns = memo[key] = decide(ev, fx, prefilter, memo)
+        if key not in once:
+            # first sight: the type's full function (it stops early on most paths), no decision;
+            # a path seen once only (a temp file) costs no more
+            if len(once) >= MEMO_MAX:
+                drop_older_half(once)
+            once[key] = None
+            return pair(idxs)
+        once.pop(key, None)
+        verdicts = pre(ev, fx)
+        fns = pair(tuple(i for i, v in zip(idxs, verdicts, strict=True) if v is not False))
+        if len(into) >= MEMO_MAX:
+            drop_older_half(into)  # the paths of the moment stay decided
+        into[key] = fns
         return fns
 
     if with_target:
 
         def by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-            fn = lookup(ev, fx, (ev.path, ev.target))[0]
+            fn = lookup(ev, fx, (ev.path, ev.target), once_main)[0]
             return _E if fn is None else fn(ev, fx)
 
         def early_by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-            fn = lookup(ev, fx, (ev.path, ev.target))[1]
+            fn = lookup(ev, fx, (ev.path, ev.target), once_early)[1]
             return _E if fn is None else fn(ev, fx)
 
         return by_path_and_target, (early_by_path_and_target if early else None)
 
     def by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-        fn = lookup(ev, fx, ev.path)[0]
+        fn = lookup(ev, fx, ev.path, once_main)[0]
         return _E if fn is None else fn(ev, fx)
 
     def early_by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-        fn = lookup(ev, fx, ev.path)[1]
+        fn = lookup(ev, fx, ev.path, once_early)[1]
         return _E if fn is None else fn(ev, fx)
 
     return by_path, (early_by_path if early else None)
