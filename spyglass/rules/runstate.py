@@ -49,6 +49,7 @@ class RunState:
     MAX_DNS = 100_000
 
     MAX_COPIES = 100_000
+    MAX_SOURCES = 16_384
 
     def __init__(self) -> None:
         #: paths the run created or wrote (and did not delete since); a dict for its order
@@ -69,6 +70,8 @@ class RunState:
         self.read_secret: set[int] = set()
         #: pid -> the file it created last, until it reads or execs (a redirection about to be inherited)
         self.pending_out: dict[int, str] = {}
+        #: path -> may a read of it be the source of a copy (not a library, locale, cache ...)
+        self._source: dict[str, bool] = {}
 
     def note_fork(self, child: int, parent: int | None) -> None:
         """A new process: a file its parent had just created for it is its output (``tool > out``)."""
@@ -98,7 +101,14 @@ class RunState:
     def note_read(self, ev: Event, secret: bool) -> None:
         """A successful read (called by the engine, which knows what is secret)."""
         path = ev.path
-        if not path or _NOT_SOURCE.search(path) or (ev.flags and "O_DIRECTORY" in ev.flags):
+        if not path or (ev.flags and "O_DIRECTORY" in ev.flags):
+            return
+        source = self._source.get(path)
+        if source is None:
+            if len(self._source) >= self.MAX_SOURCES:
+                drop_older_half(self._source)
+            source = self._source[path] = _NOT_SOURCE.search(path) is None
+        if not source:
             return
         pid = ev.pid
         self.pending_out.pop(pid, None)

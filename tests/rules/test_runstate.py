@@ -41,3 +41,14 @@ def test_full_tables_forget_their_older_half_and_keep_tracking_the_new(monkeypat
     assert st.origin["/ws/out/o999.json"] == "/ws/src/m999.py" and st.copied["/ws/src/m999.py"] == "/ws/out/o999.json"
     assert "/ws/out/o990.json" in st.tainted and "/ws/out/o991.json" not in st.tainted
     assert st.dns["10.0.3.249"] == "h999.example"
+
+
+def test_the_memo_of_copy_sources_stays_under_its_cap_and_answers_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(RunState, "MAX_SOURCES", 16)
+    st = RunState()
+    for i in range(200):
+        st.note_read(Event(type="file.read", pid=7, path=f"/usr/lib/x86_64-linux-gnu/libz{i}.so.1"), secret=False)
+        st.note_read(Event(type="file.read", pid=7, path=f"/ws/src/m{i}.py"), secret=False)
+        assert len(st._source) <= 16
+        assert st.recent[7][-1] == f"/ws/src/m{i}.py"  # a library is never a copy's source
+        assert not any(p.endswith(".so.1") for p in st.recent[7])
