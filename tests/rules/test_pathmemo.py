@@ -124,3 +124,15 @@ def test_the_secret_cache_stays_under_its_cap_and_answers_the_same(monkeypatch: 
         assert fx.is_secret(f"{HOME}/.ssh/id_rsa{i}") is True
         assert len(fx._secret_cache) <= 32
     assert fx.is_secret(f"{HOME}/.ssh/id_rsa0") is True and fx.is_secret(f"{WS}/f0.py") is False
+
+
+def test_a_secret_path_seen_once_among_many_new_paths_alerts() -> None:
+    seq: list[dict[str, Any]] = [dict(type="process.start", pid=10, cwd=WS), *_proc(20, "/usr/bin/python3", "t.py")]
+    seq += [dict(type="file.create", pid=20, path=f"/tmp/tmp{i:06x}.json", flags="O_WRONLY|O_CREAT|O_EXCL")
+            for i in range(300)]
+    seq.append(dict(type="file.read", pid=20, path=f"{HOME}/.ssh/id_ed25519_deploy", flags="O_RDONLY"))
+    seq += [dict(type="file.delete", pid=20, path=f"/tmp/tmp{i:06x}.json") for i in range(300)]
+    events = _run(seq)
+    got = _alerts(events)
+    assert got == _alerts(events, per_path=False)
+    assert [a for a in got if a[0] == "cred-secret-read" and "id_ed25519_deploy" in a[2]]
