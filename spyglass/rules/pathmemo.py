@@ -135,21 +135,29 @@ def path_dispatch(
     if with_target:
 
         def by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-            fn = lookup(ev, fx, (ev.path, ev.target), once_main)[0]
+            key = (ev.path, ev.target)
+            fns = (memo if fx.state.tainted else cmemo).get(key) or lookup(ev, fx, key, once_main)
+            fn = fns[0]
             return _E if fn is None else fn(ev, fx)
 
         def early_by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-            fn = lookup(ev, fx, (ev.path, ev.target), once_early)[1]
+            key = (ev.path, ev.target)
+            fns = (memo if fx.state.tainted else cmemo).get(key) or lookup(ev, fx, key, once_early)
+            fn = fns[1]
             return _E if fn is None else fn(ev, fx)
 
         return by_path_and_target, (early_by_path_and_target if early else None)
 
     def by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-        fn = lookup(ev, fx, ev.path, once_main)[0]
+        key = ev.path
+        fns = (memo if fx.state.tainted else cmemo).get(key) or lookup(ev, fx, key, once_main)
+        fn = fns[0]
         return _E if fn is None else fn(ev, fx)
 
     def early_by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
-        fn = lookup(ev, fx, ev.path, once_early)[1]
+        key = ev.path
+        fns = (memo if fx.state.tainted else cmemo).get(key) or lookup(ev, fx, key, once_early)
+        fn = fns[1]
         return _E if fn is None else fn(ev, fx)
 
     return by_path, (early_by_path if early else None)

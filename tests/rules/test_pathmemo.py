@@ -7,6 +7,7 @@ alerts are always those of the engine without the memo (``per_path=False``).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from spyglass.policy import Policy
 from spyglass.rules import context, pathmemo
 from spyglass.rules.engine import RuleEngine
 from spyglass.rules.ruleset import load_ruleset
+from spyglass.rules.runstate import RunState
 
 HOME = "/home/u"
 WS = "/work/task"
@@ -73,7 +75,7 @@ def test_a_path_is_decided_at_its_second_sight_and_a_full_memo_forgets_its_older
         return (lambda ev, fx, c=cands: c) if cands else None
 
     fn, _ = pathmemo.path_dispatch(prefilter, (0, 1), specialized, with_target=False)
-    fx: Any = None
+    fx: Any = SimpleNamespace(state=RunState())
 
     def see(path: str) -> tuple[int, ...]:
         got: tuple[int, ...] = fn(Event(type="file.read", path=path), fx)
