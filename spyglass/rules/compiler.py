@@ -36,7 +36,7 @@ from spyglass.policy.paths import DirSet, GlobMatcher
 from spyglass.rules.condition import And, AtLeast, Cond, Macro, Not, Or, Sel
 from spyglass.rules.context import FieldContext
 from spyglass.rules.fields import FIELDS
-from spyglass.rules.model import Detection, FieldTest, ListRef, Selection
+from spyglass.rules.model import Detection, FieldTest, ListRef, Selection, field_tests
 from spyglass.rules.modifiers import REGISTRY as MODIFIERS
 from spyglass.rules.modifiers import NetSet
 from spyglass.rules.pathmemo import KLEENE, MatchFn, path_dispatch
@@ -315,29 +315,6 @@ def _cost(t: FieldTest) -> int:
     return cost + MODIFIERS[t.operator].cost
 
 
-def _field_tests(det: Detection, macros: dict[str, Selection], etype: str | None) -> Iterable[FieldTest]:
-    """The tests of a detection that can matter for ``etype`` (alternatives of another type left out)."""
-    sels = list(det.selections.values()) + [macros[n] for n in _macro_names(det.condition) if n in macros]
-    for sel in sels:
-        for alt in sel.alternatives:
-            if etype is not None and any(
-                t.field == "type" and t.operator is None and not any(isinstance(v, ListRef) for v in t.values)
-                and etype not in t.values for t in alt
-            ):
-                continue
-            yield from alt
-
-
-def _macro_names(c: Cond) -> Iterable[str]:
-    if isinstance(c, Macro):
-        yield c.name
-    elif isinstance(c, Not):
-        yield from _macro_names(c.expr)
-    elif isinstance(c, And | Or | AtLeast):
-        for i in c.items:
-            yield from _macro_names(i)
-
-
 class _TypeCompiler:
     """Builds the functions of one event type."""
 
@@ -414,13 +391,13 @@ class _TypeCompiler:
         """Some test of this type's matchers is on one of ``fields``."""
         names = frozenset(fields)
         return any(t.field in names for i in self.idxs
-                   for t in _field_tests(self.matchers[i].detection, self.macros, self.etype))
+                   for t in field_tests(self.matchers[i].detection, self.macros, self.etype))
 
     def key_kinds(self) -> frozenset[str]:
         """Which of path/target this type's tests depend on, if any."""
         kinds: set[str] = set()
         for i in self.idxs:
-            for t in _field_tests(self.matchers[i].detection, self.macros, self.etype):
+            for t in field_tests(self.matchers[i].detection, self.macros, self.etype):
                 if FIELDS[t.field].key:
                     kinds.add(FIELDS[t.field].key)
         return frozenset(kinds)
