@@ -39,7 +39,7 @@ from spyglass.rules.fields import FIELDS
 from spyglass.rules.model import Detection, FieldTest, ListRef, Selection, field_tests
 from spyglass.rules.modifiers import REGISTRY as MODIFIERS
 from spyglass.rules.modifiers import NetSet
-from spyglass.rules.pathmemo import KLEENE, MatchFn, path_dispatch
+from spyglass.rules.pathmemo import KLEENE, MatchFn, lazy_prefilter, path_dispatch
 
 _U = object()  # "not fetched yet"
 _MISS = object()
@@ -371,6 +371,8 @@ class _TypeCompiler:
         """The function for events that only these matchers can match (None: no matcher can)."""
         if not cands:
             return None
+        if len(cands) == len(self.idxs):  # all of them: the type's own function
+            return full
         fn = self._specialized.get(cands, _MISS)
         if fn is _MISS:
             with self.shared.lock:
@@ -460,9 +462,10 @@ def compile_matchers(
                 if per_path and etype is not None and etype.startswith("file.") and "path" in kinds:
                     with_target = "target" in kinds
                     pure = frozenset({"path", "target"} if with_target else {"path"})
-                    pre = tc.prefilter(pure)
+                    pre = lazy_prefilter(functools.partial(tc.prefilter, pure), shared.lock)
                     # while the run made no copy of a secret (nearly always), no path is one
-                    clean = tc.prefilter(pure, CLEAN) if tc.uses(CLEAN) else None
+                    clean = lazy_prefilter(functools.partial(tc.prefilter, pure, CLEAN), shared.lock) if tc.uses(
+                        CLEAN) else None
                     fn, fast = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
                                              with_target=with_target, early=early if has_early else None,
                                              clean=clean)

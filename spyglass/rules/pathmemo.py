@@ -161,3 +161,18 @@ def path_dispatch(
         return _E if fn is None else fn(ev, fx)
 
     return by_path, (early_by_path if early else None)
+
+
+def lazy_prefilter(make: Callable[[], Prefilter], lock: threading.RLock) -> Prefilter:
+    """A prefilter compiled at its first call (paths are decided at their second sight: many
+    runs decide no path of a type, and a short run pays for no compilation it does not use)."""
+    box: list[Prefilter] = []
+
+    def call(ev: Event, fx: FieldContext) -> tuple[bool | None, ...]:
+        if not box:
+            with lock:
+                if not box:
+                    box.append(make())
+        return box[0](ev, fx)
+
+    return call
