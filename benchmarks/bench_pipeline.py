@@ -15,6 +15,8 @@ its own), measures:
 * check: ``spyglass check`` of the generated run (the real CLI, start-up
   included);
 * verify: ``spyglass verify`` of it;
+* rules: the rule engine alone on up to 200k of the events in memory (CPU
+  time, best of three);
 * floor: what compiled code alone costs per event on this machine: the
   stored lines decoded a run at a time (msgspec, C), encoded again (msgspec)
   and block-sealed (hashlib, zlib) with no Python per event beyond the loop:
@@ -165,6 +167,30 @@ def phase_replay(store_dir: Path, run_id: str, profile: str | None) -> dict[str,
     return {"seconds": time.perf_counter() - t0}
 
 
+def phase_rules(n: int) -> dict[str, object]:
+    """The rule engine alone (built-in pack, default policy) on up to 200k synthetic events in
+    memory: CPU seconds, best of three fresh engines."""
+    from spyglass.pipeline import Pipeline, RunContext
+    from spyglass.policy import load_policy
+    from spyglass.rules.engine import RuleEngine
+    from spyglass.rules.ruleset import load_ruleset
+
+    ws = "/tmp/spyglass-bench-ws"
+    events = list(synthetic_events(min(n, 200_000), ws))
+    policy = load_policy(None, cwd=ws)
+    rs = load_ruleset(policy, ())
+    best = float("inf")
+    for _ in range(3):
+        batch = [msgspec.structs.replace(ev) for ev in events]
+        pipe = Pipeline([RuleEngine(rs, policy, validated=True)], RunContext(root_cwd=ws, workspace=[ws], home="/root"))
+        pipe.start()
+        t0 = time.process_time()
+        for ev in batch:
+            pipe.feed(ev, renumber=False)
+        best = min(best, time.process_time() - t0)
+    return {"events": len(events), "cpu": best}
+
+
 def phase_floor(store_dir: Path, run_id: str) -> dict[str, object]:
     from spyglass.events.codec import iter_event_stream
     from spyglass.store.chain import BlockChain
@@ -243,7 +269,7 @@ def main() -> None:
     ap.add_argument("--profile", default=None, help="write a cProfile of the replay phase here")
     ap.add_argument("--baseline", type=Path, default=None,
                     help="a source tree of another version: replay and check with it too, alternating (ratios)")
-    ap.add_argument("--phase", choices=["write", "replay", "floor"], help=argparse.SUPPRESS)
+    ap.add_argument("--phase", choices=["write", "replay", "floor", "rules"], help=argparse.SUPPRESS)
     ap.add_argument("--run", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.quick:
@@ -256,6 +282,9 @@ def main() -> None:
         return
     if args.phase == "floor":
         print(json.dumps(phase_floor(args.store, args.run)))
+        return
+    if args.phase == "rules":
+        print(json.dumps(phase_rules(args.events)))
         return
 
     tmp = Path(tempfile.mkdtemp(prefix="spyglass-bench-pipeline-")) if args.store is None else None
@@ -294,6 +323,15 @@ def main() -> None:
                 cpu_ratio = best[("baseline ", what)][2] / best[("", what)][2]
                 print(f"  {what}: {ratio:.2f}x the baseline's rate in wall time, {cpu_ratio:.2f}x in CPU time "
                       "(best CPU of 2 each, alternating)")
+        rules: dict[str, float] = {}
+        for tree, label in order:
+            r, _, _ = _child([*me, "--phase", "rules", "--events", str(n)], tree if base is not None else None)
+            per = float(r["cpu"]) / int(r["events"])  # type: ignore[arg-type, call-overload]
+            rules[label] = min(rules.get(label, per), per)
+        for label, per in rules.items():
+            print(f"  {label}rules alone (in memory, CPU): {per * 1e6:.2f} us/event ({1 / per / 1000:.1f}k events/s)")
+        if base is not None:
+            print(f"  rules alone: {rules['baseline '] / rules['']:.2f}x the baseline's rate in CPU time")
         replay_rate = n / best[("", "replay (store, awareness, rules)")][0]
         _, wall, rss = _child([*spyglass, "verify", "--store", str(store_dir), "--format", "json", run_id])
         _line("spyglass verify", n, wall, rss, target=False)
