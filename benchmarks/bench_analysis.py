@@ -28,6 +28,8 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
+from synth import EventStamper
+
 from spyglass.analysis import compare, profile_runs, separation, similarity_matrix
 from spyglass.analysis.profile import profile_run
 from spyglass.events import Event
@@ -53,16 +55,9 @@ def synthetic_events(task: int, n: int, rng: random.Random, ws: str) -> Iterator
     ]
     hosts = [(f"api{task}.example.com", f"10.{task}.0.{i}", 443) for i in range(3)]
     pid = rng.randrange(1000, 4_000_000)
-    ts = time.time_ns()
-    seq = 0
+    ev = EventStamper(rng, time.time_ns(), (1000, 100_000))
 
-    def ev(**kw: object) -> Event:
-        nonlocal seq, ts
-        seq += 1
-        ts += rng.randrange(1000, 100_000)
-        return Event(seq=seq, ts=ts, **kw)  # type: ignore[arg-type]
-
-    while seq < n:
+    while ev.seq < n:
         pid += 1
         exe, argv = commands[rng.randrange(len(commands))]
         yield ev(type="process.start", pid=pid, ppid=pid - 1)
@@ -99,8 +94,8 @@ def synthetic_events(task: int, n: int, rng: random.Random, ws: str) -> Iterator
                 )
             elif r < 0.8:
                 tmp = f"/tmp/tmp{''.join(rng.choices('abcdefghijklmnopqrstuvwxyz0123456789_', k=8))}"
-                yield ev(type="file.create", pid=pid, path=f"{tmp}/part-{ts}.json", flags="O_WRONLY|O_CREAT")
-                yield ev(type="file.delete", pid=pid, path=f"{tmp}/part-{ts}.json")
+                yield ev(type="file.create", pid=pid, path=f"{tmp}/part-{ev.ts}.json", flags="O_WRONLY|O_CREAT")
+                yield ev(type="file.delete", pid=pid, path=f"{tmp}/part-{ev.ts}.json")
             elif r < 0.9:
                 yield ev(
                     type="file.write",

@@ -1,6 +1,15 @@
-"""Evidence benchmarks: verify throughput, manifest time on a tree of N files, gate time.
+"""Evidence benchmarks: verify throughput, manifest time on a tree of N files, gate time, and the
+workspace evidence's finish (after-manifest, diff, files written) with the before-manifest's hashes
+kept for unchanged files against every file read again (medians, modes alternating).
+
+``runs`` (with ``--baseline DIR``, another checkout, e.g. an export of main): real ``spyglass run -q
+--backend strace`` in a workspace of ``--files`` files, this code and the baseline's alternating, for
+three agents (``true``: nothing changes; ``edit``: 1% of the files get a line; ``untar``: 1000 new
+files); medians of the wall time and of the phase marks (``SPYGLASS_PHASES``) that hold the workspace
+evidence: ``sinks start`` (the before-listing) and ``finish: sinks`` (after-manifest, diff, writes).
 
     .venv/bin/python benchmarks/bench_evidence.py [--events 200000] [--files 20000]
+        [--only verify,manifest,finish,runs] [--baseline DIR] [--repeat 5]
 
 Prints one line per figure.  Everything runs in a temporary directory.
 """
@@ -8,7 +17,13 @@ Prints one line per figure.  Everything runs in a temporary directory.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -16,10 +31,14 @@ from pathlib import Path
 
 from spyglass.events import Event
 from spyglass.evidence.gate import run_gate
+from spyglass.evidence.hashmemo import RACY_MARGIN_NS
 from spyglass.evidence.manifest import ManifestOptions, build_manifest
 from spyglass.evidence.verify import verify_run
+from spyglass.evidence.workspace import WorkspaceEvidence
 from spyglass.pipeline import Pipeline, RunContext
 from spyglass.store import RunMeta, RunReader, RunWriter, Store, new_run_id
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _events(n: int) -> list[Event]:
@@ -93,18 +112,21 @@ def bench_gate(reader: RunReader) -> None:
     )
 
 
+def _make_tree(tree: Path, n_files: int, per_dir: int = 100) -> None:
+    for i in range(n_files):
+        d = tree / f"pkg{i // per_dir:04d}"
+        if i % per_dir == 0:
+            d.mkdir(parents=True)
+        (d / f"mod{i % per_dir:03d}.py").write_text(f"# module {i}\n" + "x = 1\n" * (i % 40))
+
+
 def kept_sizes(sizes: list[int]) -> Callable[[str, bytes], None]:
     return lambda path, content: sizes.append(len(content))
 
 
 def bench_manifest(root: Path, n_files: int) -> None:
     tree = root / "tree"
-    per_dir = 100
-    for i in range(n_files):
-        d = tree / f"pkg{i // per_dir:04d}"
-        if i % per_dir == 0:
-            d.mkdir(parents=True)
-        (d / f"mod{i % per_dir:03d}.py").write_text(f"# module {i}\n" + "x = 1\n" * (i % 40))
+    _make_tree(tree, n_files)
     total = sum(f.stat().st_size for f in tree.rglob("*") if f.is_file())
     for label, keep in (("hash only", 0), ("hash + keep text for diffs", 262144)):
         kept: list[int] = []
@@ -128,16 +150,119 @@ def bench_manifest(root: Path, n_files: int) -> None:
     print(f"manifest hashing throughput: 256 MB file in {dt:.2f}s = {256 / dt:.0f} MB/s")
 
 
+def _finish_once(root: Path, tree: Path, keep: bool, changed: list[Path], tag: str) -> tuple[float, float, int]:
+    """One sink around an "agent" that edits ``changed``: (wall s, CPU s) of done(), hashes kept."""
+    ctx = RunContext(run_id="bench", root_cwd=str(tree), workspace=[str(tree)])
+    sink = WorkspaceEvidence(evidence_dir=root / f"ev-{tag}", keep_hashes=keep)
+    sink.start(ctx)
+    if sink._hasher is not None:
+        sink._hasher.join()
+    for p in changed:
+        p.write_text(p.read_text() + "y = 2\n")
+    t0, c0 = time.perf_counter(), time.process_time()
+    sink.done(ctx)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert sink.changes is not None and len(sink.changes.modified) == len(changed)
+    return wall, cpu, sink._memo.reused if sink._memo is not None else 0
+
+
+def bench_finish(root: Path, n_files: int, repeat: int) -> None:
+    tree = root / "ws"
+    _make_tree(tree, n_files)
+    # a workspace's files are older than the racy margin (files changed just before the run are read again)
+    time.sleep(RACY_MARGIN_NS / 1e9 + 0.1)
+    files = sorted(tree.rglob("*.py"))
+    changed = files[:: 100]
+    got: dict[bool, list[tuple[float, float, int]]] = {True: [], False: []}
+    for i in range(repeat):
+        for keep in (True, False) if i % 2 == 0 else (False, True):
+            got[keep].append(_finish_once(root, tree, keep, changed, f"{i}-{keep}"))
+    med = {k: (statistics.median(v[0] for v in rows), statistics.median(v[1] for v in rows)) for k, rows in got.items()}
+    print(f"workspace evidence finish, {n_files} files, {len(changed)} changed (median of {repeat}): "
+          f"every file read again {med[False][0]:.3f}s wall / {med[False][1]:.3f}s CPU; "
+          f"unchanged files keep their hashes ({got[True][-1][2]} kept) {med[True][0]:.3f}s / {med[True][1]:.3f}s "
+          f"= {med[True][0] / med[False][0]:.2f}x wall, {med[True][1] / max(med[False][1], 1e-9):.2f}x CPU")
+
+
+def _phases(path: Path) -> dict[str, float]:
+    """The duration of each phase of the one run that wrote ``path`` (s)."""
+    marks = json.loads(path.read_text().splitlines()[-1])["marks"]
+    return {name: t - prev for (name, t), (_, prev) in zip(marks[1:], marks, strict=False)}
+
+
+def bench_runs(root: Path, n_files: int, repeat: int, baseline: Path | None) -> None:
+    ws = root / "runs-ws"
+    _make_tree(ws, n_files)
+    tar = root / "new.tar"
+    with tarfile.open(tar, "w") as tf:
+        tf.add(ws / "pkg0000", arcname="pkg0000")
+        for p in sorted(ws.iterdir())[1:10]:
+            tf.add(p, arcname=p.name)
+    edits = " ".join(str(p) for p in sorted(ws.rglob("*.py"))[::100])
+    def nothing() -> None:
+        pass
+
+    def empty_new() -> None:
+        shutil.rmtree(ws / "new", ignore_errors=True)
+        (ws / "new").mkdir()
+
+    agents: dict[str, tuple[list[str], Callable[[], None]]] = {
+        "true": (["true"], nothing),
+        "edit 1%": (["sh", "-c", f"for f in {edits}; do echo '# edit' >> $f; done"], nothing),
+        "untar 1000": (["tar", "xf", str(tar), "-C", str(ws / "new")], empty_new),
+    }
+    time.sleep(RACY_MARGIN_NS / 1e9 + 0.1)  # a workspace's files are older than the racy margin
+    codes = {"this": str(REPO)} | ({"base": str(baseline.resolve())} if baseline is not None else {})
+    print(f"\nspyglass run -q --backend strace in a workspace of {n_files} files (medians of {repeat}; s)")
+    print("| agent | code | wall | sinks start | finish: sinks |")
+    print("|---|---|---:|---:|---:|")
+    for name, (argv, reset) in agents.items():
+        got: dict[str, list[tuple[float, float, float]]] = {c: [] for c in codes}
+        for i in range(repeat):
+            order = list(codes) if i % 2 == 0 else list(reversed(codes))
+            for code in order:
+                reset()
+                marks = root / f"phases-{code}.jsonl"
+                marks.unlink(missing_ok=True)
+                env = dict(os.environ, PYTHONPATH=codes[code], SPYGLASS_PHASES=str(marks))
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "spyglass", "run", "-q", "--backend", "strace",
+                                "--store", str(root / f"store-{code}"), "--", *argv],
+                               cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
+                wall = time.perf_counter() - t0
+                ph = _phases(marks)
+                got[code].append((wall, ph.get("sinks start", 0.0), ph.get("finish: sinks", 0.0)))
+        med = {c: [statistics.median(r[k] for r in rows) for k in range(3)] for c, rows in got.items()}
+        for code, (wall, start, finish) in med.items():
+            ratio = ""
+            if code == "this" and "base" in med:
+                b = med["base"]
+                ratio = f" ({wall / b[0]:.2f}x / {start / b[1]:.2f}x / {finish / b[2]:.2f}x of base)"
+            print(f"| {name} | {code} | {wall:.3f} | {start:.3f} | {finish:.3f}{ratio} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--files", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=5, help="runs of each finish mode")
+    ap.add_argument("--only", help="comma-separated: verify (and gate), manifest, finish, runs")
+    ap.add_argument("--baseline", type=Path, help="another checkout to compare with (runs)")
     args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else {"verify", "manifest", "finish", "runs"}
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="spyglass-bench-") as d:
         root = Path(d)
-        reader = bench_verify(root, args.events)
-        bench_gate(reader)
-        bench_manifest(root, args.files)
+        if "verify" in only:
+            reader = bench_verify(root, args.events)
+            bench_gate(reader)
+        if "manifest" in only:
+            bench_manifest(root, args.files)
+        if "finish" in only:
+            bench_finish(root, args.files, args.repeat)
+        if "runs" in only:
+            bench_runs(root, args.files, args.repeat, args.baseline)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
+from synth import EventStamper
 
 from spyglass.events import Event
 from spyglass.store import RunMeta, RunWriter, Store, new_run_id
@@ -74,20 +75,14 @@ def synthetic_events(n: int, ws: str, seed: int = 7) -> Iterator[Event]:
         ("/usr/bin/ls", ["ls", "-la", ws]),
     ]
     hosts = [("pypi.org", "127.0.0.5", 443), ("github.com", "127.0.0.6", 443)]
-    ts = 1_700_000_000_000_000_000
-    seq = 0
     root = 4000
 
-    def ev(**kw: object) -> Event:
-        nonlocal seq, ts
-        seq += 1
-        ts += rng.randrange(1000, 50_000)
-        return Event(seq=seq, ts=ts, **kw)  # type: ignore[arg-type]
+    ev = EventStamper(rng, 1_700_000_000_000_000_000, (1000, 50_000))
 
     yield ev(type="process.start", pid=root, cwd=ws)
     yield ev(type="process.exec", pid=root, exe="/usr/bin/bash", argv=["bash", f"{ws}/agent.sh"], cwd=ws)
     pid = root
-    while seq < n - 1:
+    while ev.seq < n - 1:
         pid += 1
         exe, argv = commands[rng.randrange(len(commands))]
         yield ev(type="process.start", pid=pid, ppid=root)

@@ -90,6 +90,15 @@ def backend_skip_reason(name: str) -> str | None:
     return _SKIP[name]
 
 
+@pytest.fixture
+def needs_ebpf() -> None:
+    """Skips the test, with the reason, where the eBPF program cannot run here (a module that
+    needs it says ``pytestmark = pytest.mark.usefixtures("needs_ebpf")``)."""
+    why = backend_skip_reason("ebpf")
+    if why is not None:
+        pytest.skip(why)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "capture_backend" in metafunc.fixturenames:
         marker = metafunc.definition.get_closest_marker("backends")

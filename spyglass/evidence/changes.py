@@ -17,12 +17,13 @@ gives each change's length in it (:func:`stored_form`, :func:`attach_patch`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import msgspec
 
-from spyglass.evidence.manifest import CHANGED_NOTE, FileEntry, Manifest, walk_key
+from spyglass.evidence.manifest import CHANGED_NOTE, FileEntry, Manifest, walk_key, walk_keyer
 from spyglass.evidence.writes import OutsideWrite
 
 DEFAULT_MAX_DIFF_BYTES = 256 * 1024
@@ -84,21 +85,62 @@ def is_text(data: bytes) -> bool:
 
 def unified_diff(rel: str, old: bytes | None, new: bytes | None) -> str:
     """A git-style unified diff of two text contents (None: the file does not exist on that side)."""
-    a = (old or b"").decode("utf-8").splitlines(keepends=True)
-    b = (new or b"").decode("utf-8").splitlines(keepends=True)
+    a_text, b_text = (old or b"").decode("utf-8"), (new or b"").decode("utf-8")
     fromfile = "/dev/null" if old is None else f"a/{rel}"
     tofile = "/dev/null" if new is None else f"b/{rel}"
+    if (not a_text or not b_text) and _OTHER_BREAKS.search(a_text or b_text) is None:
+        return _whole_file(a_text, b_text, fromfile, tofile)
+    a, b = a_text.splitlines(keepends=True), b_text.splitlines(keepends=True)
     out: list[str] = []
-    import difflib  # only when there is a diff to show (not at every run's start)
-
-    for line in difflib.unified_diff(a, b, fromfile, tofile, n=3):
+    for line in _one_sided(a, b, fromfile, tofile) if not a or not b else _difflib(a, b, fromfile, tofile):
         if line.startswith(("---", "+++")):
             out.append(line.rstrip("\n") + "\n")
         elif line.endswith("\n"):
             out.append(line)
         else:
-            out.append(line + "\n\\ No newline at end of file\n")
+            out.append(line + NO_NEWLINE)
     return "".join(out)
+
+
+NO_NEWLINE = "\n\\ No newline at end of file\n"
+#: line breaks of str.splitlines other than "\n"
+_OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _whole_file(a_text: str, b_text: str, fromfile: str, tofile: str) -> str:
+    """:func:`unified_diff` of an added or removed file whose lines all end in "\\n" (but maybe the
+    last): the same text, made with string operations instead of line by line."""
+    text, sign = (b_text, "+") if b_text else (a_text, "-")
+    if not text:
+        return ""
+    ends = text.endswith("\n")
+    core = text[:-1] if ends else text
+    count = core.count("\n") + 1
+    span = f"1,{count}" if count > 1 else "1"
+    hunk = f"@@ -0,0 +{span} @@\n" if sign == "+" else f"@@ -{span} +0,0 @@\n"
+    head = f"--- {fromfile}".rstrip("\n") + "\n" + f"+++ {tofile}".rstrip("\n") + "\n"
+    body = sign + core.replace("\n", "\n" + sign) + ("\n" if ends else NO_NEWLINE)
+    return head + hunk + body
+
+
+def _difflib(a: list[str], b: list[str], fromfile: str, tofile: str) -> Iterator[str]:
+    import difflib  # only when there is a diff to show (not at every run's start)
+
+    return difflib.unified_diff(a, b, fromfile, tofile, n=3)
+
+
+def _one_sided(a: list[str], b: list[str], fromfile: str, tofile: str) -> Iterator[str]:
+    """What difflib's unified diff gives when one side is empty (an added or removed file: one hunk
+    of every line), without its sequence matcher (which indexes every line of the other side)."""
+    if not a and not b:
+        return
+    yield f"--- {fromfile}\n"
+    yield f"+++ {tofile}\n"
+    lines, sign = (b, "+") if b else (a, "-")
+    span = f"1,{len(lines)}" if len(lines) > 1 else "1"
+    yield f"@@ -0,0 +{span} @@\n" if b else f"@@ -{span} +0,0 @@\n"
+    for line in lines:
+        yield sign + line
 
 
 def _entry_changes(a: FileEntry, b: FileEntry) -> list[str]:
@@ -190,7 +232,7 @@ def diff_manifests(
     roots = after.roots or before.roots
     res = WorkspaceChanges(roots=roots, files_before=len(before.files), files_after=len(after.files))
     a, b = before.by_path(), after.by_path()
-    limit: tuple[int, tuple[str, ...]] | None = None
+    limit: tuple[int, str] | None = None
     if not before.complete or not after.complete:
         res.complete = False
         ends = [walk_key(m.last_path or "", roots) for m in (before, after) if not m.complete]
@@ -206,22 +248,26 @@ def diff_manifests(
             res.notes.append(note)
     old = old_content or (lambda p: None)
     new = new_content or _read_disk
-    for path in sorted(set(a) | set(b), key=lambda p: walk_key(p, roots)):
-        if limit is not None and walk_key(path, roots) > limit:
+    # in walk order: the manifests list their files in that order already, so the sort has little to do
+    paths = dict.fromkeys(f.path for f in after.files)
+    paths.update(dict.fromkeys(f.path for f in before.files if f.path not in b))
+    keyer = walk_keyer(roots)
+    keyed = sorted([(keyer(p), p) for p in paths])
+    for key, path in keyed:
+        if limit is not None and key > limit:
             continue
         ea, eb = a.get(path), b.get(path)
-        rel = after.rel(path) if eb is not None else before.rel(path)
         if ea is None and eb is not None:
-            ch = Change(path=rel, abs_path=path, status="added", what=["content"], after=eb)
+            ch = Change(path=after.rel(path), abs_path=path, status="added", what=["content"], after=eb)
             res.added.append(ch)
         elif eb is None and ea is not None:
-            ch = Change(path=rel, abs_path=path, status="removed", what=["content"], before=ea)
+            ch = Change(path=before.rel(path), abs_path=path, status="removed", what=["content"], before=ea)
             _diff_for(ch, old, new, max_diff_bytes, budget)
             res.removed.append(ch)
         elif ea is not None and eb is not None:
             what = _entry_changes(ea, eb)
             if what:
-                ch = Change(path=rel, abs_path=path, status="modified", what=what, before=ea, after=eb)
+                ch = Change(path=after.rel(path), abs_path=path, status="modified", what=what, before=ea, after=eb)
                 _diff_for(ch, old, new, max_diff_bytes, budget)
                 res.modified.append(ch)
     for ch in res.added:  # what the budget leaves (a mass of new files costs a hash each, no more)

@@ -50,12 +50,18 @@ class GlobSet:
         self.patterns = [p for p in patterns if p.strip()]
         self._res = [compile_glob(p) for p in self.patterns]
         self._dir_res = [(p, compile_glob(p[: -len("/**")])) for p in self.patterns if p.endswith("/**")]
+        # one regex for "does any pattern match": most paths match none, and then one test says so
+        self._any = _either(self._res)
+        self._any_dir = _either([rx for _, rx in self._dir_res])
 
     def __bool__(self) -> bool:
         return bool(self._res)
 
     def match(self, rel: str, is_dir: bool = False) -> str | None:
         """The first pattern matching ``rel`` (or None)."""
+        if (self._any is not None and not self._any.fullmatch(rel)
+                and (not is_dir or (self._any_dir is not None and not self._any_dir.fullmatch(rel)))):
+            return None
         for pat, rx in zip(self.patterns, self._res, strict=True):
             if rx.fullmatch(rel):
                 return pat
@@ -63,6 +69,16 @@ class GlobSet:
             for pat, rx in self._dir_res:
                 if rx.fullmatch(rel):
                     return pat
+        return None
+
+
+def _either(regexes: list[re.Pattern[str]]) -> re.Pattern[str] | None:
+    """A regex that fully matches what any of ``regexes`` fully matches (None: cannot be combined)."""
+    if not regexes:
+        return None
+    try:
+        return re.compile("|".join(f"(?:{rx.pattern})" for rx in regexes))
+    except re.error:
         return None
 
 

@@ -10,6 +10,7 @@ off at ``max_files`` cover the same leading part of it.
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import stat
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from spyglass.evidence.hashmemo import HashMemo
 from spyglass.evidence.ignore import GitIgnore, GlobSet
 from spyglass.policy.defaults import DEFAULT_MANIFEST_EXCLUDE
 
@@ -87,13 +89,24 @@ def inside(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def walk_key(path: str, roots: Sequence[str]) -> tuple[int, tuple[str, ...]]:
-    """Position of ``path`` in walk order (root index, then path components)."""
-    for i, root in enumerate(roots):
-        prefix = root.rstrip("/") + "/"
-        if path.startswith(prefix):
-            return i, tuple(path[len(prefix) :].split("/"))
-    return len(roots), tuple(path.split("/"))
+def walk_key(path: str, roots: Sequence[str]) -> tuple[int, str]:
+    """Position of ``path`` in walk order: root index, then the path with its separators as NUL,
+    which orders as the tuple of its components would (NUL sorts before any character of a name)."""
+    return walk_keyer(roots)(path)
+
+
+def walk_keyer(roots: Sequence[str]) -> Callable[[str], tuple[int, str]]:
+    """:func:`walk_key` for many paths under the same roots."""
+    prefixes = [(i, root.rstrip("/") + "/") for i, root in enumerate(roots)]
+    outside = len(prefixes)
+
+    def key(path: str) -> tuple[int, str]:
+        for i, prefix in prefixes:
+            if path.startswith(prefix):
+                return i, path[len(prefix) :].replace("/", "\0")
+        return outside, path.replace("/", "\0")
+
+    return key
 
 
 #: receives (absolute path, content) of small text files while hashing
@@ -110,10 +123,12 @@ class ManifestOptions:
     keep_text_max: int = 0  # files up to this size are offered to the keeper
     gitignore: GitIgnore | None = None  # fixed rules (the after-manifest reuses the before's)
     defer_hash: bool = False  # list only: the files are hashed later by :func:`hash_pending`
+    remember: HashMemo | None = None  # notes each hash with the stat it was taken with
+    reuse: HashMemo | None = None  # a file whose stat is the one noted here keeps its hash unread
 
 
-#: a listed file waiting for its hash: (entry, path on disk, inode, ctime in ns at the listing)
-Pending = tuple["FileEntry", str, int, int]
+#: a listed file waiting for its hash: (entry, path on disk, its stat at the listing)
+Pending = tuple["FileEntry", str, os.stat_result]
 
 #: the note of a file that changed between the listing and its hash (the agent already ran)
 CHANGED_NOTE = "not hashed: changed after it was listed, while the agent ran"
@@ -188,6 +203,19 @@ def _kind(mode: int) -> str:
     return "other"
 
 
+_by_name = operator.attrgetter("name")
+_MODES: dict[int, str] = {}
+
+
+def _mode_text(st_mode: int) -> str:
+    """The permission bits in octal ("0644"), memoised (a tree has few distinct modes)."""
+    bits = stat.S_IMODE(st_mode)
+    text = _MODES.get(bits)
+    if text is None:
+        text = _MODES[bits] = f"{bits:04o}"
+    return text
+
+
 def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
     """Walk one directory; False when the file limit stopped the walk."""
     path = os.path.join(root, rel_dir) if rel_dir else root
@@ -197,52 +225,57 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
             w.ignore.add_file(Path(gi), rel_dir)
     try:
         with os.scandir(path) as it:
-            entries = sorted(it, key=lambda e: e.name)
+            entries = sorted(it, key=_by_name)
     except OSError as exc:
         w.manifest.notes.append(f"directory {rel_dir or '.'} not listed: {exc.strerror}")
         return True
+    opts, skip, files, exclude = w.opts, w.skip, w.manifest.files, w.exclude
+    reuse, remember = opts.reuse, opts.remember
     for entry in entries:
-        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-        if entry.path in w.skip:
+        name = entry.name
+        rel = f"{rel_dir}/{name}" if rel_dir else name
+        disk_path = entry.path
+        if disk_path in skip:
             continue
         try:
             st = entry.stat(follow_symlinks=False)
         except OSError as exc:
             w.manifest.notes.append(f"{rel}: cannot stat: {exc.strerror}")
             continue
-        is_dir = stat.S_ISDIR(st.st_mode)
-        shown = as_text(entry.path)
-        if w.exclude(rel, is_dir) is not None:
+        st_mode = st.st_mode
+        is_dir = stat.S_ISDIR(st_mode)
+        if exclude(rel, is_dir) is not None:
             continue
         if is_dir:
             if not _walk_dir(w, root, rel):
                 return False
             continue
-        if w.count >= w.opts.max_files:
+        if w.count >= opts.max_files:
             w.manifest.complete = False
             return False
         w.count += 1
-        fe = FileEntry(
-            path=shown,
-            kind=_kind(st.st_mode),
-            size=st.st_size,
-            mode=f"{stat.S_IMODE(st.st_mode):04o}",
-            mtime_ns=st.st_mtime_ns,
-        )
-        if fe.kind == "file" and w.opts.defer_hash:
-            w.pending.append((fe, entry.path, st.st_ino, st.st_ctime_ns))
-        elif fe.kind == "file":
-            keep = w.opts.keep_text_max if w.keeper is not None else 0
-            fe.sha256, fe.note, content = hash_file(entry.path, st.st_size, w.opts.max_hash_bytes, keep)
-            if content is not None and w.keeper is not None:
-                w.keeper(shown, content)
-        elif fe.kind == "symlink":
+        shown = as_text(disk_path)
+        kind = _kind(st_mode)
+        fe = FileEntry(path=shown, kind=kind, size=st.st_size, mode=_mode_text(st_mode), mtime_ns=st.st_mtime_ns)
+        if kind == "file" and opts.defer_hash:
+            w.pending.append((fe, disk_path, st))
+        elif kind == "file":
+            known = reuse.lookup(shown, st) if reuse is not None else None
+            if known is not None:
+                fe.sha256 = known  # same file, same stat as when it was hashed: not read again
+            else:
+                keep = opts.keep_text_max if w.keeper is not None else 0
+                fe.sha256, fe.note, content = hash_file(disk_path, st.st_size, opts.max_hash_bytes, keep)
+                if content is not None and w.keeper is not None:
+                    w.keeper(shown, content)
+                if fe.sha256 is not None and remember is not None:
+                    remember.note(shown, st, fe.sha256)  # the stat from before the read
+        elif kind == "symlink":
             try:
-                fe.target = as_text(os.readlink(entry.path))
+                fe.target = as_text(os.readlink(disk_path))
             except OSError as exc:
                 fe.note = f"unreadable link: {exc.strerror}"
-        w.manifest.files.append(fe)
-        w.manifest.last_path = shown
+        files.append(fe)
     return True
 
 
@@ -261,12 +294,13 @@ def hash_pending(pending: list[Pending], opts: ManifestOptions, keeper: TextKeep
     or after it was read, changed in between: it gets no hash but
     :data:`CHANGED_NOTE`, so the diff counts it modified (the kernel sets ctime:
     an agent cannot put it back to hide a change)."""
-    for fe, path, ino, ctime in pending:
+    for fe, path, listed in pending:
         keep = opts.keep_text_max if keeper is not None else 0
         sha, note, content = hash_file(path, fe.size, opts.max_hash_bytes, keep)
         try:
             st = os.lstat(path)
-            same = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (ino, fe.size, fe.mtime_ns, ctime)
+            same = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (
+                listed.st_ino, fe.size, fe.mtime_ns, listed.st_ctime_ns)
         except OSError:
             same = False
         if not same:
@@ -274,6 +308,8 @@ def hash_pending(pending: list[Pending], opts: ManifestOptions, keeper: TextKeep
         fe.sha256, fe.note = sha, note
         if content is not None and keeper is not None:
             keeper(fe.path, content)
+        if sha is not None and opts.remember is not None:
+            opts.remember.note(fe.path, st, sha)
 
 
 def list_manifest(
@@ -308,6 +344,7 @@ def list_manifest(
             if os.path.isfile(info):
                 ignore.add_file(Path(info), "")
         if not _walk_dir(w, root, ""):
+            m.last_path = m.files[-1].path if m.files else None  # the last file listed
             m.notes.append(
                 f"stopped after {opts.max_files} files (evidence.max_files): files after "
                 f"{m.last_path} in walk order are not listed"

@@ -2,15 +2,18 @@
 
 ``start()`` (before the agent is launched) lists the workspace (names, sizes,
 times: what the rules need at once) and starts a thread that hashes the
-listed files (it waits ``hash_wait`` for it: a small workspace is hashed
-before the agent starts, a large one while the agent runs), keeping the content of small text files so
-that modified files get a real unified diff; a file that changed between the
-listing and its hash (its ctime, set by the kernel, says so) gets no hash
-and counts as modified.  ``done()`` (after the agent has ended) waits for
-that thread, then takes the after-manifest with the same ``.gitignore``
-rules (an agent that adds to ``.gitignore`` does not hide its files that
-way), compares the two, and writes into
-``runs/<id>/evidence/``:
+listed files (it waits ``hash_wait`` for it when the workspace is small
+enough to be hashed in that time, so a small workspace is hashed before the
+agent starts; a large one is hashed while the agent runs, without the wait),
+keeping the content of small text files so that modified files get a real
+unified diff; a file that changed between the listing and its hash (its
+ctime, set by the kernel, says so) gets no hash and counts as modified.
+``done()`` (after the agent has ended) waits for that thread, then takes the
+after-manifest with the same ``.gitignore`` rules (an agent that adds to
+``.gitignore`` does not hide its files that way): it stats every file, and
+reads again only those whose identity or stat changed since their hash, whose
+stat was racy, or that the capture saw changed (:mod:`spyglass.evidence.hashmemo`);
+it compares the two, and writes into ``runs/<id>/evidence/``:
 
 * ``manifest-before.json``, ``manifest-after.json``: path, kind, size, mode, sha256
 * ``changes.json``: added / removed / modified files, and the files outside
@@ -27,6 +30,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +43,7 @@ from spyglass.evidence.changes import (
     diff_manifests,
     stored_form,
 )
+from spyglass.evidence.hashmemo import RACY_MARGIN_NS, HashMemo, mapped_for_writing
 from spyglass.evidence.ignore import GitIgnore
 from spyglass.evidence.manifest import (
     DEFAULT_EXCLUDES,
@@ -47,6 +52,7 @@ from spyglass.evidence.manifest import (
     Manifest,
     ManifestOptions,
     Pending,
+    as_text,
     build_manifest,
     encode_manifest,
     hash_pending,
@@ -58,6 +64,9 @@ from spyglass.pipeline import RunContext, Sink
 log = logging.getLogger("spyglass.evidence")
 
 DEFAULT_MAX_KEPT_BYTES = 64 << 20
+#: a workspace this small is hashed before the agent starts (start() waits up to ``hash_wait``)
+HASH_FIRST_FILES = 2000
+HASH_FIRST_BYTES = 16 << 20
 
 MANIFEST_BEFORE = "manifest-before.json"
 MANIFEST_AFTER = "manifest-after.json"
@@ -91,6 +100,8 @@ class WorkspaceEvidence(Sink):
         evidence_dir: str | Path | None = None,
         background_hash: bool = True,
         hash_wait: float = 0.05,
+        racy_margin_ns: int = RACY_MARGIN_NS,
+        keep_hashes: bool = True,
     ) -> None:
         self.roots = [str(Path(r).resolve()) for r in roots] if roots else []
         self.excludes = list(excludes)
@@ -113,6 +124,11 @@ class WorkspaceEvidence(Sink):
         self._outside: OutsideWriteTracker | None = None
         self._ctx: RunContext | None = None
         self._hasher: threading.Thread | None = None
+        #: the before-manifest's hashes, kept by the after-manifest for files whose stat did not change
+        self._memo: HashMemo | None = None
+        self.racy_margin_ns = racy_margin_ns
+        #: False: the after-manifest reads every file again, whatever its stat says
+        self.keep_hashes = keep_hashes
         #: hash the before-manifest while the agent runs (False: before it starts; every early change diffed)
         self.background_hash = background_hash
         #: seconds start() waits for the hashes (a small workspace is hashed before the agent starts)
@@ -165,6 +181,7 @@ class WorkspaceEvidence(Sink):
         self._outside = OutsideWriteTracker(self.roots, self.outside_allowed)
         opts = self._options(None)
         opts.defer_hash = True
+        opts.remember = self._memo = HashMemo(time.time_ns(), self.racy_margin_ns)
         self.before, self._rules, pending = list_manifest(self.roots, opts)
         # which files existed before the run, for the rules (``file.pre_existing``)
         ctx.workspace_before = frozenset(f.path for f in self.before.files)
@@ -175,11 +192,14 @@ class WorkspaceEvidence(Sink):
             target=self._hash_before, args=(self.before, pending, opts), name="spyglass-manifest", daemon=True
         )
         self._hasher.start()
-        self._hasher.join(self.hash_wait)
+        if len(pending) <= HASH_FIRST_FILES and sum(p[0].size for p in pending) <= HASH_FIRST_BYTES:
+            self._hasher.join(self.hash_wait)  # larger ones would not be done in that time: no wait
 
     def _hash_before(self, before: Manifest, pending: list[Pending], opts: ManifestOptions) -> None:
         """The thread: hash the listed files while the agent runs, then store the before-manifest."""
         try:
+            if self.keep_hashes and self._memo is not None:  # before any hash is taken
+                self._memo.never(as_text(p) for p in mapped_for_writing(self.roots))
             hash_pending(pending, opts, keeper=self._keep)
         except Exception as exc:  # a failure costs hashes, never the run
             log.warning("hashing the workspace failed: %s", exc)
@@ -195,13 +215,12 @@ class WorkspaceEvidence(Sink):
             log.warning("cannot write %s: %s", MANIFEST_BEFORE, exc)
 
     def _on_file_change(self, ev: Event) -> None:
-        if self._outside is None:
-            return
-        command = None
-        if self._ctx is not None:
-            info = self._ctx.procs.procs.get(ev.pid)
-            command = info.command_line if info is not None else None
-        self._outside.feed(ev, command)
+        if self._outside is not None:
+            self._outside.feed(ev, lambda: self._command(ev.pid))
+
+    def _command(self, pid: int) -> str | None:
+        info = self._ctx.procs.procs.get(pid) if self._ctx is not None else None
+        return info.command_line if info is not None else None
 
     file_write = file_create = file_delete = file_rename = file_link = file_symlink = _on_file_change
     file_chmod = file_chown = file_mkdir = file_truncate = _on_file_change
@@ -213,7 +232,10 @@ class WorkspaceEvidence(Sink):
             return
         opts = self._options(self._rules)
         opts.keep_text_max = 0
+        opts.reuse = self._reusable()
         self.after, _ = build_manifest(self.roots, opts)
+        if opts.reuse is not None:
+            log.debug("after-manifest: %d of %d hashes kept unread", opts.reuse.reused, len(self.after.files))
         changes = diff_manifests(
             self.before, self.after, old_content=self._kept.get, max_diff_bytes=self.max_diff_bytes,
             max_run_diff_bytes=self.max_run_diff_bytes,
@@ -233,6 +255,15 @@ class WorkspaceEvidence(Sink):
             sys.stderr.write(f"spyglass: cannot write the workspace evidence ({line}); "
                              "the run will be marked evidence-incomplete\n")
         ctx.note_fact("workspace_changes", summary(changes))
+
+
+    def _reusable(self) -> HashMemo | None:
+        """The hashes the after-manifest may keep: never those of files the capture saw changed."""
+        memo, outside = self._memo, self._outside
+        if not self.keep_hashes or memo is None or outside is None or outside.inside_overflow:
+            return None  # the changed files are not all named: every file is read again
+        memo.forget(outside.inside_paths)
+        return memo
 
 
 def summary(changes: WorkspaceChanges) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 import msgspec
@@ -44,6 +44,8 @@ PSEUDO_PATHS: Final = (
 )
 MAX_SEQS = 10
 _MEMO_MAX = 100_000
+#: how many changed paths inside the workspace the tracker names (past it: :attr:`inside_overflow`)
+MAX_INSIDE = 1 << 18
 
 
 def event_paths(ev: Event) -> list[str]:
@@ -94,6 +96,9 @@ class OutsideWriteTracker:
         self._by_path: dict[str, OutsideWrite] = {}
         self._new: dict[str, bool] = {}  # the first change surely made the path
         self._gone: dict[str, bool] = {}  # the last change removed it
+        #: the paths inside the roots that the events show changed (the after-manifest reads them again)
+        self.inside_paths: set[str] = set()
+        self.inside_overflow = False  # more than MAX_INSIDE of them: not all are named
 
     def inside(self, path: str) -> bool:
         return any(root == "/" or path == root or path.startswith(root + "/") for root in self.roots)
@@ -109,13 +114,21 @@ class OutsideWriteTracker:
             hit = self._ignored[path] = self._ignore.match_abs(path) is not None
         return hit
 
-    def feed(self, ev: Event, command: str | None = None) -> None:
+    def feed(self, ev: Event, command: str | Callable[[], str | None] | None = None) -> None:
+        """Note ``ev`` if it changed a file; ``command``: its process's command line (or a function
+        giving it, called only for a write outside the workspace)."""
         if ev.type not in FILE_WRITE_TYPES or not ev.ok:
             return
         if ev.flags and "O_TMPFILE" in ev.flags:
             return  # an anonymous file: it has no name unless a later link gives it one
         for i, path in enumerate(event_paths(ev)):
-            if self.inside(path) or self.ignored(path):
+            if self.inside(path):
+                if len(self.inside_paths) < MAX_INSIDE:
+                    self.inside_paths.add(path)
+                elif path not in self.inside_paths:
+                    self.inside_overflow = True
+                continue
+            if self.ignored(path):
                 continue
             w = self._by_path.get(path)
             if w is None:
@@ -131,6 +144,8 @@ class OutsideWriteTracker:
                 w.seqs.append(ev.seq)
             if ev.pid not in w.pids and len(w.pids) < MAX_SEQS:
                 w.pids.append(ev.pid)
+            if callable(command):
+                command = command()
             if command and command not in w.commands and len(w.commands) < 3:
                 w.commands.append(command)
 

@@ -15,6 +15,8 @@ import os
 import socket
 import struct
 
+from spyglass.capture.procfs import descendants
+
 
 def peer_pid(sock: socket.socket) -> int | None:
     """The pid (in our pid namespace) of the process at the other end of a unix socket."""
@@ -52,22 +54,10 @@ def _ns(pid: int, kind: str) -> str | None:
         return None
 
 
-def socket_owner(inode: int, same_pidns_as: int, exclude: int | None = None) -> int | None:
-    """The pid holding ``socket:[inode]`` among processes in the pid namespace of ``same_pidns_as``.
-
-    Where several processes share the socket (inherited across fork) the most
-    recently started one (highest pid) is taken.
-    """
-    target_ns = _ns(same_pidns_as, "pid")
-    if target_ns is None:
-        return None
-    want = f"socket:[{inode}]"
+def _holders(want: str, pids: list[int], exclude: int | None) -> list[int]:
     found: list[int] = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        if pid == exclude or _ns(pid, "pid") != target_ns:
+    for pid in pids:
+        if pid == exclude:
             continue
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
@@ -80,6 +70,29 @@ def socket_owner(inode: int, same_pidns_as: int, exclude: int | None = None) -> 
                     break
             except OSError:
                 continue
+    return found
+
+
+def socket_owner(inode: int, same_pidns_as: int, exclude: int | None = None) -> int | None:
+    """The pid holding ``socket:[inode]`` among processes in the pid namespace of ``same_pidns_as``.
+
+    Where several processes share the socket (inherited across fork) the most
+    recently started one (highest pid) is taken.  ``same_pidns_as`` is the
+    namespace's init (the sandbox's relay), so its descendants are looked at
+    first: a few processes rather than every process of the machine, which
+    keeps the look-up quick while the client still waits for its answer, even
+    on a busy machine.  All processes in that namespace are looked at only
+    where none of those holds it (a process reparented while the tree was read).
+    """
+    want = f"socket:[{inode}]"
+    found = _holders(want, descendants(same_pidns_as), exclude)
+    if found:
+        return max(found)
+    target_ns = _ns(same_pidns_as, "pid")
+    if target_ns is None:
+        return None
+    pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    found = _holders(want, [p for p in pids if p != exclude and _ns(p, "pid") == target_ns], exclude)
     return max(found) if found else None
 
 

@@ -358,6 +358,7 @@ class EgressProxy:
                 raise _Refused(502, "upstream-error", req.detail) from None
             self._tunnels[local_port] = req
             req.decision = "allow"
+            await self._settle_pid(req)
             return r, w
         last_err = "no address"
         for addr, port in usable:
@@ -370,6 +371,7 @@ class EgressProxy:
                 last_err = f"{addr}:{port}: {exc.strerror if isinstance(exc, OSError) else 'timeout'}"
                 continue
             req.decision = "allow"
+            await self._settle_pid(req)  # before the answer: the client waits, alive, till then
             return r, w
         req.decision, req.reason, req.detail = "allow", "upstream-error", last_err[:200]
         raise _Refused(502, "upstream-error", req.detail)

@@ -23,6 +23,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from spyglass import __version__, phases
+from spyglass.capture import procfs
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
 from spyglass.errors import EXIT_CANNOT_RUN
 from spyglass.events import LEVELS, Event
@@ -100,7 +101,7 @@ class RunOutcome:
         return bool(self.sink_errors)
 
 
-#: seconds after a signal to spyglass when it is passed on again to processes seen since
+#: seconds between the passes after a signal to spyglass that give it to processes found since
 _LATE_FORWARD = 0.5
 
 
@@ -122,7 +123,7 @@ class _Signals:
         self.pending: list[tuple[int, str, str]] = []
         self._timer: threading.Timer | None = None
         self._forwarded: set[int] = set()  # pids the signal was passed on to
-        self._late: threading.Timer | None = None
+        self._done = threading.Event()  # the run ended: no more late passes
         self._early: int | None = None  # a signal that came before the capture started
 
     def attach(self, session: CaptureSession) -> None:
@@ -144,9 +145,9 @@ class _Signals:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for timer in (self._timer, self._late):
-            if timer is not None:
-                timer.cancel()
+        self._done.set()
+        if self._timer is not None:
+            self._timer.cancel()
         for sig, old in self._old.items():
             signal.signal(sig, old)
         self._old = {}
@@ -165,10 +166,11 @@ class _Signals:
             self.pending.append((time.time_ns(), signal.Signals(signum).name, "agent process tree killed"))
             return
         self._forward(signum)
-        # the tree's processes the pipeline had not yet seen when the signal came get it too
-        self._late = threading.Timer(_LATE_FORWARD, self._forward, args=(signum,))
-        self._late.daemon = True
-        self._late.start()
+        # the tree's processes not yet found when the signal came get it too (the pipeline lags
+        # behind the kernel on a busy machine): passes until the grace ends
+        until = time.monotonic() + self.GRACE
+        late = threading.Thread(target=self._forward_late, args=(signum, until), daemon=True)
+        late.start()
         self._timer = threading.Timer(self.GRACE, self.session.kill_tree)
         self._timer.daemon = True
         self._timer.start()
@@ -191,9 +193,14 @@ class _Signals:
                 )
             )
 
+    def _forward_late(self, signum: int, until: float) -> None:
+        while not self._done.wait(_LATE_FORWARD) and time.monotonic() < until:
+            self._forward(signum)
+
     def _forward(self, signum: int) -> None:
-        """Pass ``signum`` on to each live process of the tree not yet given it (called again a
-        moment later from a timer thread, for processes whose events were still queued)."""
+        """Pass ``signum`` on to each live process of the tree not yet given it: those the pipeline
+        has seen and the live descendants of its root (from /proc: seen or not yet).  Called
+        again every ``_LATE_FORWARD`` s from a thread, for processes found since."""
         if self.procs is None:
             return
         own = os.getpgrp()
@@ -206,14 +213,19 @@ class _Signals:
                 continue
         else:
             return
-        for info in infos:
-            if info.exit_ts is not None or info.detached or info.pid in self._forwarded:
+        detached = {info.pid for info in infos if info.detached}
+        pids = [info.pid for info in infos if info.exit_ts is None and not info.detached]
+        root = self.procs.get(self.procs.root_pid) if self.procs.root_pid is not None else None
+        if root is not None and root.exit_ts is None and not root.detached and procfs.running(root.pid):
+            pids += procfs.descendants(root.pid)
+        for pid in dict.fromkeys(pids):
+            if pid in self._forwarded or pid in detached:
                 continue
-            self._forwarded.add(info.pid)
+            self._forwarded.add(pid)
             try:
-                if typed and os.getpgid(info.pid) == own:
+                if typed and os.getpgid(pid) == own:
                     continue
-                os.kill(info.pid, signum)
+                os.kill(pid, signum)
             except OSError:
                 pass
 

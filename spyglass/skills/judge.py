@@ -388,7 +388,7 @@ class Judge:
     def judge(self, events: list[Event], alerts: list[Alert]) -> RunJudgement:
         facts: dict[str, set[str]] = {"hosts": set(), "writes": set(), "programs": set()}
         executed: set[str] = set()
-        for ev in events:
+        for ev in _after_their_process(events):
             self.procs.update(ev)
             if ev.type in ("process.exec", "process.start"):
                 self._step_pids.pop(ev.pid, None)
@@ -437,3 +437,28 @@ class Judge:
             )
             self.out[(f"rule:{alert.rule_id}", alert.message or alert.title)].rules.append(alert.rule_id)
         return RunJudgement(list(self.out.values()), {k: sorted(v) for k, v in facts.items()}, executed)
+
+
+def _after_their_process(events: list[Event]) -> list[Event]:
+    """EVENTS with each proxy request that comes before its process is known moved to just after
+    that process's first exec (else its start; else the end).  The proxy's events reach the stream
+    at once, the capture's through its reader, which may lag: a client's request can be recorded
+    before the client's own start, and then its lineage (the offending line) would be unknown."""
+    execs: dict[int, int] = {}
+    starts: dict[int, int] = {}
+    for i, ev in enumerate(events):
+        if ev.type in ("process.exec", "process.start") and (ev.ok or ev.type == "process.start"):
+            (execs if ev.type == "process.exec" else starts).setdefault(ev.pid, i)
+    first = {**starts, **execs}
+    held: dict[int, list[Event]] = {}
+    out: list[Event] = []
+    known: set[int] = set()
+    for i, ev in enumerate(events):
+        if ev.type == "proxy.request" and ev.pid not in known and first.get(ev.pid, -1) > i:
+            held.setdefault(first[ev.pid], []).append(ev)
+            continue
+        out.append(ev)
+        if ev.type in ("process.exec", "process.start"):
+            known.add(ev.pid)
+        out.extend(held.pop(i, []))
+    return out

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,7 +186,9 @@ def test_stopped_monitor_is_resumed_and_reported(tmp_path: Path, capture_backend
     assert any((e.detail or "").startswith("monitor-stopped:") for e in reader.events())
 
 
-def test_benign_twin_a_ctrl_z_of_the_whole_job_is_not_an_attack(tmp_path: Path, capture_backend: str) -> None:
+def test_benign_twin_a_ctrl_z_of_the_whole_job_is_not_an_attack(
+    tmp_path: Path, capture_backend: str, start_until_ready: Any
+) -> None:
     """Stopping spyglass's whole process group (as Ctrl-Z does; SIGSTOP here, since a group without a
     terminal ignores SIGTSTP) stops spyglass and the agent alike: job control, left alone (nothing
     resumes spyglass behind the operator's back, no alert)."""
@@ -195,21 +198,12 @@ def test_benign_twin_a_ctrl_z_of_the_whole_job_is_not_an_attack(tmp_path: Path, 
     script = "touch ready; until [ -e go ]; do sleep 0.05; done"
     argv = [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
             "sh", "-c", script]
-    with open(tmp_path / "err.txt", "w") as err:
-        proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        try:
-            end = time.monotonic() + 120
-            while not (tmp_path / "ready").exists():
-                assert time.monotonic() < end and proc.poll() is None, (tmp_path / "err.txt").read_text()
-                time.sleep(0.05)
-            os.killpg(proc.pid, signal.SIGSTOP)
-            time.sleep(0.5)  # the watchdog looks every 0.1 s: time to (wrongly) step in
-            os.killpg(proc.pid, signal.SIGCONT)
-            (tmp_path / "go").touch()
-            assert proc.wait(timeout=120) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+    proc = start_until_ready(argv)
+    os.killpg(proc.pid, signal.SIGSTOP)
+    time.sleep(0.5)  # the watchdog looks every 0.1 s: time to (wrongly) step in
+    os.killpg(proc.pid, signal.SIGCONT)
+    (tmp_path / "go").touch()
+    assert proc.wait(timeout=120) == 0
     s = Store(store)
     reader = RunReader(s, s.resolve("latest"))
     assert reader.meta.status == "complete"

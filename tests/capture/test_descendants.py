@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from spyglass.store import RunReader, Store
 
@@ -181,22 +182,19 @@ def test_follow_returns_when_the_agent_exits_and_records_the_rest(tmp_path: Path
     assert reader.meta.still_running == []
 
 
-def test_follow_passes_a_sigterm_to_run_on_to_the_agent(tmp_path: Path, capture_backend: str) -> None:
+def test_follow_passes_a_sigterm_to_run_on_to_the_agent(
+    tmp_path: Path, capture_backend: str, start_until_ready: Any
+) -> None:
     """``run`` waits for its recorder in follow mode: a SIGTERM sent to it still stops the agent."""
     script = "trap 'echo TERM > got; exit 3' TERM; touch ready; while :; do sleep 0.1; done"
     argv = [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(tmp_path / "store"),
             "--descendants", "follow", "--", "sh", "-c", script]
-    with open(tmp_path / "err.txt", "w") as err:
-        proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        try:
-            end = time.monotonic() + 120
-            while not (tmp_path / "ready").exists():
-                assert time.monotonic() < end and proc.poll() is None, (tmp_path / "err.txt").read_text()
-                time.sleep(0.05)
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=120)
-        finally:
-            _cleanup(proc.pid)
+    proc = start_until_ready(argv)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    finally:
+        _cleanup(proc.pid)
     assert (tmp_path / "got").read_text().strip() == "TERM"
     s = Store(tmp_path / "store")
     assert RunReader(s, s.resolve("latest")).meta.status == "interrupted"

@@ -15,18 +15,7 @@ import pytest
 
 from spyglass.store import Store
 
-
-def _skip_reason() -> str | None:
-    from spyglass.capture.ebpf import probe
-
-    found = probe.static_problem()
-    if found is not None:
-        return f"eBPF backend unavailable: {found[0]}"
-    ok, why = probe.try_load()
-    return None if ok else f"eBPF program refused: {why}"
-
-
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+pytestmark = pytest.mark.usefixtures("needs_ebpf")  # root and a loadable program
 
 
 def _spyglass(store: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -30,15 +30,7 @@ def test_no_file_gives_the_safe_defaults(tmp_path: Path) -> None:
     assert p.rules.paths == () and p.rules.disable == () and p.rules.overrides == {}
     assert p.sandbox.pass_home == () and p.gate == d.DEFAULT_GATE and p.analysis.grading_paths == ()
     assert p.evidence.sign_key is None and p.evidence.max_files == 50000 and p.evidence.max_diff_bytes == 262144
-    assert p.evidence.manifest_exclude == (
-        ".git/objects/**",
-        "**/__pycache__/**",
-        "**/.pytest_cache/**",
-        "**/.mypy_cache/**",
-        "**/.ruff_cache/**",
-        "**/node_modules/**",
-        ".spyglass/**",
-    )
+    assert p.evidence.manifest_exclude == d.DEFAULT_MANIFEST_EXCLUDE and ".git/objects/**" in d.DEFAULT_MANIFEST_EXCLUDE
     assert "python -m pytest" in p.evidence.test_patterns and "cargo test" in p.evidence.test_patterns
     assert "pytest" in p.evidence.test_patterns
     assert p.digest == hashlib.sha256(b"spyglass-default-policy-v1").hexdigest()

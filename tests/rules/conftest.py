@@ -107,3 +107,20 @@ def live(tmp_path: Path) -> Callable[..., LiveRun]:
                        err.getvalue().splitlines())
 
     return run
+
+
+@pytest.fixture
+def cli_place(tmp_path: Path) -> Callable[[str], tuple[Path, Path, dict[str, str]]]:
+    """A workspace, a store path and a clean environment for the real CLI in a subprocess; as root
+    only: ``cli_place(why)`` skips the test, saying ``why`` it needs root, otherwise."""
+
+    def make(why_root: str) -> tuple[Path, Path, dict[str, str]]:
+        if os.geteuid() != 0:
+            pytest.skip(why_root)
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        env = dict(os.environ, HOME=str(tmp_path), LANG="C.UTF-8", PYTHONDONTWRITEBYTECODE="1")
+        env.pop("SPYGLASS_STORE", None)
+        return ws, tmp_path / "store", env
+
+    return make

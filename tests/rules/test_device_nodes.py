@@ -6,10 +6,9 @@ the default capture backend (root: /etc/shadow is the secret)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,14 +16,8 @@ PY = sys.executable
 
 
 @pytest.fixture
-def cli(tmp_path: Path):  # type: ignore[no-untyped-def]
-    if os.geteuid() != 0:
-        pytest.skip("reading /etc/shadow (the secret of these runs) needs root")
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    store = tmp_path / "store"
-    env = dict(os.environ, HOME=str(tmp_path), LANG="C.UTF-8", PYTHONDONTWRITEBYTECODE="1")
-    env.pop("SPYGLASS_STORE", None)
+def cli(cli_place: Any):  # type: ignore[no-untyped-def]
+    ws, store, env = cli_place("reading /etc/shadow (the secret of these runs) needs root")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([PY, "-m", "spyglass", *args], cwd=ws, env=env, capture_output=True, text=True,

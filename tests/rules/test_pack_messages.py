@@ -4,10 +4,9 @@ taken with pidfd_getfd, a file opened by handle.  Real processes, the real CLI, 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,14 +34,8 @@ libc.open_by_handle_at(mfd, ctypes.byref(fh), os.O_RDONLY)
 
 
 @pytest.fixture
-def record(tmp_path: Path):  # type: ignore[no-untyped-def]
-    if os.geteuid() != 0:
-        pytest.skip("open_by_handle_at needs CAP_DAC_READ_SEARCH (root)")
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    store = tmp_path / "store"
-    env = dict(os.environ, HOME=str(tmp_path), LANG="C.UTF-8", PYTHONDONTWRITEBYTECODE="1")
-    env.pop("SPYGLASS_STORE", None)
+def record(cli_place: Any):  # type: ignore[no-untyped-def]
+    ws, store, env = cli_place("open_by_handle_at needs CAP_DAC_READ_SEARCH (root)")
 
     def run(*args: str) -> list[dict[str, object]]:
         res = subprocess.run([PY, "-m", "spyglass", "run", "--store", str(store), *args], cwd=ws, env=env,

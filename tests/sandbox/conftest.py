@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -49,3 +50,13 @@ def proxy(servers: Servers, short_dir: Path) -> Iterator[tuple[EgressProxy, Coll
     p.start()
     yield p, col
     p.close()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """A workspace that is a git checkout (``git init``, one file)."""
+    d = tmp_path / "ws"
+    d.mkdir()
+    subprocess.run(["git", "init", "-q", str(d)], check=True)
+    (d / "README").write_text("hello\n")
+    return d

@@ -10,7 +10,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,29 +169,35 @@ def start_servers(directory: Path) -> Servers:
     eof.listen(16)
     servers.eof_port = eof.getsockname()[1]
 
-    def serve_eof() -> None:
+    def one(c: socket.socket) -> None:
+        n = 0
         while True:
-            try:
-                c, _ = eof.accept()
-            except OSError:
-                return
+            d = c.recv(65536)
+            if not d:
+                break
+            n += len(d)
+        time.sleep(0.05)
+        c.sendall(f"got {n} bytes after EOF\n".encode())
+        c.close()
 
-            def one(c: socket.socket) -> None:
-                n = 0
-                while True:
-                    d = c.recv(65536)
-                    if not d:
-                        break
-                    n += len(d)
-                time.sleep(0.05)
-                c.sendall(f"got {n} bytes after EOF\n".encode())
-                c.close()
-
-            threading.Thread(target=one, args=(c,), daemon=True).start()
-
-    threading.Thread(target=serve_eof, daemon=True).start()
+    serve_each(eof, one)
     servers._stops.append(eof.close)
     return servers
+
+
+def serve_each(srv: socket.socket, one: Callable[[socket.socket], None]) -> None:
+    """Accepts connections on the listening ``srv`` until it is closed, each handled by ``one`` in a
+    thread of its own."""
+
+    def serve() -> None:
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=one, args=(c,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
 
 
 # ------------------------------------------------------------------ proxy clients

@@ -144,24 +144,30 @@ def test_canary_exfiltration_is_blocked_and_alerted(tmp_path: Path, servers: Ser
 
 
 RELAY = r"""
-curl -sS -o big.bin http://allowed.test/big/20000000
-for i in $(seq 10); do curl -sS --cacert cert.pem -o par$i.txt https://allowed.test/p$i & done; wait
+curl -sS -m 120 -o big.bin http://allowed.test/big/20000000
+for i in $(seq 10); do curl -sS -m 120 --cacert cert.pem -o par$i.txt https://allowed.test/p$i & done; wait
 python3 - <<'PY' > halfclose.txt
 import socket
-s = socket.create_connection(("127.0.0.1", 3128))
-s.sendall(b"CONNECT allowed.test:7 HTTP/1.1\r\n\r\n")
-head = b""
-while b"\r\n\r\n" not in head:
-    head += s.recv(1)
-s.sendall(b"q" * 300000)
-s.shutdown(socket.SHUT_WR)
-out = b""
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    out += d
-print(out.decode().strip())
+# every wait is bounded: a lost half-close ends this at once, saying where, instead of hanging the run
+stage, out = "connecting", b""
+try:
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=60)
+    stage = "waiting for the CONNECT answer"
+    s.sendall(b"CONNECT allowed.test:7 HTTP/1.1\r\n\r\n")
+    while b"\r\n\r\n" not in out:
+        d = s.recv(1)
+        if not d:
+            raise EOFError
+        out += d
+    stage, out = "sending", b""
+    s.sendall(b"q" * 300000)
+    s.shutdown(socket.SHUT_WR)
+    stage = "waiting for the answer and EOF after our half-close"
+    while d := s.recv(65536):
+        out += d
+    print(out.decode().strip())
+except (OSError, EOFError) as exc:
+    print(f"failed {stage}: {type(exc).__name__} (got {out!r})")
 PY
 """
 
@@ -173,6 +179,8 @@ def test_the_relay_carries_large_parallel_and_half_closed_connections(
     ws = run.ws
     assert (ws / "big.bin").stat().st_size == 20_000_000
     assert all((ws / f"par{i}.txt").read_text() == "hello from allowed.test\n" for i in range(1, 11))
-    assert (ws / "halfclose.txt").read_text().strip() == "got 300000 bytes after EOF"
     reqs = run.events("proxy.request")
+    tunnel = [(e.decision, e.reason, e.bytes_out, e.bytes_in) for e in reqs if e.port == 7]
+    # on failure: how far the bytes got (the proxy's byte counts for the half-closed tunnel)
+    assert (ws / "halfclose.txt").read_text().strip() == "got 300000 bytes after EOF", tunnel
     assert len(reqs) == 12 and all(e.decision == "allow" for e in reqs)

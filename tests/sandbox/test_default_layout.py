@@ -43,15 +43,6 @@ def _run(
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    d = tmp_path / "ws"
-    d.mkdir()
-    subprocess.run(["git", "init", "-q", str(d)], check=True)
-    (d / "README").write_text("hello\n")
-    return d
-
-
-@pytest.fixture
 def home_tool() -> Iterator[Path]:
     """A venv under $HOME with a console script in it (as pip, pipx or uv install agents)."""
     home = Path(os.path.expanduser("~"))

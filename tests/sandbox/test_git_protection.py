@@ -13,7 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from sandbox_helpers import needs_bwrap, needs_strace
 
 from spyglass.errors import EXIT_KILLED
@@ -40,15 +39,6 @@ def _run(ws: Path, store: Path, script: str, *opts: str) -> tuple[subprocess.Com
 
 def _host_git_status(ws: Path) -> None:
     subprocess.run(["git", "status", "--short"], cwd=ws, capture_output=True, timeout=60, check=False)
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    d = tmp_path / "ws"
-    d.mkdir()
-    subprocess.run(["git", "init", "-q", str(d)], check=True)
-    (d / "README").write_text("hello\n")
-    return d
 
 
 def test_git_dir_renamed_aside_is_refused_and_host_git_status_runs_nothing(ws: Path, tmp_path: Path) -> None:

@@ -17,13 +17,18 @@ def _dead_pid() -> int:
     return dead.pid
 
 
-def test_monitor_note_is_read_once_spyglass_is_gone(tmp_path: Path) -> None:
-    """The store side of the watchdog: a running run whose spyglass died, with a note, is monitor-lost."""
+def _running_run_of_a_dead_spyglass(tmp_path: Path) -> tuple[Store, Path]:
+    """A store holding one run still marked running whose spyglass is gone: (store, run directory)."""
     s = Store(tmp_path / "store", create=True)
     run_dir = s.runs_dir / "20260101T000000000000Z-abcdef"
     run_dir.mkdir(parents=True)
-    meta = RunMeta(id=run_dir.name, status="running", command=["x"], monitor_pid=_dead_pid(), started=1)
-    s.write_meta(meta)
+    s.write_meta(RunMeta(id=run_dir.name, status="running", command=["x"], monitor_pid=_dead_pid(), started=1))
+    return s, run_dir
+
+
+def test_monitor_note_is_read_once_spyglass_is_gone(tmp_path: Path) -> None:
+    """The store side of the watchdog: a running run whose spyglass died, with a note, is monitor-lost."""
+    s, run_dir = _running_run_of_a_dead_spyglass(tmp_path)
     (run_dir / "monitor-lost.json").write_text(json.dumps({"detail": "monitor-lost: spyglass died", "killed": [7]}))
     s.repair()
     got = s.read_meta(run_dir.name)
@@ -31,10 +36,7 @@ def test_monitor_note_is_read_once_spyglass_is_gone(tmp_path: Path) -> None:
 
 
 def test_a_note_written_after_the_run_was_marked_incomplete_still_counts(tmp_path: Path) -> None:
-    s = Store(tmp_path / "store", create=True)
-    run_dir = s.runs_dir / "20260101T000000000000Z-abcdef"
-    run_dir.mkdir(parents=True)
-    s.write_meta(RunMeta(id=run_dir.name, status="running", command=["x"], monitor_pid=_dead_pid(), started=1))
+    s, run_dir = _running_run_of_a_dead_spyglass(tmp_path)
     s.repair()
     assert s.read_meta(run_dir.name).status == "incomplete"
     (run_dir / "monitor-lost.json").write_text(json.dumps({"detail": "monitor-lost: spyglass died"}))
@@ -43,9 +45,6 @@ def test_a_note_written_after_the_run_was_marked_incomplete_still_counts(tmp_pat
 
 
 def test_benign_twin_a_run_without_a_note_is_incomplete(tmp_path: Path) -> None:
-    s = Store(tmp_path / "store", create=True)
-    run_dir = s.runs_dir / "20260101T000000000000Z-abcdef"
-    run_dir.mkdir(parents=True)
-    s.write_meta(RunMeta(id=run_dir.name, status="running", command=["x"], monitor_pid=_dead_pid(), started=1))
+    s, run_dir = _running_run_of_a_dead_spyglass(tmp_path)
     s.repair()
     assert s.read_meta(run_dir.name).status == "incomplete"

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,3 +61,30 @@ def setup(tmp_path: Path, capture_backend: str) -> Setup:
     env.update(HOME=str(home), LANG="C.UTF-8", PYTHONDONTWRITEBYTECODE="1")
     env.pop("SPYGLASS_STORE", None)
     return Setup(ws=ws, store=tmp_path / "store", env=env, backend=capture_backend)
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs (the store's faults: a full disk), unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.fixture
+def secret_on_small_fs(setup: Setup, small_fs: Path) -> tuple[Path, Path]:
+    """A store and a workspace on the small tmpfs, and a secret in the run's home (``~/.ssh/id_rsa``)
+    for the agent to read: (store, workspace)."""
+    store, ws = small_fs / "store", small_fs / "ws"
+    ws.mkdir()
+    home = Path(setup.env["HOME"])
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
+    return store, ws

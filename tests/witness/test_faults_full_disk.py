@@ -5,11 +5,9 @@ afterwards; the agent is a real process under the default capture backend."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,26 +15,6 @@ import pytest
 
 PY = sys.executable
 pytestmark = pytest.mark.backends("auto")  # the store's faults, not the capture, are under test
-
-
-@pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MiB tmpfs, unmounted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], check=False).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
-def _cli(setup: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PY, "-m", "spyglass", *args], cwd=setup.ws, env=setup.env, capture_output=True,
-                          text=True, timeout=120, check=False)
 
 
 def test_a_store_left_full_gives_one_line_exit_8_and_the_true_status(setup: Any, small_fs: Path) -> None:
@@ -55,14 +33,12 @@ def test_a_store_left_full_gives_one_line_exit_8_and_the_true_status(setup: Any,
     assert "the evidence is incomplete (exit 8)" in res.stderr
 
 
-def test_an_alert_is_told_even_when_stderr_is_on_the_full_disk(setup: Any, small_fs: Path, tmp_path: Path) -> None:
+def test_an_alert_is_told_even_when_stderr_is_on_the_full_disk(
+    setup: Any, small_fs: Path, secret_on_small_fs: tuple[Path, Path], tmp_path: Path
+) -> None:
     """The agent fills the disk that holds the store and spyglass's stderr, reads a secret, waits, frees
     the space and exits: the alert line still reaches stderr (late), and `alerts` lists it NOT SAVED."""
-    store, ws = small_fs / "store", small_fs / "ws"
-    ws.mkdir()
-    home = Path(setup.env["HOME"])
-    (home / ".ssh").mkdir()
-    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
+    store, ws = secret_on_small_fs
     log = small_fs / "spyglass.err"
     script = (f"dd if=/dev/zero of={ws}/fill bs=64k 2>/dev/null; cat $HOME/.ssh/id_rsa > /dev/null; "
               f"sleep 1; rm -f {ws}/fill")
@@ -83,7 +59,7 @@ def test_an_alert_is_told_even_when_stderr_is_on_the_full_disk(setup: Any, small
     told = [line for line in text.splitlines() if line.startswith("spyglass: HIGH cred-secret-read")]
     assert any("NOT SAVED" in line for line in told) and all("printed late" in line for line in told), text
     assert code == 8, text
-    alerts = _cli(setup, "alerts", "--store", str(store))
+    alerts = setup.spyglass("alerts", "--store", str(store))
     assert "NOT SAVED" in alerts.stderr and "cred-secret-read" in alerts.stderr, alerts.stderr
     assert "no alerts" not in alerts.stderr
 

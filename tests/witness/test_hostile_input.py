@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from spyglass.capture.procfs import running
+
 PY = sys.executable
 LAUGHS = "".join(
     f"{chr(97 + i)}: &{chr(97 + i)} [" + ",".join([f"*{chr(96 + i)}"] * 9 if i else ['"lol"'] * 9) + "]\n"
@@ -137,7 +139,8 @@ def test_a_signal_to_spyglass_reaches_the_agent_and_the_run_is_interrupted(setup
 
 
 def test_an_agent_that_ignores_the_signal_is_stopped_after_the_grace(setup: Any) -> None:
-    script = "trap '' TERM; touch ready; while :; do sleep 0.1; done"
+    marker = f"ignores-term-{os.getpid()}-{time.monotonic_ns()}"  # this test's own, not a neighbour's
+    script = f"trap '' TERM; : {marker}; touch ready; while :; do sleep 0.1; done"
     proc = subprocess.Popen([PY, "-m", "spyglass", "run", "--backend", setup.backend, "--store", str(setup.store),
                              "--", "/bin/sh", "-c",
                              script], cwd=setup.ws, env=setup.env, stderr=subprocess.PIPE, text=True,
@@ -150,5 +153,16 @@ def test_an_agent_that_ignores_the_signal_is_stopped_after_the_grace(setup: Any)
         _cleanup(proc)
     runs = json.loads(setup.spyglass("ls", "--store", str(setup.store), "--format", "json").stdout)
     assert runs[-1]["status"] == "interrupted"
-    out = subprocess.run(["pgrep", "-f", "trap '' TERM; touch ready"], capture_output=True, text=True)
-    assert out.stdout.strip() == ""  # the tree is gone
+    assert not _running_with(marker)  # the tree is gone
+
+
+def _running_with(marker: str) -> list[int]:
+    """Live processes whose command line holds ``marker``."""
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker.encode() in Path(f"/proc/{name}/cmdline").read_bytes() and running(int(name)):
+                found.append(int(name))
+        except OSError:
+            continue
+    return found

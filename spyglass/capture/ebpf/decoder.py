@@ -17,8 +17,9 @@ from spyglass.capture.ebpf.sensitive import sensitive_event
 from spyglass.capture.ebpf.syscalls import BY_NR, CLONE_NAMES, EXEC_NAMES
 from spyglass.capture.ident import Identities
 from spyglass.capture.strace.decode import to_text
-from spyglass.capture.strace.dns import parse_response
+from spyglass.capture.strace.dns import learn_answer
 from spyglass.capture.strace.paths import join, normalize
+from spyglass.capture.strace.privs import group_kill
 from spyglass.capture.strace.state import path_fields
 from spyglass.events.schema import Event
 
@@ -408,14 +409,9 @@ class RecordDecoder:
         )
 
     def _recv(self, rec: R.Record) -> Event | None:
-        payload = rec.blobs[0]
-        if len(payload) < 12 or not payload[2] & 0x80:
-            return None
-        resp = parse_response(payload)
+        resp = learn_answer(rec.blobs[0], self.dns_names)
         if resp is None:
             return None
-        for addr in resp.addresses:
-            self.dns_names[addr] = resp.name
         src = R.sockaddr(rec.blobs[1]) or R.peer(rec)
         fields = self._addr_fields(rec, src, False) if src is not None else {}
         return self._event(rec, "net.dns", transport="udp", dns_name=resp.name, dns_answers=resp.answers, **fields)
@@ -443,15 +439,8 @@ class RecordDecoder:
             target, sig = R.s32(rec.args[0]), rec.args[1]
         signame = R.signal_name(sig) or f"signal {sig}"
         if name == "kill" and (target == 0 or target < -1):
-            # kill(0, ...) / killpg: a whole process group, which may hold spyglass
-            pgid: int | None = -target
-            if target == 0:
-                try:
-                    pgid = self.pgid_of(rec.pid) if self.pgid_of is not None else None
-                except Exception:  # a host callback must never break decoding
-                    pgid = None
-            where = f"process group {pgid}" if pgid is not None else "its own process group"
-            return self._sensitive(rec, f"{signame} to {where}", -pgid if pgid is not None else None)
+            where, members = group_kill(target, rec.pid, self.pgid_of)
+            return self._sensitive(rec, f"{signame} to {where}", members)
         if target == 0 or target < -1 or target in self.seen:
             return None
         return self._sensitive(rec, signame, target)

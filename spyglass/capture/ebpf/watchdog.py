@@ -31,6 +31,7 @@ lives).  docs/threat-model.md says what this does and does not withstand.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import select
@@ -38,7 +39,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,17 +53,24 @@ _KILL_FOR = 10.0  # seconds spent killing the tree (new children die as they app
 _KEEP_EVENTS = 500  # events after spyglass's death kept in the note
 
 
-def _state(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return b""
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+def _procfs() -> Any:
+    """spyglass/capture/procfs.py: imported as usual inside spyglass, loaded by its path when this
+    file runs as the watchdog's plain script (no package import)."""
+    if __package__:
+        from spyglass.capture import procfs
+
+        return procfs
+    path = Path(__file__).resolve().parent.parent / "procfs.py"
+    spec = importlib.util.spec_from_file_location("_spyglass_procfs", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _alive(pid: int) -> bool:
-    return _state(pid) not in (b"", b"Z", b"X")
+_PROCFS = _procfs()
+_state: Callable[[int], bytes] = _PROCFS.state
+_alive: Callable[[int], bool] = _PROCFS.running
 
 
 def _monitor_alone_stopped(monitor: int, root: int) -> bool:

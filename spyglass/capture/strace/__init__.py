@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from spyglass.capture.strace.backend import StraceBackend, StraceSession
+    from spyglass.capture.strace.backend import StraceBackend
     from spyglass.capture.strace.parser import StraceParser
+    from spyglass.capture.strace.session import StraceSession
 
 __all__ = ["StraceBackend", "StraceParser", "StraceSession"]
-_WHERE = {"StraceBackend": "backend", "StraceSession": "backend", "StraceParser": "parser"}
+_WHERE = {"StraceBackend": "backend", "StraceSession": "session", "StraceParser": "parser"}
 
 
 def __getattr__(name: str) -> Any:

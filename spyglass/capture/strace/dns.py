@@ -73,6 +73,19 @@ def parse_response(data: bytes) -> DnsResponse | None:
         return None
 
 
+def learn_answer(payload: bytes, names: dict[str, str]) -> DnsResponse | None:
+    """``payload`` read from a socket, if it is a DNS answer (the response bit set): parsed, and the
+    name of each address it gives noted in ``names`` (address -> name); None for anything else."""
+    if len(payload) < 12 or not payload[2] & 0x80:
+        return None
+    resp = parse_response(payload)
+    if resp is None:
+        return None
+    for addr in resp.addresses:
+        names[addr] = resp.name
+    return resp
+
+
 def _parse(data: bytes) -> DnsResponse | None:
     if len(data) < 12:
         return None

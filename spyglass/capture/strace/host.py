@@ -22,6 +22,8 @@ import stat
 import threading
 import time
 
+from spyglass.capture.procfs import running as running
+from spyglass.capture.procfs import state as state
 from spyglass.capture.strace.dns import parse_hosts
 
 _MAX_LINKS = 40
@@ -193,19 +195,6 @@ def pgid_of(pid: int) -> int | None:
     except OSError:
         return None
 
-
-def state(pid: int) -> bytes:
-    """The state letter of ``pid`` (``R``, ``S``, ``T``, ``Z`` ...), empty when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return b""
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
-
-def running(pid: int) -> bool:
-    """Whether ``pid`` exists and is not a zombie."""
-    return state(pid) not in (b"Z", b"X", b"")
 
 def kill(pid: int) -> None:
     try:

@@ -25,7 +25,7 @@ from spyglass.capture.strace.decode import (
     to_text,
     unquote_bytes,
 )
-from spyglass.capture.strace.dns import parse_response
+from spyglass.capture.strace.dns import learn_answer
 from spyglass.capture.strace.state import Call, Peer, TraceState
 from spyglass.events.schema import Event
 
@@ -185,13 +185,9 @@ def h_sendmmsg(st: TraceState, c: Call) -> Event | None:
 
 
 def _dns(st: TraceState, c: Call, sock: SockInfo | None, payload: bytes, src: SockAddr | None) -> Event | None:
-    if len(payload) < 12 or not payload[2] & 0x80:
-        return None
-    resp = parse_response(payload)
+    resp = learn_answer(payload, st.dns_names)
     if resp is None:
         return None
-    for addr in resp.addresses:
-        st.dns_names[addr] = resp.name
     fields: dict[str, Any] = {}
     if src is not None:
         fields = _addr_fields(st, c, src)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from spyglass.capture.strace.decode import ann_path, parse_fd, parse_int, parse_pid, to_text, unquote
-from spyglass.capture.strace.state import Call, TraceState, path_fields
+from spyglass.capture.strace.state import Call, PgidOf, TraceState, path_fields
 from spyglass.events.schema import Event
 
 Handler = Callable[[TraceState, Call], "Event | None"]
@@ -174,15 +174,8 @@ def h_kill(st: TraceState, c: Call) -> Event | None:
     if ns_init and target is not None and target != c.pid:  # a namespace's init signalling itself: its own
         return _sensitive(st, c, name, target)
     if c.name == "kill" and target is not None and (target == 0 or target < -1):
-        # kill(0, ...) / killpg: a whole process group, which may hold spyglass or its tracer
-        pgid: int | None = -target
-        if target == 0:
-            try:
-                pgid = st.pgid_of(c.pid) if st.pgid_of is not None else None
-            except Exception:  # a host callback must never break parsing
-                pgid = None
-        where = f"process group {pgid}" if pgid is not None else "its own process group"
-        return _sensitive(st, c, f"{name} to {where}", -pgid if pgid is not None else None)
+        where, members = group_kill(target, c.pid, st.pgid_of)
+        return _sensitive(st, c, f"{name} to {where}", members)
     if target is None or target == 0 or target < -1 or target in st.seen:
         return None
     return _sensitive(st, c, name, target)
@@ -236,3 +229,17 @@ HANDLERS: dict[str, Handler] = {
     "tkill": h_kill,
     "tgkill": h_kill,
 }
+
+
+def group_kill(target: int, pid: int, pgid_of: PgidOf | None) -> tuple[str, int | None]:
+    """``kill(0, ...)`` or ``kill(-PGID, ...)`` by ``pid``: a whole process group, which may hold
+    spyglass or its tracer.  The words naming the group, and the target to record (``-PGID``; None
+    where the caller's own group is not known)."""
+    pgid: int | None = -target
+    if target == 0:
+        try:
+            pgid = pgid_of(pid) if pgid_of is not None else None
+        except Exception:  # a host callback must never break decoding
+            pgid = None
+    where = f"process group {pgid}" if pgid is not None else "its own process group"
+    return where, -pgid if pgid is not None else None

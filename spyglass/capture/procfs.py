@@ -1,0 +1,52 @@
+"""Small readers of ``/proc`` shared by the capture backends, the sandbox and the run core.
+
+Standard library only and no import of the package: the eBPF watchdog, a plain
+script that starts without importing spyglass, loads this file by its path.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def state(pid: int) -> bytes:
+    """The state letter of ``pid`` (``R``, ``S``, ``T``, ``Z`` ...), empty when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return b""
+    # the name in parentheses may hold anything, ")" and spaces too: the state follows the last ")"
+    end = stat.rfind(b")")
+    return stat[end + 2 : end + 3]
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    return state(pid) not in (b"Z", b"X", b"")
+
+
+def descendants(root: int, limit: int = 65536) -> list[int]:
+    """The live descendants of ``root``, parents before their children, from
+    ``/proc/PID/task/TID/children``; empty where it has none or the kernel lacks those files.
+    A process reparented while the tree is read may be missed: callers look again."""
+    out: list[int] = []
+    todo, seen = [root], {root}
+    while todo and len(out) < limit:
+        pid = todo.pop(0)
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            for kid in kids:
+                if kid not in seen:
+                    seen.add(kid)
+                    out.append(kid)
+                    todo.append(kid)
+    return out
