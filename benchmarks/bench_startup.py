@@ -19,7 +19,7 @@ names one).  ``--baseline DIR`` adds the same runs with another checkout's packa
 example an export of ``main``) so a change is measured against what it replaces
 in one run (same interpreter and packages).  Usage:
 
-    .venv/bin/python benchmarks/bench_startup.py [--repeat 9] [--quick] [--baseline DIR]
+    .venv/bin/python benchmarks/bench_startup.py [--repeat 9] [--quick] [--baseline DIR] [--watchdog 30]
 """
 
 from __future__ import annotations
@@ -98,6 +98,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="3 rounds")
     ap.add_argument("--baseline", type=Path, help="another checkout (its spyglass/ package) to compare with")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    ap.add_argument("--watchdog", type=int, default=0, metavar="N",
+                    help="also start the eBPF watchdog's script N times (and the baseline's), as a run does, "
+                         "and print its CPU time (it runs beside every eBPF run)")
     ap.add_argument("--importtime", type=int, default=0, metavar="N",
                     help="also print the N slowest imports of one eBPF (else strace) run (python -X importtime)")
     args = ap.parse_args()
@@ -155,8 +158,62 @@ def main() -> None:
         for ms, name in slow[: args.importtime]:
             print(f"  {ms:7.1f}  {name}")
         print(f"  {total:7.1f}  all imports")
+    if args.watchdog:
+        _watchdog_report(args.watchdog, args.baseline)
     if args.json:
         print(json.dumps({"wall": walls, "phases": phases}))
+
+
+def _watchdog_argv(pkg_root: Path, sock: int) -> list[str]:
+    """The watchdog's command line as that checkout's ``Watchdog`` builds it (its configuration
+    as marshal and ``-I -S``, or as JSON and ``-P`` before the script was made lean)."""
+    script = pkg_root / "spyglass" / "capture" / "ebpf" / "watchdog.py"
+    cfg = {"sock": sock, "monitor": os.getpid(), "root": 0, "package_root": str(pkg_root)}
+    if "marshal.dumps(cfg)" in script.read_text():
+        import marshal
+
+        return [sys.executable, "-I", "-S", str(script), marshal.dumps(cfg).hex()]
+    return [sys.executable, "-P", str(script), json.dumps(cfg)]
+
+
+def _watchdog_cpu(pkg_root: Path) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one watchdog from its spawn to its exit on ``done``."""
+    import socket
+
+    mine, theirs = socket.socketpair()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(_watchdog_argv(pkg_root, theirs.fileno()), pass_fds=[theirs.fileno()],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)  # fmt: skip
+    theirs.close()
+    mine.sendall(b"done\n")  # read at its first look: the time measured is its start
+    _, err = proc.communicate(timeout=60)
+    took = time.perf_counter() - t0
+    mine.close()
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"watchdog of {pkg_root} failed ({proc.returncode}): {err.decode(errors='replace')[-400:]}")
+    return r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime, took
+
+
+def _watchdog_report(n: int, baseline: Path | None) -> None:
+    roots = {"watchdog": REPO, **({"baseline watchdog": baseline.resolve()} if baseline is not None else {})}
+    cpu: dict[str, list[float]] = {k: [] for k in roots}
+    wall: dict[str, list[float]] = {k: [] for k in roots}
+    for i in range(n):
+        for name in list(roots)[i % len(roots):] + list(roots)[: i % len(roots)]:
+            c, w = _watchdog_cpu(roots[name])
+            cpu[name].append(c)
+            wall[name].append(w)
+    load = os.getloadavg()
+    print(f"\nthe eBPF watchdog's start (spawn to exit on `done`), {n} each, load average {load[0]:.2f}, medians:")
+    for name in roots:
+        print(f"  {name:<28} cpu {statistics.median(cpu[name]) * 1000:6.1f} ms   "
+              f"wall {statistics.median(wall[name]) * 1000:6.1f} ms")
+    if baseline is not None:
+        ratio = statistics.median(cpu["watchdog"]) / statistics.median(cpu["baseline watchdog"])
+        print(f"  cpu ratio to the baseline      {ratio:.2f}")
 
 
 def _run_in(argv: list[str], env: dict[str, str], base: Path, tag: str,
