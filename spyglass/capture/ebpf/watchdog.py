@@ -39,7 +39,7 @@ import sys
 import time
 
 # The script starts with ``python -I -S`` and these four modules only (the interpreter alone; json,
-# socket, pathlib, typing and site-packages cost more than all of it): the rest is imported
+# socket, pathlib, typing, signal's enums and site-packages cost more than all of it): the rest is imported
 # where it is used, the package and site-packages only once spyglass is gone (:func:`lost`).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -368,11 +368,11 @@ class Watchdog:
 
 
 def main() -> int:
+    import _signal  # type: ignore[import-not-found]  # signal's C module: signal.py adds enums (a third of the start)
     import marshal
-    import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C to spyglass's group is not for us
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # a Ctrl-C to spyglass's group is not for us
+    _signal.signal(_signal.SIGHUP, _signal.SIG_IGN)
     cfg: dict[str, Any] = marshal.loads(bytes.fromhex(sys.argv[1]))
     return watch(cfg)
 

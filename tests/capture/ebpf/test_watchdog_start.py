@@ -15,7 +15,8 @@ import sys
 from spyglass.capture.ebpf import watchdog
 
 #: what the script must not import to watch: the package, site-packages and the heavier stdlib
-NOT_AT_START = {"site", "json", "socket", "pathlib", "typing", "importlib.util", "msgspec", "spyglass"}
+NOT_AT_START = {"site", "json", "socket", "pathlib", "typing", "importlib.util", "signal", "enum", "msgspec",
+                "spyglass"}
 
 
 def test_the_watchdog_starts_lean_and_ends_on_done() -> None:
