@@ -167,14 +167,20 @@ class Protected:
         hit = self.files.get(p)
         if hit is not None:
             return hit
-        for root, what in self.trees.items():
-            if p == root or p.startswith(root.rstrip("/") + "/"):
-                return what
+        what = self._in_tree(p)
+        if what is not None:
+            return what
         fid = file_id(p, follow=follow)
         if fid is not None and fid in self.ids:
             return self.ids[fid]
         # an ancestor directory that is a protected tree under another name (renamed aside)
         return self._dir_verdict(os.path.dirname(p))
+
+    def _in_tree(self, p: str) -> str | None:
+        for root, what in self.trees.items():
+            if p == root or p.startswith(root.rstrip("/") + "/"):
+                return what
+        return None
 
     def _dir_verdict(self, d: str) -> str | None:
         """What protected tree directory ``d`` is or lies in, by device and inode (memoised)."""
@@ -185,6 +191,12 @@ class Protected:
         if d and d != "/":
             fid = file_id(d)
             verdict = self.ids.get(fid) if fid is not None else None
+            if verdict is None and not d.startswith("/proc/"):
+                # a symlink to a directory inside a protected tree (the store's cache, an older run's
+                # evidence): only the tree's top directory is known by inode (/proc/self would be ours)
+                real = os.path.realpath(d)
+                if real != d and not (self.allowed and self._allowed(real)):
+                    verdict = self._in_tree(real)
             if verdict is None:
                 verdict = self._dir_verdict(os.path.dirname(d))
         cache[d] = verdict
