@@ -174,7 +174,24 @@ class Protected:
         if fid is not None and fid in self.ids:
             return self.ids[fid]
         # an ancestor directory that is a protected tree under another name (renamed aside)
-        return self._dir_verdict(os.path.dirname(p))
+        d = os.path.dirname(p)
+        return self._dir_verdict(d) or self._resolved(d)
+
+    def _resolved(self, d: str) -> str | None:
+        """What protected tree ``d`` lies in once its symlinks are resolved: a symlink to a directory
+        inside a tree (the store's cache, an older run's evidence) whose inode is not known, only the
+        tree's top directory's.  One ``realpath`` per directory, memoised like the inode verdicts."""
+        if d.startswith("/proc/"):
+            return None  # /proc/self and /proc/thread-self would be ours, not the writer's
+        key = "\0real\0" + d
+        if key in self._dirs:
+            return self._dirs[key]
+        real = os.path.realpath(d)
+        verdict = None
+        if real != d and not (self.allowed and self._allowed(real)):
+            verdict = self._in_tree(real)
+        self._dirs[key] = verdict
+        return verdict
 
     def _in_tree(self, p: str) -> str | None:
         for root, what in self.trees.items():
@@ -191,12 +208,6 @@ class Protected:
         if d and d != "/":
             fid = file_id(d)
             verdict = self.ids.get(fid) if fid is not None else None
-            if verdict is None and not d.startswith("/proc/"):
-                # a symlink to a directory inside a protected tree (the store's cache, an older run's
-                # evidence): only the tree's top directory is known by inode (/proc/self would be ours)
-                real = os.path.realpath(d)
-                if real != d and not (self.allowed and self._allowed(real)):
-                    verdict = self._in_tree(real)
             if verdict is None:
                 verdict = self._dir_verdict(os.path.dirname(d))
         cache[d] = verdict
