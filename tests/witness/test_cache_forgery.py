@@ -71,3 +71,17 @@ def test_benign_twin_a_second_run_working_in_its_workspace_is_silent(setup: Any,
     res = setup.run("mkdir -p cache && echo x > cache/code-x.bin && cat cache/code-x.bin", store=store)
     assert res.returncode == 0, res.stderr
     assert witness(setup.alerts(store=store)) == {}
+
+
+def test_a_sandboxed_agent_cannot_reach_the_cache_or_its_key(setup: Any, tmp_path: Path) -> None:
+    store = tmp_path / "st"
+    assert setup.run("true", store=store).returncode == 0
+    key = (store / "cache" / "rules.key").read_bytes()
+    res = setup.run(f"cat {store}/cache/rules.key; echo forged > {store}/cache/code-forged.bin; "
+                    f"ls {store}/cache", "--sandbox", store=store)
+    if "sandbox" in res.stderr and res.returncode == 5:
+        pytest.skip(f"no sandbox here: {res.stderr.strip().splitlines()[-1]}")
+    assert not (store / "cache" / "code-forged.bin").exists(), res.stderr
+    assert (store / "cache" / "rules.key").read_bytes() == key
+    assert "rules.key" not in res.stdout  # not even listed
+    assert "witness-tamper" not in {str(a["rule_id"]) for a in setup.alerts(store=store)}
