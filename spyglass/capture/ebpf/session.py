@@ -257,11 +257,12 @@ class EbpfSession:
                 batch: list[Event] = []
                 self._last_read = last  # nothing read ahead after the last read (it would not be in order)
                 raw = self._order.read(last, self._lookout.take())
-                for i, data in enumerate(raw):
+                for i in range(0, len(raw), 64):  # the alert ring is looked at between steps of 64
+                    step = raw[i : i + 64]
                     if self._dump is not None:
-                        self._dump.write(_U32.pack(len(data)) + data)
-                    batch.extend(self.decoder.feed(data))
-                    if i & 63 == 63:
+                        self._dump.write(b"".join(_U32.pack(len(data)) + data for data in step))
+                    self.decoder.feed_many(step, batch)
+                    if len(step) == 64:
                         self._look_ahead()
                 if not last and not self._killing and not self._detached:
                     batch.extend(self._table.check())  # a followed process deleted from the map: put back
