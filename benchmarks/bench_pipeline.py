@@ -15,6 +15,8 @@ its own), measures:
 * check: ``spyglass check`` of the generated run (the real CLI, start-up
   included);
 * verify: ``spyglass verify`` of it;
+* rules: the rule engine alone on up to 200k of the events in memory (CPU
+  time, best of three);
 * floor: what compiled code alone costs per event on this machine: the
   stored lines decoded a run at a time (msgspec, C), encoded again (msgspec)
   and block-sealed (hashlib, zlib) with no Python per event beyond the loop:
@@ -27,9 +29,11 @@ of real events.
 
 Each line gives events/s, peak RSS and the issue's target (replay and check:
 >= 500k events/s, <= 150 MB).  ``--profile`` writes a cProfile of the replay
-phase.  Usage:
+phase.  ``--baseline DIR`` (a source tree of another version, e.g. an export of
+main) replays and checks the same stored run with that tree's package too,
+alternating with this one, and prints the ratios.  Usage:
 
-    python benchmarks/bench_pipeline.py [--events 10000000 | --quick] [--store DIR] [--profile FILE]
+    python benchmarks/bench_pipeline.py [--events 10000000 | --quick] [--store DIR] [--profile FILE] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -158,6 +162,30 @@ def phase_replay(store_dir: Path, run_id: str, profile: str | None) -> dict[str,
     return {"seconds": time.perf_counter() - t0}
 
 
+def phase_rules(n: int) -> dict[str, object]:
+    """The rule engine alone (built-in pack, default policy) on up to 200k synthetic events in
+    memory: CPU seconds, best of three fresh engines."""
+    from spyglass.pipeline import Pipeline, RunContext
+    from spyglass.policy import load_policy
+    from spyglass.rules.engine import RuleEngine
+    from spyglass.rules.ruleset import load_ruleset
+
+    ws = "/tmp/spyglass-bench-ws"
+    events = list(synthetic_events(min(n, 200_000), ws))
+    policy = load_policy(None, cwd=ws)
+    rs = load_ruleset(policy, ())
+    best = float("inf")
+    for _ in range(3):
+        batch = [msgspec.structs.replace(ev) for ev in events]
+        pipe = Pipeline([RuleEngine(rs, policy, validated=True)], RunContext(root_cwd=ws, workspace=[ws], home="/root"))
+        pipe.start()
+        t0 = time.process_time()
+        for ev in batch:
+            pipe.feed(ev, renumber=False)
+        best = min(best, time.process_time() - t0)
+    return {"events": len(events), "cpu": best}
+
+
 def phase_floor(store_dir: Path, run_id: str) -> dict[str, object]:
     from spyglass.events.codec import iter_event_stream
     from spyglass.store.chain import BlockChain
@@ -176,15 +204,20 @@ def phase_floor(store_dir: Path, run_id: str) -> dict[str, object]:
     return {"events": n, "seconds": time.perf_counter() - t0}
 
 
-def _child(args: list[str]) -> tuple[dict[str, object], float, float]:
-    """Run a phase in a child process: its JSON result, wall seconds, peak RSS in MB."""
+def _child(args: list[str], tree: Path | None = None) -> tuple[dict[str, object], float, float]:
+    """Run a phase in a child process (with ``tree``: that source tree's package): its JSON
+    result, wall seconds, peak RSS in MB (its CPU seconds: ``_LAST_CPU[0]``)."""
+    env = None
+    if tree is not None:  # (and run there: ``-m`` puts the working directory first on the path)
+        env = {**os.environ, "PYTHONPATH": str(tree)}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=env, cwd=tree)
     assert proc.stdout is not None
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
+    _LAST_CPU[0] = usage.ru_utime + usage.ru_stime
     if proc.returncode not in (0, 6):  # 6: check's alerts exceeded fail_on
         sys.exit(f"phase failed ({proc.returncode}): {' '.join(args)}")
     try:
@@ -193,6 +226,9 @@ def _child(args: list[str]) -> tuple[dict[str, object], float, float]:
         res = {}
     return res if isinstance(res, dict) else {"output": res}, wall, usage.ru_maxrss / 1024
 
+
+#: CPU seconds of the last child (on a loaded machine its rate says more than the wall time's)
+_LAST_CPU = [0.0]
 
 LIVE_LOOP = ("for i in $(seq 150); do cat /etc/hostname > /dev/null; ls /usr/lib > /dev/null; "
              "find /usr/share/doc/python3* -maxdepth 1 > /dev/null; done")
@@ -211,10 +247,12 @@ def live_bytes(spyglass: list[str], store_dir: Path) -> None:
     print(f"  live strace run (shell loop): {n} events in {wall:.1f} s, on disk {size / max(n, 1):.1f} bytes/event")
 
 
-def _line(label: str, n: int, seconds: float, rss: float, target: bool = True) -> None:
+def _line(label: str, n: int, seconds: float, rss: float, target: bool = True, cpu: float | None = None) -> None:
     rate = n / seconds
     goal = f"   target >= {TARGET_RATE / 1000:.0f}k/s, <= {TARGET_RSS_MB} MB" if target else ""
-    print(f"  {label:<34} {rate / 1000:8.1f}k events/s  {seconds:7.2f} s  peak RSS {rss:6.1f} MB{goal}")
+    cpu = _LAST_CPU[0] if cpu is None else cpu
+    print(f"  {label:<42} {rate / 1000:8.1f}k events/s  {seconds:7.2f} s  peak RSS {rss:6.1f} MB"
+          f"  (CPU {cpu:.2f} s: {n / max(cpu, 1e-9) / 1000:.1f}k/s){goal}")
 
 
 def main() -> None:
@@ -224,7 +262,9 @@ def main() -> None:
     ap.add_argument("--live", action="store_true", help="also a live strace run: bytes per real event")
     ap.add_argument("--store", type=Path, default=None, help="work here (default: a temp dir, removed)")
     ap.add_argument("--profile", default=None, help="write a cProfile of the replay phase here")
-    ap.add_argument("--phase", choices=["write", "replay", "floor"], help=argparse.SUPPRESS)
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="a source tree of another version: replay and check with it too, alternating (ratios)")
+    ap.add_argument("--phase", choices=["write", "replay", "floor", "rules"], help=argparse.SUPPRESS)
     ap.add_argument("--run", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.quick:
@@ -238,9 +278,12 @@ def main() -> None:
     if args.phase == "floor":
         print(json.dumps(phase_floor(args.store, args.run)))
         return
+    if args.phase == "rules":
+        print(json.dumps(phase_rules(args.events)))
+        return
 
     tmp = Path(tempfile.mkdtemp(prefix="spyglass-bench-pipeline-")) if args.store is None else None
-    store_dir = (tmp / "store") if tmp is not None else args.store
+    store_dir = (tmp / "store") if tmp is not None else args.store.resolve()
     me = [sys.executable, __file__, "--store", str(store_dir)]
     spyglass = [sys.executable, "-m", "spyglass"]
     try:
@@ -253,19 +296,45 @@ def main() -> None:
         print(f"  store writer alone: {float(w['write_rate']) / 1000:.1f}k events/s; "  # type: ignore[arg-type]
               f"on disk {int(w['bytes']) / n:.1f} bytes/event")  # type: ignore[call-overload]
         run_id = str(w["run"])
-        _, wall, rss = _child([*me, "--phase", "replay", "--run", run_id,
-                               *(["--profile", args.profile] if args.profile else [])])
-        _line("replay (store, awareness, rules)", n, wall, rss)
-        replay_rate = n / wall
-        _, wall, rss = _child([*spyglass, "check", "--store", str(store_dir), "--format", "json", run_id])
-        _line("spyglass check", n, wall, rss)
+        replay = [*me, "--phase", "replay", "--run", run_id, *(["--profile", args.profile] if args.profile else [])]
+        check = [*spyglass, "check", "--store", str(store_dir), "--format", "json", run_id]
+        base = args.baseline.resolve() if args.baseline is not None else None
+        here = Path(__file__).resolve().parents[1]
+        order = [(here, "")] if base is None else [(base, "baseline "), (here, ""), (base, "baseline "), (here, "")]
+        best: dict[tuple[str, str], tuple[float, float, float]] = {}
+        for tree, label in order:  # alternating, best of two each when comparing
+            for what, cmd in (("replay (store, awareness, rules)", replay), ("spyglass check", check)):
+                if label and what.startswith("replay") and args.profile:
+                    cmd = cmd[:-2]
+                _, wall, rss = _child(cmd, tree if base is not None else None)
+                key = (label, what)
+                if key not in best or _LAST_CPU[0] < best[key][2]:
+                    best[key] = (wall, rss, _LAST_CPU[0])
+        for (label, what), (wall, rss, cpu) in best.items():
+            _line(f"{label}{what}", n, wall, rss, cpu=cpu)
+        if base is not None:
+            for what in ("replay (store, awareness, rules)", "spyglass check"):
+                ratio = best[("baseline ", what)][0] / best[("", what)][0]
+                cpu_ratio = best[("baseline ", what)][2] / best[("", what)][2]
+                print(f"  {what}: {ratio:.2f}x the baseline's rate in wall time, {cpu_ratio:.2f}x in CPU time "
+                      "(best CPU of 2 each, alternating)")
+        rules: dict[str, float] = {}
+        for tree, label in order:
+            r, _, _ = _child([*me, "--phase", "rules", "--events", str(n)], tree if base is not None else None)
+            per = float(r["cpu"]) / int(r["events"])  # type: ignore[arg-type, call-overload]
+            rules[label] = min(rules.get(label, per), per)
+        for label, per in rules.items():
+            print(f"  {label}rules alone (in memory, CPU): {per * 1e6:.2f} us/event ({1 / per / 1000:.1f}k events/s)")
+        if base is not None:
+            print(f"  rules alone: {rules['baseline '] / rules['']:.2f}x the baseline's rate in CPU time")
+        replay_rate = n / best[("", "replay (store, awareness, rules)")][0]
         _, wall, rss = _child([*spyglass, "verify", "--store", str(store_dir), "--format", "json", run_id])
         _line("spyglass verify", n, wall, rss, target=False)
         if args.live:
             live_bytes(spyglass, store_dir.parent / "live")
         fl, wall, rss = _child([*me, "--phase", "floor", "--run", run_id])
         floor_rate = n / float(fl["seconds"])  # type: ignore[arg-type]
-        print(f"  floor: decode + encode + seal in C   {floor_rate / 1000:8.1f}k events/s  "
+        print(f"  {'floor: decode + encode + seal in C':<42} {floor_rate / 1000:8.1f}k events/s  "
               f"(the replay runs at {replay_rate / floor_rate:.2f}x of it; peak RSS {rss:.1f} MB)")
     finally:
         if tmp is not None:

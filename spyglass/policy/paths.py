@@ -28,6 +28,7 @@ anchoring and directory-only rules and shares this translator.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -195,6 +196,8 @@ class DirSet:
 
 
 _SPECIAL = "*?[\\"
+#: base names whose verdict a GlobMatcher remembers
+BASES_MAX = 16_384
 
 
 class LazyPattern:
@@ -296,8 +299,9 @@ class GlobMatcher:
             name = path.rpartition("/")[2]
             hit = self._bases.get(name)
             if hit is None:
-                if len(self._bases) >= 65536:
-                    self._bases.clear()
+                if len(self._bases) >= BASES_MAX:  # full: the older half goes (dicts keep insertion order)
+                    for old in list(itertools.islice(self._bases, BASES_MAX // 2)):
+                        del self._bases[old]
                 hit = self._bases[name] = brx.fullmatch(name) is not None
             if hit:
                 return True

@@ -36,16 +36,18 @@ from spyglass.policy.paths import DirSet, GlobMatcher, LazyPattern
 from spyglass.rules.condition import And, AtLeast, Cond, Macro, Not, Or, Sel
 from spyglass.rules.context import FieldContext
 from spyglass.rules.fields import FIELDS
-from spyglass.rules.model import Detection, FieldTest, ListRef, Selection
+from spyglass.rules.model import Detection, FieldTest, ListRef, Selection, field_tests
 from spyglass.rules.modifiers import REGISTRY as MODIFIERS
 from spyglass.rules.modifiers import NetSet
-from spyglass.rules.pathmemo import KLEENE, MatchFn, path_dispatch
+from spyglass.rules.pathmemo import KLEENE, MatchFn, lazy_prefilter, path_dispatch
 
 _U = object()  # "not fetched yet"
 _MISS = object()
 _E: tuple[int, ...] = ()
 #: distinct sets of candidate matchers per event type that get their own function
 SPECIALIZE_MAX = 64
+#: the fields' values while the run state holds no copy of a secret (``RunState.tainted`` empty)
+CLEAN = {"file.secret_copy": "False", "file.target.secret_copy": "False"}
 
 
 def _low(v: Any) -> Any:
@@ -121,12 +123,15 @@ class _Emitter:
 
     With ``pure`` set, it generates the three-valued form instead: tests on
     fields keyed by ``pure`` ("path", "target") are evaluated, every other
-    test is ``None`` (unknown).
+    test is ``None`` (unknown).  ``fixed`` gives fields a known value
+    (an expression) in that form: their tests are evaluated with it.
     """
 
     def __init__(self, etype: str | None, lists: dict[str, list[Any]], macros: dict[str, Selection],
-                 home: str | None, shared: _Shared, pure: frozenset[str] | None = None) -> None:
+                 home: str | None, shared: _Shared, pure: frozenset[str] | None = None,
+                 fixed: dict[str, str] | None = None) -> None:
         self.etype = etype
+        self.fixed = fixed or {}
         self.lists = lists
         self.macros = macros
         self.home = home
@@ -140,6 +145,8 @@ class _Emitter:
         return self.shared.const(value)
 
     def raw(self, fname: str) -> str:
+        if fname in self.fixed:
+            return self.fixed[fname]
         spec = FIELDS[fname]
         if not spec.derived:
             return spec.expr
@@ -175,7 +182,7 @@ class _Emitter:
         if not values and op != "exists":
             return "False"
         if self.pure is not None:
-            if FIELDS[t.field].key not in self.pure:
+            if FIELDS[t.field].key not in self.pure and t.field not in self.fixed:
                 return "None"
             return self._two(f"bool({self._test(t, values)})")
         return self._test(t, values)
@@ -308,29 +315,6 @@ def _cost(t: FieldTest) -> int:
     return cost + MODIFIERS[t.operator].cost
 
 
-def _field_tests(det: Detection, macros: dict[str, Selection], etype: str | None) -> Iterable[FieldTest]:
-    """The tests of a detection that can matter for ``etype`` (alternatives of another type left out)."""
-    sels = list(det.selections.values()) + [macros[n] for n in _macro_names(det.condition) if n in macros]
-    for sel in sels:
-        for alt in sel.alternatives:
-            if etype is not None and any(
-                t.field == "type" and t.operator is None and not any(isinstance(v, ListRef) for v in t.values)
-                and etype not in t.values for t in alt
-            ):
-                continue
-            yield from alt
-
-
-def _macro_names(c: Cond) -> Iterable[str]:
-    if isinstance(c, Macro):
-        yield c.name
-    elif isinstance(c, Not):
-        yield from _macro_names(c.expr)
-    elif isinstance(c, And | Or | AtLeast):
-        for i in c.items:
-            yield from _macro_names(i)
-
-
 class _TypeCompiler:
     """Builds the functions of one event type."""
 
@@ -366,11 +350,13 @@ class _TypeCompiler:
         src = "\n".join([*head, *body, "    return hits", ""])
         return self._compile(fname, src), src
 
-    def prefilter(self, pure: frozenset[str]) -> Callable[[Event, FieldContext], tuple[bool | None, ...]]:
-        """Three-valued verdict of every matcher from the ``pure`` fields of an event alone."""
-        em = _Emitter(self.etype, self.lists, self.macros, self.home, self.shared, pure=pure)
+    def prefilter(self, pure: frozenset[str], fixed: dict[str, str] | None = None,
+                  ) -> Callable[[Event, FieldContext], tuple[bool | None, ...]]:
+        """Three-valued verdict of every matcher from the ``pure`` fields of an event alone
+        (and the ``fixed`` values of other fields)."""
+        em = _Emitter(self.etype, self.lists, self.macros, self.home, self.shared, pure=pure, fixed=fixed)
         exprs = [self._expr(i, em) for i in self.idxs]
-        fname = f"_pre_{self.name}"
+        fname = f"_pre_{self.name}{'_clean' if fixed else ''}"
         src = "\n".join([f"def {fname}(ev, fx):", "    fx.ev = ev", *em.locals_init(),
                          "    return (" + "".join(f"{e}, " for e in exprs) + ")", ""])
         fn: Callable[[Event, FieldContext], tuple[bool | None, ...]] = self._compile(fname, src)
@@ -385,6 +371,8 @@ class _TypeCompiler:
         """The function for events that only these matchers can match (None: no matcher can)."""
         if not cands:
             return None
+        if len(cands) == len(self.idxs):  # all of them: the type's own function
+            return full
         fn = self._specialized.get(cands, _MISS)
         if fn is _MISS:
             with self.shared.lock:
@@ -401,11 +389,17 @@ class _TypeCompiler:
         exec(code, self.shared.ns)
         return self.shared.ns.pop(fname)
 
+    def uses(self, fields: Iterable[str]) -> bool:
+        """Some test of this type's matchers is on one of ``fields``."""
+        names = frozenset(fields)
+        return any(t.field in names for i in self.idxs
+                   for t in field_tests(self.matchers[i].detection, self.macros, self.etype))
+
     def key_kinds(self) -> frozenset[str]:
         """Which of path/target this type's tests depend on, if any."""
         kinds: set[str] = set()
         for i in self.idxs:
-            for t in _field_tests(self.matchers[i].detection, self.macros, self.etype):
+            for t in field_tests(self.matchers[i].detection, self.macros, self.etype):
                 if FIELDS[t.field].key:
                     kinds.add(FIELDS[t.field].key)
         return frozenset(kinds)
@@ -467,9 +461,14 @@ def compile_matchers(
                 has_early = early is not None and any(i in early for i in tc.idxs)
                 if per_path and etype is not None and etype.startswith("file.") and "path" in kinds:
                     with_target = "target" in kinds
-                    pre = tc.prefilter(frozenset({"path", "target"} if with_target else {"path"}))
+                    pure = frozenset({"path", "target"} if with_target else {"path"})
+                    pre = lazy_prefilter(functools.partial(tc.prefilter, pure), shared.lock)
+                    # while the run made no copy of a secret (nearly always), no path is one
+                    clean = lazy_prefilter(functools.partial(tc.prefilter, pure, CLEAN), shared.lock) if tc.uses(
+                        CLEAN) else None
                     fn, fast = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
-                                             with_target=with_target, early=early if has_early else None)
+                                             with_target=with_target, early=early if has_early else None,
+                                             clean=clean)
                 elif has_early and early is not None:
                     fast = tc.early(early)
             got = built[etype] = (fn, fast)

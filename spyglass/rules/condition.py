@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 
@@ -181,3 +181,14 @@ def parse_condition(text: str, selections: Collection[str], macros: Collection[s
     """The condition's tree and the selections it uses; ConditionError has the offset."""
     p = _Parser(text, selections, macros)
     return p.parse(), p.used
+
+
+def macro_names(c: Cond) -> Iterator[str]:
+    """The macros a condition names (at any depth)."""
+    if isinstance(c, Macro):
+        yield c.name
+    elif isinstance(c, Not):
+        yield from macro_names(c.expr)
+    elif isinstance(c, And | Or | AtLeast):
+        for i in c.items:
+            yield from macro_names(i)

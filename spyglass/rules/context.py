@@ -17,7 +17,7 @@ from spyglass.events.proctree import ProcessTable
 from spyglass.policy.hosts import HostMatcher, parse_ip
 from spyglass.policy.paths import DirSet, GlobMatcher
 from spyglass.rules.fields import parse_mode
-from spyglass.rules.runstate import DATA_EXTENSIONS, RunState
+from spyglass.rules.runstate import DATA_EXTENSIONS, RunState, drop_older_half
 
 __all__ = ["DATA_EXTENSIONS", "FieldContext", "RunState"]
 
@@ -25,6 +25,8 @@ _METADATA_ADDRS = frozenset({"169.254.169.254", "169.254.170.2", "fd00:ec2::254"
 _METADATA_NAMES = frozenset({"metadata.google.internal", "metadata", "instance-data"})
 _NOT_INET = frozenset({"unix", "af_unix", "netlink", "af_netlink"})
 _CACHE_MAX = 200_000
+#: paths whose secret verdict is remembered (a full cache drops its older half)
+SECRET_CACHE_MAX = 32_768
 #: what /proc/<pid>/ gives into a process: memory, descriptors, environment, its file system view
 _PROC_REACH = frozenset({"mem", "environ", "fd", "map_files", "root", "cwd", "pagemap"})
 
@@ -266,8 +268,8 @@ class FieldContext:
         hit = self._secret_cache.get(path)
         if hit is None:
             hit = self.secrets_re.fullmatch(path) is not None and self.secret_exceptions_re.fullmatch(path) is None
-            if len(self._secret_cache) > _CACHE_MAX:
-                self._secret_cache.clear()
+            if len(self._secret_cache) >= SECRET_CACHE_MAX:
+                drop_older_half(self._secret_cache)
             self._secret_cache[path] = hit
         return hit
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from spyglass.policy.yamlsrc import Pos
-from spyglass.rules.condition import Cond
+from spyglass.rules.condition import Cond, macro_names
 from spyglass.rules.modifiers import FLAGS as MODIFIER_FLAGS
 from spyglass.rules.modifiers import operators
 
@@ -146,3 +147,16 @@ class RuleSet:
     @property
     def enabled(self) -> list[Rule]:
         return [r for r in self.rules if r.enabled]
+
+
+def field_tests(det: Detection, macros: dict[str, Selection], etype: str | None) -> Iterator[FieldTest]:
+    """The tests of a detection that can matter for ``etype`` (alternatives of another type left out)."""
+    sels = list(det.selections.values()) + [macros[n] for n in macro_names(det.condition) if n in macros]
+    for sel in sels:
+        for alt in sel.alternatives:
+            if etype is not None and any(
+                t.field == "type" and t.operator is None and not any(isinstance(v, ListRef) for v in t.values)
+                and etype not in t.values for t in alt
+            ):
+                continue
+            yield from alt

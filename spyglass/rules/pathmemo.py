@@ -17,12 +17,13 @@ from typing import Any
 
 from spyglass.events import Event
 from spyglass.rules.context import FieldContext
+from spyglass.rules.runstate import drop_older_half
 
 MatchFn = Callable[[Event, FieldContext], tuple[int, ...]]
 Prefilter = Callable[[Event, FieldContext], tuple[bool | None, ...]]
 
-#: distinct paths remembered per event type before the memo starts over
-MEMO_MAX = 100_000
+#: distinct paths remembered per event type (and state: see ``clean``); a full memo drops its older half
+MEMO_MAX = 16_384
 _E: tuple[int, ...] = ()
 
 
@@ -69,6 +70,7 @@ def path_dispatch(
     *,
     with_target: bool,
     early: frozenset[int] | None = None,
+    clean: Prefilter | None = None,
 ) -> tuple[MatchFn, MatchFn | None]:
     """Match functions that look up (or decide) the candidates of the event's path.
 
@@ -78,37 +80,69 @@ def path_dispatch(
     With ``early`` (the matchers of the fast lane, :mod:`spyglass.rules.fastlane`)
     a second function over just those is returned; both share the memo, so a
     path is decided once, by whichever thread sees it first (the fast lane,
-    on the capture's reader thread, usually).
+    on the capture's reader thread, usually).  ``clean`` is the prefilter that
+    holds while the run state has no copy of a secret (``RunState.tainted``
+    empty: no path is one); its verdicts go to a memo of their own, used while
+    the state of the calling thread is clean.  A path is decided the second
+    time a side sees it: the first time runs the full function (``specialized``
+    of all of ``idxs``), which costs less than a decision (a third to a half),
+    so paths seen once (temp files, most of the new paths of a long run) never
+    pay for one.
     """
     memo: dict[Any, tuple[MatchFn | None, MatchFn | None]] = {}
-    get = memo.get
+    cmemo: dict[Any, tuple[MatchFn | None, MatchFn | None]] = {} if clean is not None else memo
+    #: paths seen once and not decided, per side (the engine's, the fast lane's)
+    once_main: dict[Any, None] = {}
+    once_early: dict[Any, None] = {}
     lock = threading.Lock()  # ``specialized`` compiles into a shared namespace
+    #: candidates -> the pair of functions (one pair for the many paths of the same candidates)
+    pairs: dict[tuple[int, ...], tuple[MatchFn | None, MatchFn | None]] = {}
 
-    def decide(ev: Event, fx: FieldContext) -> tuple[MatchFn | None, MatchFn | None]:
-        verdicts = prefilter(ev, fx)
-        cands = tuple(i for i, v in zip(idxs, verdicts, strict=True) if v is not False)
-        if len(memo) >= MEMO_MAX:
-            memo.clear()
-        with lock:
-            main = specialized(cands)
-            fast = specialized(tuple(i for i in cands if i in early)) if early is not None and cands else None
-        return main, fast
+    def pair(cands: tuple[int, ...]) -> tuple[MatchFn | None, MatchFn | None]:
+        got = pairs.get(cands)
+        if got is None:
+            with lock:
+                main = specialized(cands)
+                fast = specialized(tuple(i for i in cands if i in early)) if early is not None and cands else None
+            got = (main, fast)
+            if len(pairs) < 4 * MEMO_MAX:
+                pairs[cands] = got
+        return got
+
+    def lookup(ev: Event, fx: FieldContext, key: Any, once: dict[Any, None]) -> tuple[MatchFn | None, ...]:
+        if clean is not None and not fx.state.tainted:
+            into, pre = cmemo, clean
+        else:
+            into, pre = memo, prefilter
+        fns = into.get(key)
+        if fns is not None:
+            return fns
+        if key not in once:
+            # first sight: the type's full function (it stops early on most paths), no decision;
+            # a path seen once only (a temp file) costs no more
+            if len(once) >= MEMO_MAX:
+                drop_older_half(once)
+            once[key] = None
+            return pair(idxs)
+        once.pop(key, None)
+        verdicts = pre(ev, fx)
+        fns = pair(tuple(i for i, v in zip(idxs, verdicts, strict=True) if v is not False))
+        if len(into) >= MEMO_MAX:
+            drop_older_half(into)  # the paths of the moment stay decided
+        into[key] = fns
+        return fns
 
     if with_target:
 
         def by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
             key = (ev.path, ev.target)
-            fns = get(key)
-            if fns is None:
-                fns = memo[key] = decide(ev, fx)
+            fns = (memo if fx.state.tainted else cmemo).get(key) or lookup(ev, fx, key, once_main)
             fn = fns[0]
             return _E if fn is None else fn(ev, fx)
 
         def early_by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
             key = (ev.path, ev.target)
-            fns = get(key)
-            if fns is None:
-                fns = memo[key] = decide(ev, fx)
+            fns = (memo if fx.state.tainted else cmemo).get(key) or lookup(ev, fx, key, once_early)
             fn = fns[1]
             return _E if fn is None else fn(ev, fx)
 
@@ -116,18 +150,29 @@ def path_dispatch(
 
     def by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
         key = ev.path
-        fns = get(key)
-        if fns is None:
-            fns = memo[key] = decide(ev, fx)
+        fns = (memo if fx.state.tainted else cmemo).get(key) or lookup(ev, fx, key, once_main)
         fn = fns[0]
         return _E if fn is None else fn(ev, fx)
 
     def early_by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
         key = ev.path
-        fns = get(key)
-        if fns is None:
-            fns = memo[key] = decide(ev, fx)
+        fns = (memo if fx.state.tainted else cmemo).get(key) or lookup(ev, fx, key, once_early)
         fn = fns[1]
         return _E if fn is None else fn(ev, fx)
 
     return by_path, (early_by_path if early else None)
+
+
+def lazy_prefilter(make: Callable[[], Prefilter], lock: threading.RLock) -> Prefilter:
+    """A prefilter compiled at its first call (paths are decided at their second sight: many
+    runs decide no path of a type, and a short run pays for no compilation it does not use)."""
+    box: list[Prefilter] = []
+
+    def call(ev: Event, fx: FieldContext) -> tuple[bool | None, ...]:
+        if not box:
+            with lock:
+                if not box:
+                    box.append(make())
+        return box[0](ev, fx)
+
+    return call

@@ -1,6 +1,6 @@
 """What the rules remember of the run so far: files it wrote, names it resolved, and the
 copy event chain (which file was copied, renamed or linked from which; which copies
-hold a secret).
+hold a secret).  Every table is bounded: a full one forgets its older half.
 
 A file created or written by a process right after it read others is a copy of them
 (the last few reads count); a file a shell opened for a tool before the exec
@@ -11,7 +11,9 @@ events are used, never file contents, so a replay agrees.  Everything is bounded
 
 from __future__ import annotations
 
+import itertools
 import re
+from typing import Any
 
 from spyglass.events import Event
 from spyglass.events.devices import is_device_path
@@ -34,23 +36,31 @@ DATA_EXTENSIONS = frozenset({
 })
 
 
-class RunState:
-    """What the rules remember of the run so far (bounded)."""
+def drop_older_half(table: dict[Any, Any]) -> None:
+    """Make room in a full table: the older half of its entries goes (dicts keep insertion order)."""
+    for key in list(itertools.islice(table, len(table) // 2)):
+        table.pop(key, None)
 
-    MAX_PATHS = 1_000_000
+
+class RunState:
+    """What the rules remember of the run so far (bounded: a full table forgets its older half)."""
+
+    MAX_PATHS = 200_000
     MAX_DNS = 100_000
 
-    MAX_COPIES = 200_000
+    MAX_COPIES = 100_000
+    MAX_SOURCES = 16_384
 
     def __init__(self) -> None:
-        self.written: set[str] = set()
+        #: paths the run created or wrote (and did not delete since); a dict for its order
+        self.written: dict[str, None] = {}
         self.dns: dict[str, str] = {}  # address -> name
         #: new path -> the path it was copied, renamed or linked from (the copy event chain)
         self.origin: dict[str, str] = {}
         #: a pre-existing path -> a file the run wrote from it (a transformed copy)
         self.copied: dict[str, str] = {}
         #: files that hold a copy of a secret (a copy of a secret is a secret)
-        self.tainted: set[str] = set()
+        self.tainted: dict[str, None] = {}
         #: pid -> the last files it opened for reading (a copy's sources; the newest last)
         self.recent: dict[int, list[str]] = {}
         #: pid -> files its shell opened for it before the exec (``tool > out``), and reads left
@@ -60,6 +70,8 @@ class RunState:
         self.read_secret: set[int] = set()
         #: pid -> the file it created last, until it reads or execs (a redirection about to be inherited)
         self.pending_out: dict[int, str] = {}
+        #: path -> may a read of it be the source of a copy (not a library, locale, cache ...)
+        self._source: dict[str, bool] = {}
 
     def note_fork(self, child: int, parent: int | None) -> None:
         """A new process: a file its parent had just created for it is its output (``tool > out``)."""
@@ -89,7 +101,14 @@ class RunState:
     def note_read(self, ev: Event, secret: bool) -> None:
         """A successful read (called by the engine, which knows what is secret)."""
         path = ev.path
-        if not path or _NOT_SOURCE.search(path) or (ev.flags and "O_DIRECTORY" in ev.flags):
+        if not path or (ev.flags and "O_DIRECTORY" in ev.flags):
+            return
+        source = self._source.get(path)
+        if source is None:
+            if len(self._source) >= self.MAX_SOURCES:
+                drop_older_half(self._source)
+            source = self._source[path] = _NOT_SOURCE.search(path) is None
+        if not source:
             return
         pid = ev.pid
         self.pending_out.pop(pid, None)
@@ -117,13 +136,19 @@ class RunState:
                 del self.redirect[pid]
 
     def _derive(self, new: str, old: str, taint: bool) -> None:
-        if new == old or len(self.origin) > self.MAX_COPIES or is_device_path(new):
+        if new == old or is_device_path(new):
             return  # a device node (/dev/null, /dev/tty ...) stores nothing: never a copy
+        if len(self.origin) >= self.MAX_COPIES:
+            drop_older_half(self.origin)
         self.origin[new] = old
-        if "/.git/" not in new:  # git storing a file in its object store is not a replacement of it
-            self.copied.setdefault(old, new)
+        if "/.git/" not in new and old not in self.copied:  # git storing a file in its object store
+            if len(self.copied) >= self.MAX_COPIES:  # is not a replacement of it
+                drop_older_half(self.copied)
+            self.copied[old] = new
         if taint:
-            self.tainted.add(new)
+            if len(self.tainted) >= self.MAX_COPIES:
+                drop_older_half(self.tainted)
+            self.tainted[new] = None
 
     def update(self, ev: Event) -> None:
         if not ev.ok:
@@ -149,25 +174,28 @@ class RunState:
                 self._derive(ev.path, ev.target, ev.target in self.tainted)
         elif t == "file.rename":
             if ev.path:
-                self.written.discard(ev.path)
+                self.written.pop(ev.path, None)
             if ev.target:
                 self._add(ev.target)
                 if ev.path:
                     self._derive(ev.target, ev.path, ev.path in self.tainted)
         elif t == "file.delete":
             if ev.path:
-                self.written.discard(ev.path)
+                self.written.pop(ev.path, None)
         elif t == "net.dns" and ev.dns_answers and ev.dns_name:
-            if len(self.dns) > self.MAX_DNS:
-                self.dns.clear()
+            if len(self.dns) >= self.MAX_DNS:
+                drop_older_half(self.dns)
             for a in ev.dns_answers:
                 self.dns[a] = ev.dns_name.rstrip(".")
         elif t == "net.connect" and ev.domain and ev.address:
             self.dns.setdefault(ev.address, ev.domain)
 
     def _add(self, path: str) -> None:
-        if len(self.written) < self.MAX_PATHS:
-            self.written.add(path)
+        if path in self.written:
+            return
+        if len(self.written) >= self.MAX_PATHS:
+            drop_older_half(self.written)
+        self.written[path] = None
 
     def root_of(self, path: str) -> str:
         """Where ``path`` came from, following copies, renames and links back (bounded)."""

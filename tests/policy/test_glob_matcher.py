@@ -47,3 +47,15 @@ def test_a_bad_glob_is_refused_at_construction(bad: str) -> None:
 
     with pytest.raises(GlobError):
         GlobMatcher(["/fine/**", bad], HOME)
+
+
+def test_base_name_verdicts_stay_under_their_cap_and_answer_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spyglass.policy import paths
+
+    monkeypatch.setattr(paths, "BASES_MAX", 64)
+    gm = GlobMatcher(["**/id_rsa*", "**/.env"], HOME)
+    for i in range(500):
+        assert gm.fullmatch(f"/src/m{i}.py") is None
+        assert gm.fullmatch(f"/keys/id_rsa{i}") is True
+        assert len(gm._bases) <= 64
+    assert gm.fullmatch("/keys/id_rsa0") is True and gm.fullmatch("/src/m0.py") is None and gm.fullmatch("/a/.env")
