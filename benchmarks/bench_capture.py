@@ -209,6 +209,10 @@ def timed_ebpf_capture(argv: list[str], cwd: Path, rules: bool = False) -> float
             pipe.done()
         dt = time.perf_counter() - t0
         CONSUMER_CPU.append(time.process_time() - c0)
+        records = getattr(getattr(session, "decoder", None), "records", 0)
+        PER_RECORD.setdefault("ebpf+rules" if rules else "ebpf-capture", []).append(
+            CONSUMER_CPU[-1] / max(1, records)
+        )
     return dt
 
 
@@ -265,6 +269,8 @@ def _wait_preload(backend: Any) -> None:
 
 _RULES: list[object] = []
 CONSUMER_CPU: list[float] = []  # CPU seconds of this process (reader, decoder, rules) per in-process capture
+#: mode -> CPU seconds of this process per record decoded, per in-process capture (reset per workload)
+PER_RECORD: dict[str, list[float]] = {}
 
 
 def _ruleset(load: Callable[[], object]) -> Any:
@@ -380,6 +386,7 @@ def main() -> None:
         trace_out = base / "trace.txt"
         env = dict(os.environ, SPYGLASS_STORE=str(store), PYTHONDONTWRITEBYTECODE="1")
         rows = []
+        cpu_rows: list[tuple[str, dict[str, float]]] = []
         kernel: list[tuple[str, int, dict[str, tuple[int, int]]]] = []
         for name, (argv, cwd, reset) in workloads.items():
 
@@ -418,6 +425,8 @@ def main() -> None:
                     times[mode].append(modes[mode]())
             med = {m: statistics.median(v) for m, v in times.items()}
             rows.append((name, med))
+            cpu_rows.append((name, {m: statistics.median(v) for m, v in PER_RECORD.items()}))
+            PER_RECORD.clear()
             if ebpf_problem is None:
                 reset()
                 n, st, n_lost = kernel_cost(argv, cwd)
@@ -441,6 +450,11 @@ def main() -> None:
         f"{' (quick)' if args.quick else ''}\n"
     )
     print_table(rows, lost)
+    if any(per for _, per in cpu_rows):
+        print("\nconsumer CPU per record (this process: start, reader, decoder, rules, stop; median):")
+        for name, per in cpu_rows:
+            if per:
+                print(f"  {name:16}" + "".join(f"  {m} {v * 1e6:6.1f} us" for m, v in sorted(per.items())))
     if ebpf_problem is not None:
         print(f"\n(no eBPF column: {ebpf_problem[0]})")
     if kernel:

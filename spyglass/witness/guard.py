@@ -167,14 +167,37 @@ class Protected:
         hit = self.files.get(p)
         if hit is not None:
             return hit
-        for root, what in self.trees.items():
-            if p == root or p.startswith(root.rstrip("/") + "/"):
-                return what
+        what = self._in_tree(p)
+        if what is not None:
+            return what
         fid = file_id(p, follow=follow)
         if fid is not None and fid in self.ids:
             return self.ids[fid]
         # an ancestor directory that is a protected tree under another name (renamed aside)
-        return self._dir_verdict(os.path.dirname(p))
+        d = os.path.dirname(p)
+        return self._dir_verdict(d) or self._resolved(d)
+
+    def _resolved(self, d: str) -> str | None:
+        """What protected tree ``d`` lies in once its symlinks are resolved: a symlink to a directory
+        inside a tree (the store's cache, an older run's evidence) whose inode is not known, only the
+        tree's top directory's.  One ``realpath`` per directory, memoised like the inode verdicts."""
+        if d.startswith("/proc/"):
+            return None  # /proc/self and /proc/thread-self would be ours, not the writer's
+        key = "\0real\0" + d
+        if key in self._dirs:
+            return self._dirs[key]
+        real = os.path.realpath(d)
+        verdict = None
+        if real != d and not (self.allowed and self._allowed(real)):
+            verdict = self._in_tree(real)
+        self._dirs[key] = verdict
+        return verdict
+
+    def _in_tree(self, p: str) -> str | None:
+        for root, what in self.trees.items():
+            if p == root or p.startswith(root.rstrip("/") + "/"):
+                return what
+        return None
 
     def _dir_verdict(self, d: str) -> str | None:
         """What protected tree directory ``d`` is or lies in, by device and inode (memoised)."""

@@ -85,6 +85,19 @@ class RecordDecoder:
             return []
         return [] if ev is None else [ev]
 
+    def feed_many(self, batch: list[bytes], out: list[Event]) -> None:
+        """``feed`` for each record of ``batch`` in turn, the events appended to ``out``."""
+        parse, decode, append = R.parse, self._decode, out.append
+        for data in batch:
+            self.records += 1
+            try:
+                ev = decode(parse(data))
+            except Exception:  # a bad record must never stop a capture
+                self.unparsed += 1
+                continue
+            if ev is not None:
+                append(ev)
+
     def live(self) -> list[ProcInfo]:
         return [p for p in self.procs.values() if p.alive]
 
@@ -92,7 +105,11 @@ class RecordDecoder:
 
     def _decode(self, rec: R.Record) -> Event | None:
         if rec.kind == R.REC_SYS:
-            return self._sys(rec)
+            handler = _BY_NR.get(rec.nr)
+            if handler is None:
+                self.unparsed += 1
+                return None
+            return handler(self, rec)
         if rec.kind == R.REC_FORK:
             return self._fork(rec)
         if rec.kind == R.REC_EXEC:
@@ -221,17 +238,6 @@ class RecordDecoder:
             return normalize(raw), raw
         base = R.walk(rec.blobs[2 + which]) or self._proc(rec.pid).cwd
         return normalize(join(base, raw)), raw
-
-    def _sys(self, rec: R.Record) -> Event | None:
-        desc = BY_NR.get(rec.nr)
-        if desc is None:
-            self.unparsed += 1
-            return None
-        name = desc.name
-        handler = _HANDLERS.get(name)
-        if handler is None:
-            return self._sensitive(rec, name)
-        return handler(self, rec)
 
     # files
 
@@ -482,3 +488,13 @@ for _name in (
     "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "ioctl",
 ):  # fmt: skip
     _HANDLERS[_name] = RecordDecoder._other
+
+
+def _sensitive_by_name(name: str) -> Callable[[RecordDecoder, R.Record], Event | None]:
+    return lambda self, rec: self._sensitive(rec, name)
+
+
+#: system call number -> its handler (``_sys`` without the two look-ups per record)
+_BY_NR: dict[int, Callable[[RecordDecoder, R.Record], Event | None]] = {
+    nr: _HANDLERS.get(desc.name) or _sensitive_by_name(desc.name) for nr, desc in BY_NR.items()
+}

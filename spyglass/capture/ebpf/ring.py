@@ -31,7 +31,6 @@ class Ring:
         self._cons = mmap.mmap(fd, page, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE, offset=0)
         self._data = mmap.mmap(fd, page + 2 * size, mmap.MAP_SHARED, mmap.PROT_READ, offset=page)
         self._page = page
-        self._view = memoryview(self._data)
 
     def read(self, limit: int = 1 << 30) -> list[bytes]:
         """Every complete record available now (up to ``limit`` bytes), oldest first."""
@@ -39,15 +38,15 @@ class Ring:
         cons = _U64.unpack_from(self._cons, 0)[0]
         prod = _U64.unpack_from(self._data, 0)[0]
         start = cons
-        view, page, mask = self._view, self._page, self._mask
+        data, page, mask, u32 = self._data, self._page, self._mask, _U32.unpack_from
         while cons < prod and cons - start < limit:
             at = page + (cons & mask)
-            hdr = _U32.unpack_from(view, at)[0]
+            hdr = u32(data, at)[0]
             if hdr & _BUSY:
                 break
             length = hdr & ~(_BUSY | _DISCARD)
             if not hdr & _DISCARD:
-                out.append(bytes(view[at + _HDR : at + _HDR + length]))
+                out.append(data[at + _HDR : at + _HDR + length])  # one copy, straight from the mapping
             cons += (length + _HDR + 7) & ~7
         if cons != start:
             _U64.pack_into(self._cons, 0, cons)
@@ -58,7 +57,6 @@ class Ring:
         return int(_U64.unpack_from(self._data, 0)[0] - _U64.unpack_from(self._cons, 0)[0])
 
     def close(self) -> None:
-        self._view.release()
         self._data.close()
         self._cons.close()
 

@@ -55,6 +55,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define O_DIRECTORY 0200000
 #define O_CREAT 0100
 #define O_TRUNC 01000
+#define O_PATH 010000000
 
 #define SCRATCH 32768 // the largest per-CPU value; records stay under 16 KiB
 #define BLOB_MAX 4096
@@ -583,8 +584,13 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	if (r->f_ino) {
 		struct file_id id = {.ino = r->f_ino, .dev = r->f_dev};
 		BOUND(off, 0x3fff);
+		// an O_PATH open reads nothing and is no alert: it stays off the alert ring (a silent
+		// flood of them would fill it, and a real read behind would wait in the events ring)
+		// (the flags: open's second argument; openat's, openat2's (read above) and
+		// open_by_handle_at's third; creat has none)
+		__u64 fl = nr == 2 ? r->args[1] : nr == 85 ? 0 : r->args[2];
 		// a full alert ring: the record goes to the events ring as any other
-		if (off >= sizeof(struct rec) && bpf_map_lookup_elem(&urgent, &id) &&
+		if (off >= sizeof(struct rec) && !(fl & O_PATH) && bpf_map_lookup_elem(&urgent, &id) &&
 		    !bpf_ringbuf_output(&alert, s->buf, off, BPF_RB_FORCE_WAKEUP))
 			return 0;
 	}
