@@ -19,6 +19,7 @@ everything downstream are the same as without the look-ahead.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from spyglass.capture.ebpf.decoder import RecordDecoder
@@ -40,6 +41,9 @@ class Lookout:
         self._early: list[bytes] = []
         self.records = 0  # records read ahead
         self.errors = 0
+        #: when the rings were last read (CLOCK_BOOTTIME ns, taken before reading): every record
+        #: stamped more than the merge's hold before it was in them (:meth:`KernelOrder.read`)
+        self.read_ns: int | None = None
 
     def start(self, ev: Event) -> None:
         """The root's ``process.start`` (made by the session, not read from a ring)."""
@@ -47,6 +51,7 @@ class Lookout:
 
     def look(self) -> None:
         """Read the rings now; decode their records and pass the events to the hook."""
+        self.read_ns = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         got: list[bytes] = []
         for r in self.rings:
             got += r.read()

@@ -93,8 +93,14 @@ class KernelOrder:
         self._held: list[bytes] = []
         self.behind = False  # the last read left records in a ring
 
-    def read(self, last: bool = False, early: list[bytes] | None = None) -> list[bytes]:
+    def read(self, last: bool = False, early: list[bytes] | None = None, early_ns: int | None = None) -> list[bytes]:
+        """``early_ns``: when the rings of the ``early`` records were last read (before this call):
+        a record of theirs stamped later may still come, so the watermark is no later than that
+        read (minus the hold) either; else a stall between the two reads (the interpreter lock
+        under load) lets a child's calls out before the fork read next time."""
         mark = time.clock_gettime_ns(time.CLOCK_BOOTTIME) - self.hold_ns
+        if early_ns is not None:
+            mark = min(mark, early_ns - self.hold_ns)
         raw = self._held + early if early else self._held
         self.behind = False
         for r in self.rings:

@@ -261,7 +261,7 @@ class EbpfSession:
                 self._look_ahead()
                 batch: list[Event] = []
                 self._last_read = last  # nothing read ahead after the last read (it would not be in order)
-                raw = self._order.read(last, self._lookout.take())
+                raw = self._order.read(last, self._lookout.take(), self._lookout.read_ns)
                 for i in range(0, len(raw), 64):  # the alert ring is looked at between steps of 64
                     step = raw[i : i + 64]
                     if self._dump is not None:

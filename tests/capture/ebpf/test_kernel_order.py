@@ -108,3 +108,23 @@ def test_a_ring_read_in_steps_holds_back_what_its_unread_records_may_precede() -
     got += order.read(last=True)
     names = [r[24:] for r in got]
     assert names == [b"e0", b"e1", b"e2", b"e3", b"e4", b"e5", b"exit", b"e6", b"e7", b"e8", b"e9"]
+
+
+def test_records_read_ahead_bound_the_watermark_by_when_their_ring_was_read() -> None:
+    """The look-ahead reads the lifecycle ring, then (after decoding for the fast lane, or a stall
+    under load) the merge reads the events ring: a fork that arrives between the two reads must
+    still come out before its child's calls, so the watermark is no later than the look's read."""
+    events = _Arrivals()
+    order = _order(events, hold_ns=1_000_000)
+    looked = _now()  # the look-ahead read the lifecycle ring here: nothing had arrived yet
+    time.sleep(0.005)  # the look decodes, the interpreter lock is elsewhere ...
+    t = _now()
+    fork, child = _rec(t - 3_000_000, b"fork"), _rec(t - 2_000_000, b"child-open")
+    events.pending = [child]  # ... the child's call is in the events ring when the merge reads
+    first = order.read(early=[], early_ns=looked)
+    second = order.read(last=True, early=[fork])  # the fork, read at the next look
+    assert [r[24:] for r in first + second] == [b"fork", b"child-open"]
+    # the twin: without the look's time, the child's call would have gone out first
+    events.pending = [child]
+    plain = _order(events, hold_ns=1_000_000)
+    assert [r[24:] for r in plain.read(early=[])] == [b"child-open"]
