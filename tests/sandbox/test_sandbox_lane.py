@@ -10,57 +10,16 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sandbox_helpers import needs_bwrap, run_sandboxed
 
 from spyglass.events import Event
 from spyglass.sandbox.session import EventBus
+from tests.capture.burst import Witness, shell_command
 
 BURST = 3000
 
-#: a child creates files without pause; another reads the decoy home's SSH key half-way through
-SCRIPT = r"""
-python3 - <<'PY'
-import os
-n, out = %d, "burst"
-os.makedirs(out, exist_ok=True)
-burster = os.fork()
-if burster == 0:
-    for i in range(n):
-        open(os.path.join(out, f"f{i}"), "w").close()
-    os._exit(0)
-while not os.path.exists(os.path.join(out, f"f{n // 2}")):
-    os.sched_yield()
-reader = os.fork()
-if reader == 0:
-    with open(os.path.expanduser("%s")) as f:
-        f.read()
-    os._exit(0)
-os.waitpid(reader, 0)
-os.waitpid(burster, 0)
-PY
-"""
-
-
-class Witness:
-    """Notes the pipeline's event counter (and the lane's look-ahead hits) at each announcement."""
-
-    name = "witness"
-
-    def __init__(self) -> None:
-        self.announced: list[dict[str, Any]] = []
-        self.pipeline: Any = None
-        self.engine: Any = None
-
-    def start(self, ctx: Any) -> None:
-        self.pipeline = ctx.pipeline
-        self.engine = next(s for s in ctx.pipeline.sinks if getattr(s, "lane", None) is not None)
-
-    def announce(self, alert: Any) -> None:
-        self.announced.append({"rule": alert.rule_id, "seq": self.pipeline.seq, "message": alert.message,
-                               "peek_hits": self.engine.lane.peek_hits})
 
 
 def _backend(name: str) -> str:
@@ -79,7 +38,8 @@ def test_a_honeytoken_read_in_a_burst_is_announced_before_its_event_leaves_the_q
     tmp_path: Path, backend: str
 ) -> None:
     witness = Witness()
-    run = run_sandboxed(tmp_path, SCRIPT % (BURST, "~/.ssh/id_rsa"), sinks=[witness], backend=_backend(backend))
+    agent = shell_command(BURST, "burst", "~/.ssh/id_rsa", BURST // 2)
+    run = run_sandboxed(tmp_path, agent, sinks=[witness], backend=_backend(backend))
     assert len(list((run.ws / "burst").iterdir())) == BURST
     alerts = [a for a in run.alerts() if a.rule_id == "cred-honeytoken-access"]
     assert len(alerts) == 1
@@ -100,7 +60,8 @@ def test_a_honeytoken_read_in_a_burst_is_announced_before_its_event_leaves_the_q
 @needs_bwrap
 def test_benign_twin_reading_its_own_file_during_the_burst_is_silent(tmp_path: Path) -> None:
     witness = Witness()
-    run = run_sandboxed(tmp_path, SCRIPT % (1000, "notes.txt"), sinks=[witness], files={"notes.txt": "mine\n"})
+    agent = shell_command(1000, "burst", "notes.txt", 500)
+    run = run_sandboxed(tmp_path, agent, sinks=[witness], files={"notes.txt": "mine\n"})
     assert not [a for a in run.alerts() if a.rule_id == "cred-honeytoken-access"]
     assert not witness.announced
 

@@ -16,51 +16,12 @@ from typing import Any
 
 import pytest
 
+from tests.capture.burst import AGENT, Witness
 from tests.rules.conftest import make_home
 
 BURST = 4000
 KILL_BOUND = 100_000
 
-#: one child creates files without pause; another reads the key once ``at`` files exist
-AGENT = r"""
-import os, sys
-n, out, key, at = int(sys.argv[1]), sys.argv[2], os.path.expanduser(sys.argv[3]), int(sys.argv[4])
-os.makedirs(out, exist_ok=True)
-burster = os.fork()
-if burster == 0:
-    for i in range(n):
-        open(os.path.join(out, f"f{i}"), "w").close()
-    os._exit(0)
-half = os.path.join(out, f"f{at}")
-while not os.path.exists(half):
-    os.sched_yield()
-reader = os.fork()
-if reader == 0:
-    with open(key) as f:
-        f.read()
-    os._exit(0)
-os.waitpid(reader, 0)
-os.waitpid(burster, 0)
-"""
-
-
-class Witness:
-    """Notes, whenever an alert is announced, how far the lane and the pipeline were."""
-
-    name = "witness"
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-        self.announced: list[dict[str, Any]] = []
-        self.pipeline: Any = None
-
-    def start(self, ctx: Any) -> None:
-        self.pipeline = ctx.pipeline
-
-    def announce(self, alert: Any) -> None:
-        lane = self.engine.lane
-        self.announced.append({"rule": alert.rule_id, "seq": self.pipeline.seq, "peek_hits": lane.peek_hits,
-                               "lane_seen": lane.seen, "pid": alert.pid})
 
 
 def _run(tmp_path: Path, key: str, policy_text: str | None = None, n: int = BURST,
