@@ -50,3 +50,20 @@ def descendants(root: int, limit: int = 65536) -> list[int]:
                     out.append(kid)
                     todo.append(kid)
     return out
+
+
+def kill_all(pids: list[int]) -> None:
+    """SIGKILL every pid of a tree so that none of them acts on another's death.
+
+    Every pid is sent SIGSTOP first, then SIGKILL.  Otherwise a shell whose child is killed first
+    runs its next command (a write, say) before its own kill arrives, and killing a PID namespace's
+    init does not stop its members at once either (the init's memory is torn down first).
+    """
+    import signal
+
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass

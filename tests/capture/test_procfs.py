@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 from spyglass.capture import procfs
 
@@ -45,3 +48,32 @@ def test_descendants_are_the_whole_live_tree_parents_first() -> None:
         proc.kill()
         proc.wait()
     assert procfs.descendants(2**22 + 12345) == []  # no such process
+
+
+def test_kill_all_leaves_no_process_time_to_act_on_another_ones_death(tmp_path: Path, monkeypatch: Any) -> None:
+    """The attacker: a shell that writes a file the moment its child dies.  Killed child first,
+    with the killer preempted between two kills (as a reader thread losing the interpreter lock
+    is), the shell must not get to run: every process is stopped before any is killed."""
+    marker = tmp_path / "survived"
+    script = f"sleep 60 & echo $!; wait; echo x > {marker}"
+    shell = subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, text=True)
+    assert shell.stdout is not None
+    child = int(shell.stdout.readline())
+    real_kill = os.kill
+
+    def slow_kill(pid: int, sig: int) -> None:
+        real_kill(pid, sig)
+        time.sleep(0.2)  # the shell would run here, were it not stopped
+
+    monkeypatch.setattr(os, "kill", slow_kill)  # the module os procfs calls
+    procfs.kill_all([child, shell.pid])
+    monkeypatch.undo()
+    assert shell.wait(timeout=30) == -signal.SIGKILL
+    assert not marker.exists()
+
+
+def test_benign_twin_kill_all_of_processes_already_gone_is_quiet() -> None:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    procfs.kill_all([proc.pid, 2**22 + 12345])  # gone and never there: no error
+    assert procfs.state(proc.pid) == b""

@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from spyglass.capture import ident
+from spyglass.capture import ident, procfs
 from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
 from spyglass.capture.ebpf import preload, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
@@ -486,11 +486,7 @@ class EbpfSession:
                 pids += [_U32.unpack(k)[0] for k in map_keys(self._obj.map_fd("tracked"), 4)]
             except (LibbpfError, AssertionError):
                 pass
-        for pid in dict.fromkeys(pids):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        procfs.kill_all(list(dict.fromkeys(pids)))  # all stopped first: none runs on between the kills
 
     def result(self) -> CaptureResult:
         return self._result

@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from spyglass.capture import ident
+from spyglass.capture import ident, procfs
 from spyglass.capture.base import CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
 from spyglass.capture.handover import Empty, Handover
 from spyglass.capture.reap import wait_exit
@@ -309,10 +309,7 @@ class StraceSession:
         detail = f"monitor-lost: the tracer stopped while {len(alive) or 1} process(es) of the run were alive: {names}"
         keep = self.spec.options.get("on_monitor_lost") == "keep"
         if not keep:
-            for p in alive:
-                host.kill(p.pid)
-            if self._proc.poll() is None:
-                host.kill(self._proc.pid)
+            procfs.kill_all([p.pid for p in alive] + ([self._proc.pid] if self._proc.poll() is None else []))
             detail += "; killed"
         res.notes.append(detail)
         pid = parser.root_pid if parser.root_pid is not None else self._proc.pid
@@ -406,8 +403,7 @@ class StraceSession:
                 os.killpg(pgid, signal.SIGKILL)
             except OSError:
                 pass
-        for pid in pids:
-            host.kill(pid)
+        procfs.kill_all(pids)  # all stopped first: none runs on between the kills
 
     def result(self) -> CaptureResult:
         return self._result
