@@ -261,7 +261,11 @@ class SandboxLane:
         self.lookout = lookout
         self._lock = threading.Lock()
         self._done: dict[int, tuple[Event, list[Event]]] = {}  # id(event) -> (event, admitted)
-        self._ahead_machinery: set[int] = set()
+        m = sb.machinery
+        # the same filter, fed the records read ahead: the lifecycle ring is read there first, so
+        # this one knows the sandbox's processes (and the relay's start of the agent) no later than
+        # the run's, which waits for the stream's order
+        self._ahead = MachineryFilter(m.bwrap, m.python, m.script)
         self.seen = 0
 
     def see(self, ev: Event) -> None:
@@ -283,13 +287,10 @@ class SandboxLane:
     def look(self, ev: Event) -> None:
         if self.lookout is None:
             return
-        m, ahead = self.sb.machinery, self._ahead_machinery
-        if ev.type == "process.start" and ev.ppid != m.relay_pid and (ev.ppid in m.pids or ev.ppid in ahead):
-            ahead.add(ev.pid)
-        elif ev.type == "process.exit":
-            ahead.discard(ev.pid)
+        ahead = self._ahead
+        kept = ahead.keep(ev)
         if ev.type not in _PROCESS_TYPES and (
-            not m.seen_relay_exec or m.is_machinery(ev.pid) or ev.pid in ahead or _own_signal(ev)
+            not kept or not ahead.seen_relay_exec or self.sb.machinery.is_machinery(ev.pid) or _own_signal(ev)
         ):
             return  # the sandbox being built, or a signal inside it: not the agent's
         self.sb.pathmap.map_event(ev)

@@ -8,14 +8,16 @@ alert was announced (below the event's seq) and, under eBPF, the look-ahead's ow
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from sandbox_helpers import needs_bwrap, run_sandboxed
 
 from spyglass.events import Event
-from spyglass.sandbox.session import EventBus
+from spyglass.sandbox.session import EventBus, MachineryFilter, SandboxLane
 from tests.capture.burst import Witness, shell_command
 
 BURST = 3000
@@ -105,3 +107,52 @@ def test_closing_the_bus_releases_a_waiting_pump() -> None:
     t.start()
     bus.close()
     assert done.wait(30)
+
+
+class _Sandbox:
+    """The two parts of a prepared sandbox the lane's look-ahead reads (its machinery filter and
+    path map), without building one: the run-level tests above use real ones."""
+
+    def __init__(self) -> None:
+        self.machinery = MachineryFilter("/usr/bin/bwrap", sys.executable, "/run/spyglass/relay.py")
+        self.pathmap = SimpleNamespace(map_event=lambda ev: None)
+
+
+def _launch(lane: SandboxLane) -> None:
+    """The records of a sandbox's launch as the look-ahead reads them: the launcher execs bwrap,
+    whose namespace init execs the relay, which starts the agent."""
+    for ev in (
+        Event(type="process.exec", ts=1, pid=10, exe="/usr/bin/bwrap", argv=["bwrap"]),
+        Event(type="process.start", ts=2, pid=12, ppid=10),
+        Event(type="process.exec", ts=3, pid=12, exe=sys.executable,
+              argv=["python3", "-I", "-S", "/run/spyglass/relay.py", "--", "sh"]),
+        Event(type="process.start", ts=4, pid=13, ppid=12),
+        Event(type="process.exec", ts=5, pid=13, exe="/bin/sh", argv=["sh"]),
+    ):
+        lane.look(ev)
+
+
+def test_the_look_ahead_knows_the_agent_started_before_the_run_does() -> None:
+    """The in-order view lags behind a burst (it had not seen the relay start the agent when
+    the agent's secret read came through the alert ring, and the read waited in order): the
+    look-ahead follows the sandbox's launch from the records it reads itself."""
+    seen: list[Event] = []
+    lane = SandboxLane(_Sandbox(), None, seen.append)  # type: ignore[arg-type]
+    _launch(lane)
+    read = Event(type="file.read", ts=6, pid=13, path="/home/u/.ssh/id_rsa")
+    lane.look(read)
+    assert lane.sb.machinery.relay_pid is None  # the run's own view has seen nothing yet
+    assert read in seen
+
+
+def test_benign_twin_the_sandbox_building_itself_is_not_passed_ahead() -> None:
+    seen: list[Event] = []
+    lane = SandboxLane(_Sandbox(), None, seen.append)  # type: ignore[arg-type]
+    early = Event(type="file.read", ts=2, pid=10, path="/home/u/.ssh/id_rsa")  # before the relay
+    lane.look(Event(type="process.exec", ts=1, pid=10, exe="/usr/bin/bwrap", argv=["bwrap"]))
+    lane.look(early)
+    _launch(lane)
+    late = Event(type="file.read", ts=6, pid=10, path="/home/u/.ssh/id_rsa")  # bwrap's, after it
+    lane.look(late)
+    assert early not in seen and late not in seen
+    assert seen and all(e.type.startswith("process.") for e in seen)  # the tree goes on, for the lane's table
