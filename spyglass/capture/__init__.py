@@ -1,14 +1,40 @@
-"""Capture backends: turn kernel facts into events.  Knows nothing of rules or stores."""
+"""Capture backends: turn kernel facts into events.  Knows nothing of rules or stores.
 
-from spyglass.capture.base import (
-    BackendStatus,
-    CaptureBackend,
-    CaptureResult,
-    CaptureSession,
-    LaunchSpec,
-    StillRunning,
-)
-from spyglass.capture.replay import ReplayBackend
+The names below load on first use (PEP 562), so that a run can start loading the
+eBPF program (``spyglass.capture.ebpf.preload``) before the event model is imported.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spyglass.capture.base import (
+        BackendStatus,
+        CaptureBackend,
+        CaptureResult,
+        CaptureSession,
+        LaunchSpec,
+        StillRunning,
+    )
+    from spyglass.capture.replay import ReplayBackend
+
+_LAZY = {
+    "BackendStatus": "base", "CaptureBackend": "base", "CaptureResult": "base", "CaptureSession": "base",
+    "LaunchSpec": "base", "StillRunning": "base", "ReplayBackend": "replay",
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'spyglass.capture' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"spyglass.capture.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 BACKEND_NAMES = ("auto", "ebpf", "strace")
 

@@ -134,8 +134,28 @@ def _invoked(argv: list[str]) -> str | None:
     return None
 
 
+def _preload(argv: list[str], command: str | None) -> None:
+    """``spyglass run`` that may use eBPF: the program starts loading before the CLI's imports.
+
+    The kernel's verifier takes most of a run's start and holds no interpreter lock, so the load
+    overlaps everything until the launch.  A run that ends up not using it (an error in its
+    options, a fallback to strace) closes it unused."""
+    if command != "run":
+        return
+    opts = argv[: argv.index("--")] if "--" in argv else argv
+    for i, arg in enumerate(opts):
+        if arg in ("-h", "--help", "--backend=strace") or (arg == "--backend" and opts[i + 1 : i + 2] == ["strace"]):
+            return
+    from spyglass.capture.ebpf import preload
+
+    preload.start()
+
+
 def main(argv: list[str] | None = None) -> None:
-    _load_commands(_invoked(sys.argv[1:] if argv is None else argv))
+    args = sys.argv[1:] if argv is None else argv
+    command = _invoked(args)
+    _preload(args, command)
+    _load_commands(command)
     phases.mark("cli")
     try:
         cli.main(args=argv, prog_name="spyglass", standalone_mode=True)

@@ -52,3 +52,31 @@ def test_help_and_unknown_names_list_every_command() -> None:
     every = {f"spyglass.cli.{m}" for m in climain.all_command_modules()}
     assert _modules_after(["--help"]) == every
     assert _modules_after(["no-such-command"]) == every
+
+
+def test_run_starts_loading_the_ebpf_program_before_the_cli_imports() -> None:
+    """A real load (eBPF runs here as root; skipped with the reason elsewhere), started by the
+    CLI for ``run`` only, and never for a run that asked for strace or for help."""
+    import pytest
+
+    from spyglass.capture.ebpf import preload, probe
+
+    found = probe.static_problem()
+    if found is not None:
+        pytest.skip(f"eBPF backend unavailable: {found[0]}")
+    left = preload.take()  # one an earlier in-process run started and did not use
+    if left is not None and not isinstance(left, Exception):
+        left.close()
+    for argv in (["run", "--backend", "strace", "--", "true"], ["run", "--backend=strace", "true"],
+                 ["run", "--help"], ["show", "latest"], ["run", "--", "sh", "--backend", "strace"]):
+        climain._preload(argv, climain._invoked(argv))
+        loaded = preload.take()
+        if argv[-3:] == ["sh", "--backend", "strace"]:  # the agent's own arguments are no option
+            assert loaded is not None and not isinstance(loaded, Exception), loaded
+            loaded.close()
+        else:
+            assert loaded is None, argv
+    climain._preload(["-v", "run", "--", "true"], "run")
+    loaded = preload.take()
+    assert loaded is not None and not isinstance(loaded, Exception), loaded
+    loaded.close()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from spyglass.capture.base import BackendStatus
+if TYPE_CHECKING:
+    from spyglass.capture.base import BackendStatus
 
 BPF_DIR = Path(__file__).parent / "bpf"
 OBJECT = BPF_DIR / "spyglass.bpf.o"
@@ -101,6 +103,8 @@ def try_load() -> tuple[bool, str]:
 
 
 def status() -> BackendStatus:
+    from spyglass.capture.base import BackendStatus  # the event model only when asked
+
     found = static_problem()
     if found is not None:
         return BackendStatus("ebpf", False, problem=found[0], fix=found[1])
