@@ -206,6 +206,10 @@ def run_one(template: Path, base: Path, sc: Scenario, variant: str, ports: tuple
     root = base / f"{sc.id}-{variant}"
     shutil.copytree(template, root, symlinks=True)
     ws, home = root / "ws", root / "home"
+    # the copy's remote is its own bare repository: a push must never write into the template
+    # while another worker copies it
+    git_config = ws / ".git" / "config"
+    git_config.write_text(git_config.read_text().replace(str(template / "ws" / ".remote.git"), str(ws / ".remote.git")))
     # where the project keeps its skills; inside the workspace when sandboxed (the sandbox has its own /tmp)
     skill = (ws / ".agents" / "skills" / "task" if mode else root / "skill") / "SKILL.md"
     _write(skill, skill_text(script if script is not None else getattr(sc, variant)))

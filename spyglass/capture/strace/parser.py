@@ -58,6 +58,8 @@ _EXIT = re.compile(
 )
 _STR = r'"[^"\\]*(?:\\.[^"\\]*)*"(?:\.\.\.)?'
 _STRING = re.compile(_STR)
+#: an executable named by a descriptor of the caller (fexecve, an exec of a memory file)
+_FD_EXE = re.compile(r"/(?:proc/(?:self|thread-self)|dev)/fd/(\d+)")
 _EXECVE = re.compile(rf"(?P<path>{_STR}), \[(?P<argv>.*)\], (?:0x[0-9a-f]+|NULL)")
 _EXECVEAT = re.compile(rf"(?P<dirfd>[^,]+), (?P<path>{_STR}), \[(?P<argv>.*)\], (?:0x[0-9a-f]+|NULL)")
 _PID_CHANGED = re.compile(r" <pid changed to (\d+) \.\.\.>$")
@@ -80,6 +82,15 @@ class _Pending:
     tid: int
     claimed: int | None = None  # a child adopted before this clone returned
     pid_changed: bool = False  # an execve by a non-leader thread
+
+
+def _fd_named(c: Call, raw: str, dirfd: str | None) -> str | None:
+    """The file an exec names by a descriptor, as the trace last saw that descriptor.  The live
+    link is no witness here: the exec is over when strace reports it, a close-on-exec descriptor
+    (a memory file's) is gone and the new program's loader has reused its number (``ld.so.cache``)."""
+    m = _FD_EXE.fullmatch(raw)
+    fd = m.group(1) if m is not None else dirfd if raw == "" and dirfd is not None and dirfd.isdigit() else None
+    return c.proc.fds.get(int(fd)) if fd is not None else None
 
 
 class StraceParser:
@@ -348,7 +359,7 @@ class StraceParser:
             dirfd = m.groupdict().get("dirfd")
             path_tok, argv_text = m.group("path"), m.group("argv")
         raw = unquote(path_tok)
-        exe = st.resolve(c, raw, dirfd)
+        exe = _fd_named(c, raw, dirfd) or st.resolve(c, raw, dirfd)
         argv = [unquote(x) for x in _STRING.findall(argv_text)]
         ok = pid_changed or c.ok
         typed: str | None = None

@@ -99,3 +99,25 @@ def test_live_descriptor_link_beats_a_stale_table_entry(parse, pick) -> None:
     assert pick(events, type="file.read")[-1].path == "/proc/5/fd/3/x"
     events, _ = parse(lines=lines)  # no live process to ask: the last path seen
     assert pick(events, type="file.read")[-1].path == "/w/d/x"
+
+
+def test_exec_of_a_close_on_exec_memory_file_is_named_from_the_trace_not_the_live_descriptor(parse, one) -> None:
+    """The exec is over when strace reports it: a close-on-exec memory file's descriptor is gone and
+    the new program's loader has reused its number (read live, it named /etc/ld.so.cache and the
+    memory-file exec rule stayed silent).  The live link stands in for that race here; the real
+    process is tests/capture/strace/test_strace_backend.py."""
+    lines = [
+        '9 1700000000.000001 memfd_create("x", MFD_CLOEXEC) = 3',
+        '9 1700000000.000002 execve("/proc/self/fd/3", ["x"], 0x7ffd0000 /* 1 vars */) = 0',
+    ]
+    events, _ = parse(lines=lines, fd_link=lambda pid, fd: "/etc/ld.so.cache" if fd == 3 else None)
+    assert one(events, type="process.exec").exe == "/memfd:x (deleted)"
+
+
+def test_benign_twin_exec_of_an_opened_program_through_its_descriptor_names_it(parse, one) -> None:
+    lines = [
+        '9 1700000000.000001 openat(AT_FDCWD, "/usr/bin/true", O_RDONLY|O_CLOEXEC) = 3</usr/bin/true>',
+        '9 1700000000.000002 execve("/dev/fd/3", ["true"], 0x7ffd0000 /* 1 vars */) = 0',
+    ]
+    events, _ = parse(lines=lines, fd_link=lambda pid, fd: "/etc/ld.so.cache" if fd == 3 else None)
+    assert one(events, type="process.exec").exe == "/usr/bin/true"
