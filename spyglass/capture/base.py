@@ -125,6 +125,18 @@ def tell_following(spec: LaunchSpec, pids: list[int], exit_code: int | None, sig
             pass
 
 
+def detach_on_close(stream: Iterator[Event], detach: Callable[[], None]) -> Iterator[Event]:
+    """A session's ``events()``: ``stream``'s events; a consumer that closes them before their end
+    (or a stream that fails) calls ``detach`` once, and the tree keeps running."""
+    finished = False
+    try:
+        yield from stream
+        finished = True
+    finally:
+        if not finished:
+            detach()
+
+
 def followed_note(count: int, seconds: float) -> str:
     """The result note of a run that followed descendants after the root exited."""
     return (f"followed {count} descendant(s) left by the agent for {seconds:.1f} s after the grace period, "

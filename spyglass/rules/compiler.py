@@ -9,6 +9,8 @@ cheap tests on the event's own fields run before derived ones, and ``and`` /
 ``or`` short-circuit.  Values are prepared once, when the rules compile:
 lower-cased, lists expanded, several ``contains`` values joined into one
 regular expression, globs turned into one anchored regular expression.
+The expression text is written by :mod:`spyglass.rules.emitter`; this
+module places it in functions, compiles them and picks one per event.
 
 Two things keep most events from evaluating anything:
 
@@ -25,43 +27,23 @@ Two things keep most events from evaluating anything:
 from __future__ import annotations
 
 import functools
-import re
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from spyglass.events import EVENT_TYPES, Event
-from spyglass.policy.paths import DirSet, GlobMatcher, LazyPattern
-from spyglass.rules.condition import And, AtLeast, Cond, Macro, Not, Or, Sel
 from spyglass.rules.context import FieldContext
+from spyglass.rules.emitter import UNFETCHED, Emitter, Shared, any_item, low
 from spyglass.rules.fields import FIELDS
-from spyglass.rules.model import Detection, FieldTest, ListRef, Selection, field_tests
-from spyglass.rules.modifiers import REGISTRY as MODIFIERS
-from spyglass.rules.modifiers import NetSet
+from spyglass.rules.model import Detection, Selection, field_tests
 from spyglass.rules.pathmemo import KLEENE, MatchFn, lazy_prefilter, path_dispatch
 
-_U = object()  # "not fetched yet"
 _MISS = object()
 _E: tuple[int, ...] = ()
 #: distinct sets of candidate matchers per event type that get their own function
 SPECIALIZE_MAX = 64
 #: the fields' values while the run state holds no copy of a secret (``RunState.tainted`` empty)
 CLEAN = {"file.secret_copy": "False", "file.target.secret_copy": "False"}
-
-
-def _low(v: Any) -> Any:
-    if v.__class__ is str:
-        return v.lower()
-    if isinstance(v, list):
-        return [x.lower() if isinstance(x, str) else x for x in v]
-    return v
-
-
-def _any_item(items: Any, pred: Callable[[Any], bool]) -> bool:
-    if not items:
-        return False
-    return any(pred(e) for e in items if e is not None)
 
 
 @dataclass
@@ -95,242 +77,23 @@ class CompiledSet:
     build_early: Callable[[str | None], MatchFn | None] | None = None
 
 
-class _Shared:
-    """Constants of the generated code, shared by every function of one compiled set."""
-
-    def __init__(self, ns: dict[str, Any], lazy: bool = False, code: Callable[..., Any] | None = None) -> None:
-        self.ns, self.lazy, self.compile = ns, lazy, code or compile  # modifiers.regex, rules/codecache.py
-        self.keys: dict[str, str] = {}
-        #: functions are also compiled after start, on two threads (the engine's specialized ones,
-        #: the fast lane's): one at a time, so constants never get the same name
-        self.lock = threading.RLock()
-
-    def const(self, value: Any) -> str:
-        if isinstance(value, re.Pattern | LazyPattern | DirSet | NetSet | GlobMatcher) or callable(value):
-            key = f"id:{id(value)}"
-        else:
-            key = repr((type(value).__name__, value))
-        name = self.keys.get(key)
-        if name is None:
-            name = f"_k{len(self.keys)}"
-            self.ns[name] = value
-            self.keys[key] = name
-        return name
-
-
-class _Emitter:
-    """Generates expression text for one function of one event type.
-
-    With ``pure`` set, it generates the three-valued form instead: tests on
-    fields keyed by ``pure`` ("path", "target") are evaluated, every other
-    test is ``None`` (unknown).  ``fixed`` gives fields a known value
-    (an expression) in that form: their tests are evaluated with it.
-    """
-
-    def __init__(self, etype: str | None, lists: dict[str, list[Any]], macros: dict[str, Selection],
-                 home: str | None, shared: _Shared, pure: frozenset[str] | None = None,
-                 fixed: dict[str, str] | None = None) -> None:
-        self.etype = etype
-        self.fixed = fixed or {}
-        self.lists = lists
-        self.macros = macros
-        self.home = home
-        self.shared = shared
-        self.pure = pure
-        self.vars: dict[str, str] = {}  # field -> local var for the raw value (derived)
-        self.lvars: dict[str, str] = {}  # field -> local var for the lower-cased value
-        self.two: set[str] = set()  # (pure) expressions known to be True or False, never None
-
-    def const(self, value: Any) -> str:
-        return self.shared.const(value)
-
-    def raw(self, fname: str) -> str:
-        if fname in self.fixed:
-            return self.fixed[fname]
-        spec = FIELDS[fname]
-        if not spec.derived:
-            return spec.expr
-        var = self.vars.get(fname)
-        if var is None:
-            var = self.vars[fname] = f"v{len(self.vars)}"
-        return f"({var} if {var} is not _U else ({var} := {spec.expr}))"
-
-    def low(self, fname: str) -> str:
-        var = self.lvars.get(fname)
-        if var is None:
-            var = self.lvars[fname] = f"l{len(self.lvars)}"
-        return f"({var} if {var} is not _U else ({var} := _low({self.raw(fname)})))"
-
-    def locals_init(self) -> list[str]:
-        return [f"    {v} = _U" for v in (*self.vars.values(), *self.lvars.values())]
-
-    def expand(self, values: Iterable[Any]) -> list[Any]:
-        out: list[Any] = []
-        for v in values:
-            if isinstance(v, ListRef):
-                out.extend(self.lists.get(v.name, []))
-            else:
-                out.append(v)
-        return out
-
-    # -- tests -------------------------------------------------------------------
-    def test(self, t: FieldTest) -> str:
-        values = self.expand(t.values)
-        op = t.operator
-        if t.field == "type" and op is None and self.etype is not None:
-            return "True" if self.etype in values else "False"
-        if not values and op != "exists":
-            return "False"
-        if self.pure is not None:
-            if FIELDS[t.field].key not in self.pure and t.field not in self.fixed:
-                return "None"
-            return self._two(f"bool({self._test(t, values)})")
-        return self._test(t, values)
-
-    # -- three-valued logic (``pure``), folded while generating -------------------------
-    def _two(self, expr: str) -> str:
-        """``expr`` is two-valued (True or False, never None)."""
-        self.two.add(expr)
-        return expr
-
-    def k_and(self, parts: list[str]) -> str:
-        parts = [p for p in parts if p != "True"]
-        if "False" in parts:
-            return "False"
-        rest = [p for p in parts if p != "None"]
-        unknown = len(rest) < len(parts)
-        if not rest:
-            return "None" if unknown else "True"
-        if all(p in self.two for p in rest):  # Python's own and: False, else True (or None)
-            if len(rest) == 1 and not unknown:
-                return rest[0]
-            text = "(" + " and ".join([*rest, *(["None"] if unknown else [])]) + ")"
-            return text if unknown else self._two(text)
-        if len(rest) == 1 and not unknown:
-            return rest[0]
-        return "_kand(" + ", ".join([*rest, *(["None"] if unknown else [])]) + ")"
-
-    def k_or(self, parts: list[str]) -> str:
-        parts = [p for p in parts if p != "False"]
-        if "True" in parts:
-            return "True"
-        rest = [p for p in parts if p != "None"]
-        unknown = len(rest) < len(parts)
-        if not rest:
-            return "None" if unknown else "False"
-        if all(p in self.two for p in rest):  # Python's own or: True, else False (or None)
-            if len(rest) == 1 and not unknown:
-                return rest[0]
-            text = "(" + " or ".join([*rest, *(["None"] if unknown else [])]) + ")"
-            return text if unknown else self._two(text)
-        if len(rest) == 1 and not unknown:
-            return rest[0]
-        return "_kor(" + ", ".join([*rest, *(["None"] if unknown else [])]) + ")"
-
-    def k_not(self, x: str) -> str:
-        if x in ("None", "True", "False"):
-            return {"None": "None", "True": "False", "False": "True"}[x]
-        if x in self.two:
-            return self._two(f"(not {x})")
-        return f"_knot({x})"
-
-    def _test(self, t: FieldTest, values: list[Any]) -> str:
-        return MODIFIERS[t.operator].emit(self, t, values)
-
-    def kind(self, fname: str) -> str:
-        return FIELDS[fname].kind
-
-    def join(self, parts: list[str], all_: bool) -> str:
-        if len(parts) == 1:
-            return parts[0]
-        return "(" + (" and " if all_ else " or ").join(parts) + ")"
-
-    def list_test(self, t: FieldTest, values: list[Any]) -> str:
-        """A test on a list field: an element equal to a value, or (with a modifier) an element that matches."""
-        mod = MODIFIERS[t.operator]
-        src = self.raw(t.field) if t.cased or mod.raw_elements else self.low(t.field)
-        if t.operator is None:
-            vals = frozenset((str(v) if t.cased else str(v).lower()) for v in values if v is not None)
-            if t.all:
-                return f"({self.const(vals)}.issubset({src} or ()))"
-            return f"(not {self.const(vals)}.isdisjoint({src} or ()))"
-        if t.all and len(values) > 1:
-            parts = [self.list_test(FieldTest(t.field, t.operator, False, t.cased, [v], t.pos, t.source), [v])
-                     for v in values]
-            return "(" + " and ".join(parts) + ")"
-        inner = mod.emit_text(self, t, values, "e", "e")
-        pred = eval(self.shared.compile(f"lambda e: {inner}", "<spyglass rules>", "eval"), self.shared.ns)
-        return f"_any_item({src}, {self.const(pred)})"
-
-    # -- structure ---------------------------------------------------------------
-    def selection(self, sel: Selection) -> str:
-        alts = []
-        for alt in sel.alternatives:
-            parts = [self.test(t) for t in sorted(alt, key=_cost)]
-            if "False" in parts:
-                continue
-            parts = [p for p in parts if p != "True"] or ["True"]
-            if self.pure is not None:
-                alts.append(self.k_and(parts))
-            elif len(parts) == 1:
-                alts.append(parts[0])
-            else:
-                alts.append("(" + " and ".join(parts) + ")")
-        if not alts:
-            return "False"
-        if self.pure is not None:
-            return self.k_or(alts)
-        if len(alts) == 1:
-            return alts[0]
-        return "(" + " or ".join(alts) + ")"
-
-    def cond(self, c: Cond, sels: dict[str, Selection]) -> str:
-        if isinstance(c, Sel):
-            return self.selection(sels[c.name])
-        if isinstance(c, Macro):
-            return self.selection(self.macros[c.name])
-        k = self.pure is not None
-        if isinstance(c, Not):
-            inner = self.cond(c.expr, sels)
-            return self.k_not(inner) if k else f"(not {inner})"
-        if isinstance(c, And):
-            items = [self.cond(i, sels) for i in c.items]
-            return self.k_and(items) if k else ("(" + " and ".join(items) + ")")
-        if isinstance(c, Or):
-            items = [self.cond(i, sels) for i in c.items]
-            return self.k_or(items) if k else ("(" + " or ".join(items) + ")")
-        if isinstance(c, AtLeast):
-            items = [self.cond(i, sels) for i in c.items]
-            if k:
-                return f"_katleast({c.n}, " + ", ".join(items) + ")"
-            return "((" + " + ".join(f"bool({i})" for i in items) + f") >= {c.n})"
-        raise AssertionError(c)
-
-
-def _cost(t: FieldTest) -> int:
-    spec = FIELDS[t.field]
-    cost = 0 if not spec.derived else 2
-    if t.field.startswith(("process.ancestors", "process.parent")):
-        cost = 4
-    return cost + MODIFIERS[t.operator].cost
-
 
 class _TypeCompiler:
     """Builds the functions of one event type."""
 
     def __init__(self, etype: str | None, idxs: list[int], matchers: list[Matcher], lists: dict[str, list[Any]],
-                 macros: dict[str, Selection], home: str | None, shared: _Shared) -> None:
+                 macros: dict[str, Selection], home: str | None, shared: Shared) -> None:
         self.etype = etype
         self.matchers = matchers
         self.lists = lists
         self.macros = macros
         self.home = home
         self.shared = shared
-        self.idxs = [i for i in idxs if self._expr(i, _Emitter(etype, lists, macros, home, shared)) != "False"]
+        self.idxs = [i for i in idxs if self._expr(i, Emitter(etype, lists, macros, home, shared)) != "False"]
         self.name = (etype or "any").replace(".", "_")
         self._specialized: dict[tuple[int, ...], MatchFn | None] = {}
 
-    def _expr(self, i: int, em: _Emitter) -> str:
+    def _expr(self, i: int, em: Emitter) -> str:
         det = self.matchers[i].detection
         return em.cond(det.condition, det.selections)
 
@@ -339,7 +102,7 @@ class _TypeCompiler:
             return self._function(idxs, suffix)
 
     def _function(self, idxs: Iterable[int], suffix: str) -> tuple[MatchFn, str]:
-        em = _Emitter(self.etype, self.lists, self.macros, self.home, self.shared)
+        em = Emitter(self.etype, self.lists, self.macros, self.home, self.shared)
         body: list[str] = []
         for i in idxs:
             expr = self._expr(i, em)
@@ -354,7 +117,7 @@ class _TypeCompiler:
                   ) -> Callable[[Event, FieldContext], tuple[bool | None, ...]]:
         """Three-valued verdict of every matcher from the ``pure`` fields of an event alone
         (and the ``fixed`` values of other fields)."""
-        em = _Emitter(self.etype, self.lists, self.macros, self.home, self.shared, pure=pure, fixed=fixed)
+        em = Emitter(self.etype, self.lists, self.macros, self.home, self.shared, pure=pure, fixed=fixed)
         exprs = [self._expr(i, em) for i in self.idxs]
         fname = f"_pre_{self.name}{'_clean' if fixed else ''}"
         src = "\n".join([f"def {fname}(ev, fx):", "    fx.ev = ev", *em.locals_init(),
@@ -427,10 +190,10 @@ def compile_matchers(
     active = [True] * len(matchers)
     out = CompiledSet(matchers=matchers, active=active)
     ns: dict[str, Any] = {
-        "_U": _U, "_E": _E, "_low": _low, "_any_item": _any_item, "_act": active,
+        "_U": UNFETCHED, "_E": _E, "_low": low, "_any_item": any_item, "_act": active,
         **KLEENE,
     }
-    shared = _Shared(ns, lazy=lazy, code=code)
+    shared = Shared(ns, lazy=lazy, code=code)
     by_type: dict[str | None, list[int]] = {t: [] for t in EVENT_TYPES}
     by_type[None] = []
     for i, m in enumerate(matchers):

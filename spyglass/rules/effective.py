@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from spyglass.rules.condition import And, AtLeast, Cond, Macro, Not, Or
+from spyglass.rules.condition import macro_names as _macros
 from spyglass.rules.model import Detection, FieldTest, ListRef, Rule, Selection
 from spyglass.rules.ruleset import RuleSet
 
@@ -30,16 +30,6 @@ def _detection(det: Detection) -> dict[str, Any]:
     out: dict[str, Any] = {name: _selection(sel) for name, sel in det.selections.items()}
     out["condition"] = det.condition_text
     return out
-
-
-def _macros(c: Cond) -> Iterable[str]:
-    if isinstance(c, Macro):
-        yield c.name
-    elif isinstance(c, Not):
-        yield from _macros(c.expr)
-    elif isinstance(c, And | Or | AtLeast):
-        for i in c.items:
-            yield from _macros(i)
 
 
 def _lists(sels: Iterable[Selection]) -> Iterable[str]:

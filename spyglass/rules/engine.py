@@ -16,15 +16,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from spyglass.agents.adapters import adapter_named, agent_state_globs
-from spyglass.agents.launch import install_trees
 from spyglass.events import EVENT_TYPES, Alert, Event, LineageEntry
 from spyglass.events.proctree import ProcessTable
 from spyglass.pipeline import RunContext, Sink, default_home
 from spyglass.policy import Policy
-from spyglass.policy import defaults as pdefaults
-from spyglass.policy.hosts import HostMatcher
-from spyglass.policy.paths import DirSet, GlobMatcher, expand_home
 from spyglass.rules.compiler import CompiledSet, Matcher, compile_matchers
 from spyglass.rules.context import FieldContext, RunState
 from spyglass.rules.describe import describe, duration, short_command
@@ -32,6 +27,7 @@ from spyglass.rules.fastlane import FastLane, fast_matchers
 from spyglass.rules.fields import FIELDS
 from spyglass.rules.model import Rule, RuleSet
 from spyglass.rules.pathmemo import MatchFn
+from spyglass.rules.runfacts import record_launch, run_facts
 from spyglass.rules.state import ProcRef, SequenceTracker, ThresholdCounter
 from spyglass.rules.tracking import track
 
@@ -109,10 +105,9 @@ class RuleEngine(Sink):
         self._dedup = set()
         self.stopped_by = None
         meta = ctx.run
-        extra: dict[str, Any] = meta.extra if meta is not None else {}
         home = (self._home or ctx.home or default_home()).rstrip("/") or "/"
         if meta is not None and getattr(meta, "status", "") == "running":
-            _record_launch(meta, home)
+            record_launch(meta, home)
         if self._workspace:
             ws = list(self._workspace)
         elif self.policy.workspace:
@@ -122,65 +117,14 @@ class RuleEngine(Sink):
         self.mode = self._mode or (meta.mode if meta is not None else None) or self.policy.mode
         self.home = home
         self.workspace = ws
-        monitors = set(self._monitor_pids)
-        if meta is not None and meta.monitor_pid:
-            monitors.add(meta.monitor_pid)
-        # spyglass's sandbox helpers (the relay: pid 1 inside, its host pid once it runs)
-        sandbox_facts = extra.get("sandbox")
-        helpers = sandbox_facts.get("helper_pids") if isinstance(sandbox_facts, dict) else None
-        honeytoken_paths = ctx.sandbox.honeytokens if ctx.sandbox is not None else extra.get("honeytokens", [])
-        pol = self.policy
-        trusted_dirs = [expand_home(d, home) for d in pol.exec.effective_trusted]
-        # the install tree of the agent the run started, found by its adapter (session/agent.py)
-        trusted_dirs += [str(d) for d in extra.get("agent_install") or [] if isinstance(d, str)]
-        ws_trusted = [f"{w.rstrip('/')}/{g}/**" for w in ws for g in pdefaults.WORKSPACE_TRUSTED_EXEC]
-        honeytokens = [*pol.honeytokens, *honeytoken_paths]
-        secret_globs = list(pol.secret_globs)
-        if pol.evidence.sign_key:  # the run's own signing key is a secret
-            secret_globs.append(pol.resolve_path(pol.evidence.sign_key))
-        launch: dict[str, Any] = extra.get("launch") or {}
-        fx_args: dict[str, Any] = dict(
-            procs=ctx.procs,
-            state=self.state,
-            workspace=DirSet(ws),
-            temp=DirSet(expand_home(d, home) for d in pdefaults.WRITABLE_TEMP),
-            home=home,
-            trusted=DirSet(trusted_dirs),
-            trusted_re=GlobMatcher(ws_trusted, home),
-            secrets_re=GlobMatcher(secret_globs, home),
-            secret_exceptions_re=GlobMatcher(pdefaults.SECRET_EXCEPTIONS, home),
-            honeytokens_re=GlobMatcher(honeytokens, home),
-            hosts=HostMatcher(pol.network.effective_allow, pol.network.deny),
-            monitor_pids=frozenset(monitors),
-            live_monitors=ctx.monitor_pids,
-            live_helpers=helpers if isinstance(helpers, list) else (),
-            monitor_pgids=extra.get("monitor_pgids") or [],
-            run_ctx=ctx,
-            launch_programs=frozenset(launch.get("programs") or ()),
-            launch_interpreters=frozenset(launch.get("interpreters") or ()),
-            launch_trees=DirSet(launch.get("trees") or ()),
-            agent_state_re=GlobMatcher(_agent_state(launch.get("kind"), home), home),
-            resolvers=frozenset(extra.get("resolvers") or ()),
-        )
+        fx_args, lists = run_facts(self.policy, ctx, self.state, home, ws, self._monitor_pids,
+                                   self.ruleset.library.lists)
         self.fx = FieldContext(**fx_args)
         #: for would_block, which other threads call: its own context, never the pipeline's
         self._veto_fx = FieldContext(**fx_args)
         self._veto_lock = threading.Lock()
         self._block_rules = frozenset(
             i for i, r in enumerate(self.rules) if r.action == "block" and r.kind == "event"
-        )
-        lists: dict[str, list[Any]] = dict(self.ruleset.library.lists)
-        lists.update(
-            secrets=secret_globs,
-            secret_exceptions=list(pdefaults.SECRET_EXCEPTIONS),
-            honeytokens=honeytokens,
-            workspace=ws,
-            temp_dirs=[expand_home(d, home) for d in pdefaults.WRITABLE_TEMP],
-            home=[home],
-            allowed_hosts=list(pol.network.effective_allow),
-            denied_hosts=list(pol.network.deny),
-            trusted_exec=trusted_dirs,
-            agent_state=agent_state_globs(home),
         )
         self.lists = lists
         matchers: list[Matcher] = []
@@ -456,39 +400,6 @@ class RuleEngine(Sink):
             self.stopped_by = rule_id
             if self.ctx is not None and self.ctx.stop_agent is not None:
                 self.ctx.stop_agent(rule_id)
-
-
-
-def _agent_state(kind: str | None, home: str) -> list[str]:
-    """The own state files of the agent the user launched, as its adapter declares them."""
-    try:
-        return adapter_named(kind).state_globs(home) if kind else []
-    except KeyError:  # an agent this version has no adapter for
-        return []
-
-
-def _resolvers() -> list[str]:
-    try:
-        with open("/etc/resolv.conf", encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        parts = line.split()
-        if len(parts) >= 2 and parts[0] == "nameserver":
-            out.append(parts[1].split("%")[0])
-    return out
-
-
-def _record_launch(meta: Any, home: str) -> None:
-    """Live runs: what the user launched (program, interpreter, install trees) and the
-    configured name servers go into the run's metadata, so a replay sees the same."""
-    extra = meta.extra
-    if "launch" not in extra and getattr(meta, "command", None):
-        extra["launch"] = install_trees(list(meta.command), meta.cwd or "/", home=home)
-    if "resolvers" not in extra:
-        extra["resolvers"] = _resolvers()
 
 
 def command_of(alert: Alert) -> str:

@@ -3,7 +3,7 @@
 A modifier says what it accepts as a value (:meth:`Modifier.check`, called
 when a rule loads, so a bad value is an error with its ``file:line:col``)
 and what Python it compiles to (:meth:`Modifier.emit`, called by the rule
-compiler with its emitter, see :mod:`spyglass.rules.compiler`).  To add a
+compiler with its emitter, see :mod:`spyglass.rules.emitter`).  To add a
 modifier, write a subclass with a ``name`` and decorate it with
 :func:`register`; ``contains`` below is the one to copy.
 
@@ -23,7 +23,7 @@ from spyglass.policy.hosts import parse_ip
 from spyglass.policy.paths import DirSet, GlobMatcher, LazyPattern, compile_globs, expand_home
 
 if TYPE_CHECKING:
-    from spyglass.rules.compiler import _Emitter as Emitter
+    from spyglass.rules.emitter import Emitter
     from spyglass.rules.model import FieldTest
 
 FLAGS = ("all", "cased")

@@ -9,6 +9,7 @@ import pytest
 
 from spyglass.capture.handover import Empty, Handover
 from spyglass.events import Event
+from tests.capture.bounded import close_releases
 
 
 def _batch(n: int) -> list[Event]:
@@ -47,11 +48,7 @@ def test_a_batch_larger_than_the_bound_passes_alone_and_the_end_never_waits() ->
 def test_close_releases_a_waiting_producer() -> None:
     h = Handover(max_events=2)
     h.put(_batch(2))
-    done = threading.Event()
-    t = threading.Thread(target=lambda: (h.put(_batch(2)), done.set()), daemon=True)
-    t.start()
-    h.close()
-    assert done.wait(30)
+    assert close_releases(lambda: h.put(_batch(2)), h.close)
 
 
 def test_urgent_sees_each_event_before_it_is_queued_and_its_errors_are_counted() -> None:

@@ -133,12 +133,35 @@ def test_benign_twin_burst_without_secret_is_silent(tmp_path: Path) -> None:
     assert outcome.exit_code == 0
 
 
+class _Heard:
+    """A sink that keeps the alerts announced to it."""
+
+    def __init__(self, into: list[Any]) -> None:
+        self.into = into
+
+    def announce(self, alert: Any) -> None:
+        self.into.append(alert)
+
+
+def _play(engine: Any, pipe: Any, events: list[Any], urgent: bool = True) -> list[Any]:
+    """Copies of ``events``, each shown to the fast lane first (``urgent``), then fed in order to the
+    pipeline: the engine's recorded alerts, as plain data."""
+    import msgspec
+
+    copies = [msgspec.structs.replace(ev) for ev in events]
+    if urgent:
+        for ev in copies:
+            engine.urgent(ev)
+    for ev in copies:
+        pipe.feed(ev, renumber=False)
+    pipe.done()
+    return [msgspec.to_builtins(a) for a in engine.alerts]
+
+
 def test_the_lane_running_ahead_changes_no_alert() -> None:
     """The lane sees the whole stream before the engine sees any of it (a reader far ahead of a
     busy pipeline): the recorded alerts are exactly those of the engine alone, and every alert
     the lane announced is among them."""
-    import msgspec
-
     from spyglass.pipeline import Pipeline, RunContext
     from spyglass.rules.engine import RuleEngine
     from spyglass.rules.ruleset import load_ruleset
@@ -150,25 +173,10 @@ def test_the_lane_running_ahead_changes_no_alert() -> None:
         runs = []
         announced: list[Any] = []
         for lane in (False, True):
-
-            class Heard:
-                def __init__(self, into: list[Any]) -> None:
-                    self.into = into
-
-                def announce(self, alert: Any) -> None:
-                    self.into.append(alert)
-
             engine = RuleEngine(rs, home=HOME, fast_lane=lane)
-            pipe = Pipeline([engine, Heard(announced)], RunContext(root_cwd=WS, workspace=[WS]))
+            pipe = Pipeline([engine, _Heard(announced)], RunContext(root_cwd=WS, workspace=[WS]))
             pipe.start()
-            copies = [msgspec.structs.replace(ev) for ev in events]
-            if lane:
-                for ev in copies:
-                    engine.urgent(ev)
-            for ev in copies:
-                pipe.feed(ev, renumber=False)
-            pipe.done()
-            runs.append([msgspec.to_builtins(a) for a in engine.alerts])
+            runs.append(_play(engine, pipe, events, urgent=lane))
         assert runs[0] == runs[1]
         assert announced
         recorded = {(a["rule_id"], a["pid"], a["message"]) for a in runs[1]}
@@ -222,26 +230,15 @@ def test_events_seen_ahead_of_order_are_announced_once_and_change_no_alert() -> 
     announced: list[Any] = []
     engine = None
     for ahead in (False, True):
-
-        class Heard:
-            def announce(self, alert: Any) -> None:
-                announced.append(alert)
-
         engine = RuleEngine(rs, home=HOME)
-        pipe = Pipeline([engine, Heard()], RunContext(root_cwd=WS, workspace=[WS]))
+        pipe = Pipeline([engine, _Heard(announced)], RunContext(root_cwd=WS, workspace=[WS]))
         pipe.start()
         if ahead:
             announced.clear()
             for ev in events:
                 if ev.type.startswith("process.") or ev.type == "file.read":
                     engine.lookout(msgspec.structs.replace(ev))
-        copies = [msgspec.structs.replace(ev) for ev in events]
-        for ev in copies:
-            engine.urgent(ev)
-        for ev in copies:
-            pipe.feed(ev, renumber=False)
-        pipe.done()
-        runs.append([msgspec.to_builtins(a) for a in engine.alerts])
+        runs.append(_play(engine, pipe, events))
     assert engine is not None and engine.lane is not None
     assert runs[0] == runs[1]
     keys = [(a.rule_id, a.pid, a.message) for a in announced]

@@ -18,6 +18,7 @@ from sandbox_helpers import needs_bwrap, run_sandboxed
 
 from spyglass.events import Event
 from spyglass.sandbox.session import EventBus, MachineryFilter, SandboxLane
+from tests.capture.bounded import close_releases
 from tests.capture.burst import Witness, shell_command
 
 BURST = 3000
@@ -102,11 +103,7 @@ def test_the_bus_holds_a_bounded_number_of_capture_events_and_counts_the_wait() 
 def test_closing_the_bus_releases_a_waiting_pump() -> None:
     bus = EventBus(max_capture=1)
     bus.put_capture(_ev(0))
-    done = threading.Event()
-    t = threading.Thread(target=lambda: (bus.put_capture(_ev(1)), done.set()), daemon=True)
-    t.start()
-    bus.close()
-    assert done.wait(30)
+    assert close_releases(lambda: bus.put_capture(_ev(1)), bus.close)
 
 
 class _Sandbox:

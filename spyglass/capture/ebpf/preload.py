@@ -33,6 +33,19 @@ def _forget_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
+def sizes(opts: dict[str, object]) -> tuple[int, int]:
+    """The ring sizes a run asks for (``ring_bytes``, ``life_ring_bytes``): powers of two, 64 KiB at least."""
+    ring = _pow2(int(str(opts.get("ring_bytes", RING))), 1 << 16)
+    return ring, _pow2(int(str(opts.get("life_ring_bytes", LIFE))), 1 << 16)
+
+
+def _pow2(n: int, low: int) -> int:
+    size = low
+    while size < n:
+        size <<= 1
+    return size
+
+
 def load_object(ring: int, life: int) -> BpfObject:
     return BpfObject(str(probe.object_path()), {"events": ring, "life": life})
 

@@ -87,7 +87,7 @@ def try_load() -> tuple[bool, str]:
     global _LOAD_RESULT
     if _LOAD_RESULT is None:
         from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError
-        from spyglass.capture.ebpf.session import PROGRAMS
+        from spyglass.capture.ebpf.maps import PROGRAMS
 
         try:
             obj = BpfObject(str(object_path()), {"events": 1 << 16, "life": 1 << 16})

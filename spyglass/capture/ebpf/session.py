@@ -33,13 +33,20 @@ import time
 from collections.abc import Iterator
 
 from spyglass.capture import ident, procfs
-from spyglass.capture.base import BackendStatus, CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
-from spyglass.capture.ebpf import preload, probe
+from spyglass.capture.base import (
+    BackendStatus,
+    CaptureResult,
+    LaunchSpec,
+    StillRunning,
+    detach_on_close,
+    followed_note,
+    tell_following,
+)
+from spyglass.capture.ebpf import maps, preload, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
-from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError, map_keys, map_lookup, map_update, possible_cpus
+from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError
 from spyglass.capture.ebpf.lookout import Lookout
 from spyglass.capture.ebpf.ring import KernelOrder, Ring
-from spyglass.capture.ebpf.syscalls import CATEGORIES, TABLE
 from spyglass.capture.ebpf.tablecheck import TableCheck, argv_of
 from spyglass.capture.ebpf.watchdog import Watchdog
 from spyglass.capture.handover import MAX_QUEUED_DROPPING, Empty, Handover
@@ -49,20 +56,17 @@ from spyglass.capture.strace.host import fd_link, hosts_file, pgid_of
 from spyglass.errors import CaptureError
 from spyglass.events.schema import Event
 
-PROGRAMS = ["sys_exit", "on_fork", "on_exec", "on_exit"]
-OPTIONAL_PROGRAMS = ["on_uring"]  # io_uring may be compiled out
+PROGRAMS, OPTIONAL_PROGRAMS = maps.PROGRAMS, maps.OPTIONAL_PROGRAMS
 
 _POLL = 0.02
 #: bytes of the events ring decoded per step (between two looks at the alert ring)
 _CHUNK = 32 << 10
 _ALERT_RING = 256 << 10  # the program's size of the alert ring
-_FILE_ID = struct.Struct("<QII")  # the program's struct file_id: inode, kernel dev_t, pad
 #: what ``descendants`` may ask for processes alive after the grace period (as the strace backend)
 DESCENDANTS = ("kill", "follow", "detach")
 _DETACHED = "left running, no longer recorded (nothing of spyglass stays inside it)"
 _KILL_GRACE = 5.0
 _U32 = struct.Struct("<I")
-_CFG = struct.Struct("<IIII")  # the program's struct cfg: drop_dir_reads, root_tgid, enroll_tid, pad
 
 
 _frozen: list[bool] = []
@@ -74,13 +78,6 @@ def _freeze_heap() -> None:
     if not _frozen:
         _frozen.append(True)
         gc.freeze()
-
-
-def _pow2(n: int, low: int) -> int:
-    size = low
-    while size < n:
-        size <<= 1
-    return size
 
 
 class EbpfBackend:
@@ -100,11 +97,11 @@ class EbpfBackend:
         found = probe.static_problem()
         if found is not None:
             raise CaptureError(f"the eBPF backend cannot run: {found[0]}", hint=found[1])
-        ring, life = _sizes(spec.options)
+        ring, life = preload.sizes(spec.options)
         obj: BpfObject | None = None
         pre = preload.take()
         if isinstance(pre, BpfObject):
-            if (ring, life) == (_RING, _LIFE):
+            if (ring, life) == (preload.RING, preload.LIFE):
                 obj = pre
             else:
                 pre.close()
@@ -116,15 +113,6 @@ class EbpfBackend:
                     f"the eBPF program could not be loaded: {exc}", hint="run `spyglass doctor`"
                 ) from exc
         return EbpfSession(spec, obj, ring, life)
-
-
-_RING, _LIFE = preload.RING, preload.LIFE
-
-
-def _sizes(opts: dict[str, object]) -> tuple[int, int]:
-    ring = _pow2(int(str(opts.get("ring_bytes", _RING))), 1 << 16)
-    life = _pow2(int(str(opts.get("life_ring_bytes", _LIFE))), 1 << 16)
-    return ring, life
 
 
 _load = preload.load_object
@@ -163,7 +151,7 @@ class EbpfSession:
         self._following: float | None = None  # when following the leftovers began (monotonic)
         self._followed = 0
         try:
-            self._setup(opts, protected)
+            self._drop_dirs = maps.configure(self._obj, opts, protected, self._result.notes)
             life_r, alert_r = Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("alert"), _ALERT_RING)
             self._rings = [life_r, Ring(self._obj.map_fd("events"), ring), alert_r]
             self._order = KernelOrder(self._rings[1:2], chunk=_CHUNK)
@@ -176,14 +164,14 @@ class EbpfSession:
             # the kernel follows the next process this thread forks from its first instruction
             # (on_fork); nothing runs in the child before exec, so Popen can use vfork
             me = threading.get_native_id()
-            map_update(self._obj.map_fd("settings"), _U32.pack(0), _CFG.pack(self._drop_dirs, 0, me, 0))
+            maps.enroll(self._obj, self._drop_dirs, me)
             try:
                 self._proc = subprocess.Popen(
                     [*spec.wrapper, *spec.argv], cwd=cwd, env=spec.env, close_fds=True,
                     stdin=stdin, stdout=stdout, stderr=stderr,
                 )  # fmt: skip
             finally:
-                self._disarm(me)
+                maps.disarm(self._obj, self._drop_dirs, me)
         except (OSError, LibbpfError, subprocess.SubprocessError) as exc:
             self._obj.close()
             os.close(self._wake)
@@ -198,29 +186,6 @@ class EbpfSession:
         _freeze_heap()
         self._reader = threading.Thread(target=self._read, name="ebpf-reader", daemon=True)
         self._reader.start()
-
-    def _setup(self, opts: dict[str, object], protected: ident.Identities | None) -> None:
-        descs = self._obj.map_fd("descs")
-        for row in TABLE:
-            map_update(descs, _U32.pack(row.nr), row.packed())
-        urgent = self._obj.map_fd("urgent")  # + the sandbox's honeytokens (options["urgent_ids"])
-        ids = [*(protected.ids if protected is not None else ()), *opts.get("urgent_ids", ())]  # type: ignore[misc]
-        for dev, ino in ids[:8192]:
-            map_update(urgent, _FILE_ID.pack(ino, os.major(dev) << 20 | os.minor(dev), 0), b"\1")
-        self._drop_dirs = int(opts.get("drop_dir_reads", True) is not False)
-        map_update(self._obj.map_fd("settings"), _U32.pack(0), _CFG.pack(self._drop_dirs, 0, 0, 0))
-        self._obj.attach(PROGRAMS)
-        try:
-            self._obj.attach(OPTIONAL_PROGRAMS)
-        except LibbpfError:
-            self._result.notes.append("io_uring tracepoints unavailable: io_uring opcodes are not recorded")
-
-    def _disarm(self, tid: int) -> None:
-        """No fork matched (Popen failed before it): the thread's next fork must not be followed."""
-        fd = self._obj.map_fd("settings")
-        raw = map_lookup(fd, _U32.pack(0), _CFG.size)
-        if raw is not None and _CFG.unpack(raw)[2] == tid:
-            map_update(fd, _U32.pack(0), _CFG.pack(self._drop_dirs, 0, 0, 0))
 
     @property
     def helper_pids(self) -> list[int]:
@@ -302,14 +267,11 @@ class EbpfSession:
 
         Closing the generator early detaches (the tree keeps running).
         """
-        finished = False
-        try:
-            yield from self._stream()
-            finished = True
-        finally:
-            if not finished:
-                self._finish_reading()
-                self._close()
+        return detach_on_close(self._stream(), self._abandon)
+
+    def _abandon(self) -> None:
+        self._finish_reading()
+        self._close()
 
     def _stream(self) -> Iterator[Event]:
         dec = self.decoder
@@ -373,7 +335,7 @@ class EbpfSession:
 
     def _tracked_alive(self) -> list[int]:
         try:
-            pids = [_U32.unpack(k)[0] for k in map_keys(self._obj.map_fd("tracked"), 4)]
+            pids = maps.tracked(self._obj)
         except LibbpfError:
             return []
         return [p for p in pids if running(p)]
@@ -427,34 +389,10 @@ class EbpfSession:
         if self.spec.options.get("kernel_stats"):
             self.kernel_stats = probe.program_stats(self._obj.program_ids(PROGRAMS + OPTIONAL_PROGRAMS))
         self._obj.detach()
-        self._count_lost()
+        maps.count_lost(self._obj, self._result)
         for r in self._rings:
             r.close()
         self._obj.close()
-
-    def _lost_now(self) -> tuple[int, list[str]]:
-        """The program's per-CPU lost counters, summed: (total, ["file 12", ...])."""
-        fd = self._obj.map_fd("lost")
-        ncpu = possible_cpus()
-        kinds: list[str] = []
-        total = 0
-        for i, name in enumerate(CATEGORIES):
-            raw = map_lookup(fd, _U32.pack(i), 8 * ncpu)
-            n = sum(struct.unpack(f"<{ncpu}Q", raw)) if raw else 0
-            if n:
-                kinds.append(f"{name} {n}")
-                total += n
-        return total, kinds
-
-    def _count_lost(self) -> None:
-        try:
-            total, kinds = self._lost_now()
-        except LibbpfError as exc:
-            self._result.notes.append(f"lost-record counters unreadable: {exc}")
-            return
-        self._result.lost = total
-        if total:
-            self._result.notes.append(f"{total} record(s) lost (ring full): " + ", ".join(kinds))
 
     @property
     def lost_events(self) -> int:
@@ -462,7 +400,7 @@ class EbpfSession:
         if self._closed:
             return self._result.lost
         try:
-            return self._lost_now()[0]
+            return maps.lost(self._obj)[0]
         except (LibbpfError, AssertionError):
             return self._result.lost
 
@@ -483,7 +421,7 @@ class EbpfSession:
         pids = [self._proc.pid]
         if not self._closed:
             try:
-                pids += [_U32.unpack(k)[0] for k in map_keys(self._obj.map_fd("tracked"), 4)]
+                pids += maps.tracked(self._obj)
             except (LibbpfError, AssertionError):
                 pass
         procfs.kill_all(list(dict.fromkeys(pids)))  # all stopped first: none runs on between the kills

@@ -30,7 +30,14 @@ import time
 from collections.abc import Iterator
 
 from spyglass.capture import ident, procfs
-from spyglass.capture.base import CaptureResult, LaunchSpec, StillRunning, followed_note, tell_following
+from spyglass.capture.base import (
+    CaptureResult,
+    LaunchSpec,
+    StillRunning,
+    detach_on_close,
+    followed_note,
+    tell_following,
+)
 from spyglass.capture.handover import Empty, Handover
 from spyglass.capture.reap import wait_exit
 from spyglass.capture.strace import host
@@ -189,14 +196,11 @@ class StraceSession:
 
         Closing the generator early detaches from the tree (which keeps running).
         """
-        finished = False
-        try:
-            yield from self._stream()
-            finished = True
-        finally:
-            if not finished:
-                self._detach()
-                threading.Thread(target=self._drain, name="strace-drain", daemon=True).start()
+        return detach_on_close(self._stream(), self._abandon)
+
+    def _abandon(self) -> None:
+        self._detach()
+        threading.Thread(target=self._drain, name="strace-drain", daemon=True).start()
 
     def _stream(self) -> Iterator[Event]:
         parser = self.parser
