@@ -21,6 +21,24 @@ def state(pid: int) -> bytes:
     return stat[end + 2 : end + 3]
 
 
+#: SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU as bits of /proc/PID/status's signal masks
+_STOP_BITS = sum(1 << (sig - 1) for sig in (19, 20, 21, 22))
+
+
+def stop_pending(pid: int) -> bool:
+    """Whether a stop signal is on its way to ``pid`` (sent, not yet taken: it stops when next
+    scheduled, which on a busy machine may be a while)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            status = f.read()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith((b"SigPnd:", b"ShdPnd:")) and int(line.split()[1], 16) & _STOP_BITS:
+            return True
+    return False
+
+
 def running(pid: int) -> bool:
     """Whether ``pid`` exists and is not a zombie."""
     return state(pid) not in (b"Z", b"X", b"")

@@ -77,3 +77,24 @@ def test_benign_twin_kill_all_of_processes_already_gone_is_quiet() -> None:
     proc.wait()
     procfs.kill_all([proc.pid, 2**22 + 12345])  # gone and never there: no error
     assert procfs.state(proc.pid) == b""
+
+
+HOLD_TSTP = ("import signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTSTP, signal.SIGUSR1]); "
+             "print('ready', flush=True); sys.stdin.read()")
+
+
+def test_a_stop_signal_sent_and_not_yet_taken_is_pending() -> None:
+    """A real process holding SIGTSTP blocked keeps it pending (a busy machine keeps a stop pending
+    the same way until the process is next scheduled)."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_TSTP], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        assert not procfs.stop_pending(proc.pid)
+        os.kill(proc.pid, signal.SIGUSR1)  # benign twin: another signal pending is no stop
+        assert not procfs.stop_pending(proc.pid)
+        os.kill(proc.pid, signal.SIGTSTP)
+        assert procfs.stop_pending(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not procfs.stop_pending(proc.pid)  # gone

@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from spyglass.capture.ebpf.libbpf import BpfObject
     from spyglass.events.schema import Event
 
-_CONFIRM = 0.15  # seconds between the two looks of _monitor_alone_stopped
+_CONFIRM = 0.15  # seconds between the looks of _monitor_alone_stopped
+_STOPPING_MAX = 1.0  # seconds an agent with a stop pending may take to stop
 _TICK = 0.1
 _KILL_FOR = 10.0  # seconds spent killing the tree (new children die as they appear)
 _KEEP_EVENTS = 500  # events after spyglass's death kept in the note
@@ -74,18 +75,25 @@ def _procfs() -> dict[str, Any]:
 _PROCFS = _procfs()
 _state: Callable[[int], bytes] = _PROCFS["state"]
 _alive: Callable[[int], bool] = _PROCFS["running"]
+_stop_pending: Callable[[int], bool] = _PROCFS["stop_pending"]
 
 
 def _monitor_alone_stopped(monitor: int, root: int) -> bool:
     """spyglass stopped while the agent is not, and still so a moment later: a stop sent to a
     whole process group reaches its members one by one (each stops when next scheduled), so
-    one look can find spyglass stopped before the agent is."""
-    for look in range(2):
+    one look can find spyglass stopped before the agent is.  An agent with a stop still pending
+    (not scheduled yet, on a busy machine) is given up to ``_STOPPING_MAX`` to take it: no
+    longer, or a root kept from running (a vfork parent waits unscheduled) would hold spyglass
+    stopped."""
+    deadline = time.monotonic() + _STOPPING_MAX
+    look = 0
+    while True:
         if _state(monitor) not in (b"T", b"t") or (root and _state(root) == b"T"):
             return False
-        if look == 0:
-            time.sleep(_CONFIRM)
-    return True
+        if look and not (root and _stop_pending(root) and time.monotonic() < deadline):
+            return True
+        look += 1
+        time.sleep(_CONFIRM)
 
 
 def watch(cfg: dict[str, Any]) -> int:

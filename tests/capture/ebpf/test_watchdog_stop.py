@@ -1,0 +1,96 @@
+"""The watchdog's judgement of a stopped spyglass, on real processes (no program loaded: the
+decision reads /proc only): job control (the agent stops too) is left alone, spyglass stopped
+alone is not, and an agent that keeps a stop pending cannot hold spyglass stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from spyglass.capture import procfs
+from spyglass.capture.ebpf import watchdog
+from tests.capture.test_procfs import HOLD_TSTP
+
+
+def _stopped(proc: subprocess.Popen[bytes]) -> None:
+    os.kill(proc.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 30
+    while procfs.state(proc.pid) != b"T":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def monitor() -> Iterator[subprocess.Popen[bytes]]:
+    """A stand-in for spyglass, stopped."""
+    proc = subprocess.Popen(["sleep", "60"])
+    _stopped(proc)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_spyglass_stopped_alone_is_found(monitor: subprocess.Popen[bytes]) -> None:
+    agent = subprocess.Popen(["sleep", "60"])
+    try:
+        assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
+    finally:
+        agent.kill()
+        agent.wait()
+
+
+def test_benign_twin_the_agent_stopped_too_is_job_control(monitor: subprocess.Popen[bytes]) -> None:
+    agent = subprocess.Popen(["sleep", "60"])
+    try:
+        _stopped(agent)
+        assert not watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
+    finally:
+        agent.kill()
+        agent.wait()
+
+
+def test_an_agent_keeping_a_stop_pending_does_not_hold_spyglass_stopped(monitor: subprocess.Popen[bytes]) -> None:
+    """The attacker stops spyglass and keeps a stop pending on itself without ever taking it (held
+    blocked here; a vfork parent, never scheduled, keeps one the same way): the watchdog waits for it
+    a bounded while (``_STOPPING_MAX``), then finds spyglass stopped alone."""
+    agent = subprocess.Popen([sys.executable, "-c", HOLD_TSTP], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline() == b"ready\n"
+        os.kill(agent.pid, signal.SIGTSTP)
+        assert procfs.stop_pending(agent.pid)
+        assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
+    finally:
+        agent.kill()
+        agent.wait()
+
+
+LATE_STOP = ("import signal, sys, time; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTSTP]); "
+             "print('ready', flush=True); sys.stdin.readline(); time.sleep(0.3); "
+             "signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTSTP]); time.sleep(60)")
+
+
+def test_benign_twin_an_agent_that_takes_its_stop_late_is_job_control(
+    monitor: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-Z on a busy machine: the agent is not scheduled until well after spyglass stopped
+    (played by holding the stop 0.3 s; the bound is raised so the test does not race the machine's
+    load). One look 0.15 s later found it running and took job control for an attack."""
+    monkeypatch.setattr(watchdog, "_STOPPING_MAX", 60.0)
+    agent = subprocess.Popen([sys.executable, "-c", LATE_STOP], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline() == b"ready\n"
+        os.kill(agent.pid, signal.SIGTSTP)
+        assert agent.stdin is not None
+        agent.stdin.write(b"go\n")
+        agent.stdin.flush()
+        assert not watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
+        assert procfs.state(agent.pid) == b"T"
+    finally:
+        agent.kill()
+        agent.wait()
