@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spyglass.agents.agent_logs import ToolCall
-from spyglass.agents.hooks import HookReport
+
+if TYPE_CHECKING:  # reports exist only in a run with the agent's hooks
+    from spyglass.agents.hooks import HookReport
 
 AGENT, INTERNAL, TOOL, OTHER, PENDING, MCP = "agent", "internal", "tool", "other", "pending", "mcp"
 

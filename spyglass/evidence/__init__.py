@@ -15,7 +15,12 @@ Names are imported on first use.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
+
+#: where ``spyglass keys generate`` puts the private key unless told otherwise (here, not in
+#: :mod:`spyglass.evidence.keys`, so that a run without a key protects it without importing signing)
+DEFAULT_KEY = Path("~/.config/spyglass/signing.key")
 
 _LAZY = {
     "verify_run": "spyglass.evidence.verify",

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spyglass.errors import SpyglassError, UsageError
+from spyglass.evidence import DEFAULT_KEY as _DEFAULT_KEY
 
 ALGORITHM = "ed25519"
 PASSPHRASE_ENV = "SPYGLASS_SIGN_KEY_PASSPHRASE"
@@ -59,8 +60,7 @@ class KeyPairFiles:
     fingerprint: str
 
 
-#: where ``spyglass keys generate`` puts the private key unless told otherwise
-DEFAULT_KEY = Path("~/.config/spyglass/signing.key")
+DEFAULT_KEY = _DEFAULT_KEY  # where ``spyglass keys generate`` puts the private key unless told otherwise
 
 
 def readable_by(path: Path, user: str | int) -> bool:

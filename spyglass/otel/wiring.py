@@ -41,8 +41,6 @@ def monitoring(
     watch_config: bool = True,
 ) -> Monitoring:
     """Identity and sinks for one run; raises UsageError for a bad endpoint before the run starts."""
-    from spyglass.otel.config import resolve_target
-
     identity = derive_identity(
         argv, cwd=cwd, env=env, kind=agent_kind, explicit=agent_id, policy_id=getattr(policy, "agent_id", None)
     )
@@ -51,7 +49,12 @@ def monitoring(
         from spyglass.agents.config_watch import ConfigWatch
 
         out.sinks.append(ConfigWatch([*workspace, cwd], home, dict(env)))
-    target = resolve_target(url=otlp, protocol=otlp_protocol, env=env, policy=getattr(policy, "otlp", None))
+    pol_otlp = getattr(policy, "otlp", None)
+    if not (otlp or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or getattr(pol_otlp, "endpoint", None)):
+        return out  # no endpoint anywhere: resolve_target would say None (the export's code stays unloaded)
+    from spyglass.otel.config import resolve_target
+
+    target = resolve_target(url=otlp, protocol=otlp_protocol, env=env, policy=pol_otlp)
     if target is not None:
         from spyglass.otel.sink import OtlpSink
 

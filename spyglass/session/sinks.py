@@ -97,7 +97,7 @@ def _policy_places(plan: Plan) -> list[tuple[str | Path, str, bool]]:
 
 def _witness(plan: Plan) -> Iterable[object]:
     """The guard that alerts on any change to the store, policy, rule files or key (docs/threat-model.md)."""
-    from spyglass.evidence.keys import DEFAULT_KEY
+    from spyglass.evidence import DEFAULT_KEY  # not .keys: signing loads only with a key in use
     from spyglass.witness import Protected, WitnessGuard
 
     policy = plan.policy

@@ -52,10 +52,14 @@ def test_a_run_under_ebpf_does_not_import_the_strace_parser(tmp_path: Path) -> N
     loaded = _modules_of_run(tmp_path, "ebpf")
     assert "spyglass.capture.ebpf.session" in loaded  # it did run under eBPF
     assert not loaded & STRACE_PARSER, sorted(loaded & STRACE_PARSER)
+    assert not loaded & FEATURES, sorted(loaded & FEATURES)
 
 
 #: what a plain run (no --ask, no codex config, no signing key) has no use for
 UNUSED = {"spyglass.agents.ask", "tomllib", "yaml", "jsonschema", "spyglass.rules.parse", "spyglass.rules.ruleset"}
+#: ... nor, before an alert, an OTLP endpoint, an agent's hooks or MCP servers, for these
+FEATURES = {"spyglass.evidence.keys", "spyglass.otel.config", "spyglass.agents.hooks", "spyglass.agents.mcp",
+            "spyglass.rules.describe"}
 
 
 def test_a_run_under_strace_does_not_import_the_ebpf_backend(tmp_path: Path) -> None:
@@ -68,6 +72,7 @@ def test_a_second_run_imports_neither_the_rule_parser_nor_what_it_does_not_use(t
     _modules_of_run(tmp_path, "strace")  # fills the rule cache
     loaded = _modules_of_run(tmp_path, "strace")
     assert not loaded & UNUSED, sorted(loaded & UNUSED)
+    assert not loaded & FEATURES, sorted(loaded & FEATURES)
 
 
 def test_a_policy_file_is_not_parsed_again_by_the_next_run(tmp_path: Path) -> None:

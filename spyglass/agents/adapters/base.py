@@ -16,10 +16,12 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spyglass.agents.agent_logs import AgentLog
-from spyglass.agents.hooks import Decider, HookServer
+
+if TYPE_CHECKING:  # the hooks' server loads only in a run that starts it
+    from spyglass.agents.hooks import Decider, HookServer
 
 
 def base(s: str | None) -> str:

@@ -26,11 +26,13 @@ import shlex
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spyglass.agents.adapters.base import AgentAdapter, base, npm_package
 from spyglass.agents.agent_logs import AgentLog, ToolCall, Turn, iso_ts
-from spyglass.agents.hooks import Decider, HookServer, install_hooks
+
+if TYPE_CHECKING:  # the hooks' server loads only in a run that starts it
+    from spyglass.agents.hooks import Decider, HookServer
 
 PACKAGE = "@anthropic-ai/claude-code"
 #: what turns off everything that phones home (telemetry, update checks, error reports, the rest)
@@ -104,6 +106,8 @@ class ClaudeCodeAdapter(AgentAdapter):
         self, env: dict[str, str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
     ) -> HookServer | None:
         """PreToolUse/PostToolUse hooks in the per-run ``settings.json`` reporting to a unix socket."""
+        from spyglass.agents.hooks import HookServer, install_hooks
+
         config = Path(env.get("CLAUDE_CONFIG_DIR") or config_dir(scratch / "claude-config"))
         sock = config.parent / "hook.sock"
         if len(str(sock)) > 100:  # the limit of a unix socket's path
@@ -122,6 +126,8 @@ class ClaudeCodeAdapter(AgentAdapter):
         self, argv: Sequence[str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
     ) -> tuple[list[str], HookServer] | None:
         """``--settings FILE`` with the hooks added to the command line: the user's own settings stay."""
+        from spyglass.agents.hooks import HookServer, install_hooks
+
         scratch.mkdir(parents=True, exist_ok=True)
         server = HookServer(scratch / "hook.sock", decider)
         settings = scratch / "spyglass-settings.json"
