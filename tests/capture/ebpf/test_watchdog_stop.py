@@ -82,7 +82,10 @@ def test_benign_twin_an_agent_that_takes_its_stop_late_is_job_control(
     (played by holding the stop 0.3 s; the bound is raised so the test does not race the machine's
     load). One look 0.15 s later found it running and took job control for an attack."""
     monkeypatch.setattr(watchdog, "_STOPPING_MAX", 60.0)
-    agent = subprocess.Popen([sys.executable, "-c", LATE_STOP], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    # a process group of its own, whose parent (this test) is in another group of the session: the
+    # kernel drops SIGTSTP in an orphaned group (as the test's own may be, without a terminal)
+    agent = subprocess.Popen([sys.executable, "-c", LATE_STOP], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             process_group=0)
     try:
         assert agent.stdout is not None and agent.stdout.readline() == b"ready\n"
         os.kill(agent.pid, signal.SIGTSTP)
