@@ -181,9 +181,10 @@ def reap_zombies(comm: str) -> int:
 
 
 def fd_link(pid: int, fd: int) -> str | None:
-    """What descriptor ``fd`` of live process ``pid`` names (a path, or ``pipe:[N]``-style text)."""
+    """What descriptor ``fd`` of live process ``pid`` names (a path, or ``pipe:[N]``-style text);
+    for ``fd`` -1 (``state.EXE``) the file the process runs."""
     try:
-        return os.readlink(f"/proc/{pid}/fd/{fd}")
+        return os.readlink(f"/proc/{pid}/exe" if fd == -1 else f"/proc/{pid}/fd/{fd}")
     except OSError:
         return None
 

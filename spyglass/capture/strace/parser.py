@@ -35,7 +35,7 @@ from spyglass.capture.strace import access, files, net, privs
 from spyglass.capture.strace.decode import unquote
 from spyglass.capture.strace.fastpath import FastPaths
 from spyglass.capture.strace.paths import RealpathDir
-from spyglass.capture.strace.state import Call, FdLink, HostsFile, PgidOf, Proc, TraceState, live_parent
+from spyglass.capture.strace.state import EXE, Call, FdLink, HostsFile, PgidOf, Proc, TraceState, live_parent
 from spyglass.events.schema import Event
 
 Handler = Callable[[TraceState, Call], "Event | None"]
@@ -84,13 +84,26 @@ class _Pending:
     pid_changed: bool = False  # an execve by a non-leader thread
 
 
-def _fd_named(c: Call, raw: str, dirfd: str | None) -> str | None:
-    """The file an exec names by a descriptor, as the trace last saw that descriptor.  The live
-    link is no witness here: the exec is over when strace reports it, a close-on-exec descriptor
-    (a memory file's) is gone and the new program's loader has reused its number (``ld.so.cache``)."""
+def _fd_named(st: TraceState, c: Call, raw: str, dirfd: str | None, ok: bool) -> str | None:
+    """The file an exec names by a descriptor.  The descriptor's live link is no witness: the exec
+    is over when strace reports it, a close-on-exec descriptor (a memory file's) is gone and the new
+    program's loader has reused its number (``ld.so.cache``).  Nor is the table: descriptors change
+    unseen (``close`` and ``dup`` are not traced), so a program opened earlier could stand for a
+    memory file put behind its number.  A successful exec is named by the image the process runs
+    now (``/proc/PID/exe``: ``/memfd:NAME (deleted)`` for a memory file); the table only when
+    that cannot be read (the process is gone) or the exec failed."""
     m = _FD_EXE.fullmatch(raw)
     fd = m.group(1) if m is not None else dirfd if raw == "" and dirfd is not None and dirfd.isdigit() else None
-    return c.proc.fds.get(int(fd)) if fd is not None else None
+    if fd is None:
+        return None
+    if ok and st.fd_link is not None:
+        try:
+            live = st.fd_link(c.proc.pid, EXE)
+        except Exception:  # a host callback must never break parsing
+            live = None
+        if live is not None and live.startswith("/"):
+            return live
+    return c.proc.fds.get(int(fd))
 
 
 class StraceParser:
@@ -359,9 +372,9 @@ class StraceParser:
             dirfd = m.groupdict().get("dirfd")
             path_tok, argv_text = m.group("path"), m.group("argv")
         raw = unquote(path_tok)
-        exe = _fd_named(c, raw, dirfd) or st.resolve(c, raw, dirfd)
-        argv = [unquote(x) for x in _STRING.findall(argv_text)]
         ok = pid_changed or c.ok
+        exe = _fd_named(st, c, raw, dirfd, ok) or st.resolve(c, raw, dirfd)
+        argv = [unquote(x) for x in _STRING.findall(argv_text)]
         typed: str | None = None
         if ok and st.realpath_dir is not None and not exe.startswith("/proc/"):
             # the kernel runs the file a symlink points at (a venv's python is a link to the

@@ -15,6 +15,8 @@ HostsFile = Callable[[int, str], dict[str, str]]
 #: ``fd_link(pid, fd) -> link`` of a live process's descriptor (``/proc/<pid>/fd/<fd>``: a path, or
 #: ``pipe:[N]``-style text), or None when it cannot be read
 FdLink = Callable[[int, int], "str | None"]
+#: the descriptor number that asks ``fd_link`` for the process's executable (``/proc/<pid>/exe``)
+EXE = -1
 #: ``pgid_of(pid) -> process group`` of a live process, or None
 PgidOf = Callable[[int], "int | None"]
 

@@ -121,3 +121,18 @@ def test_benign_twin_exec_of_an_opened_program_through_its_descriptor_names_it(p
     ]
     events, _ = parse(lines=lines, fd_link=lambda pid, fd: "/etc/ld.so.cache" if fd == 3 else None)
     assert one(events, type="process.exec").exe == "/usr/bin/true"
+
+
+def test_a_memory_file_put_unseen_behind_an_opened_programs_number_is_named_as_what_runs(parse, one) -> None:
+    """The attacker opens a trusted program (traced), then closes that descriptor and dups a memory
+    file onto its number (neither call is traced) and execs /proc/self/fd/N: the table still names
+    the trusted program, the image the process runs does not (its /proc/PID/exe, read through the
+    host callback; the real process is in test_strace_backend.py)."""
+    lines = [
+        '9 1700000000.000001 openat(AT_FDCWD, "/usr/bin/git", O_RDONLY) = 3</usr/bin/git>',
+        '9 1700000000.000002 memfd_create("payload", 0) = 4</memfd:payload>(deleted)',
+        '9 1700000000.000003 execve("/proc/self/fd/3", ["payload"], 0x7ffd0000 /* 1 vars */) = 0',
+    ]
+    runs = {-1: "/memfd:payload (deleted)", 3: "/memfd:payload (deleted)"}
+    events, _ = parse(lines=lines, fd_link=lambda pid, fd: runs.get(fd))
+    assert one(events, type="process.exec").exe == "/memfd:payload (deleted)"

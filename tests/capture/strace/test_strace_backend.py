@@ -402,6 +402,24 @@ def test_exec_of_a_memfd_names_the_memory_file(tmp_path: Path) -> None:
     assert [e.exe for e in execs] == ["/memfd:payload (deleted)"]
 
 
+def test_a_memory_file_dup_ed_onto_a_trusted_programs_descriptor_is_named_as_what_runs(tmp_path: Path) -> None:
+    """The attacker: a traced open of /bin/true, then (untraced) close and dup of a memory file onto
+    that number, and an exec of /proc/self/fd/N: the exec names the memory file, not /bin/true."""
+    code = (
+        "import os\n"
+        "fd = os.open('/bin/true', os.O_RDONLY)\n"
+        "mem = os.memfd_create('payload', 0)\n"
+        "os.write(mem, open('/bin/true', 'rb').read())\n"
+        "os.close(fd)\n"
+        "os.dup2(mem, fd, inheritable=True)\n"
+        "os.execv(f'/proc/self/fd/{fd}', ['payload'])\n"
+    )
+    events, res = run(py(code), tmp_path)
+    assert res.exit_code == 0
+    execs = [e for e in events if e.type == "process.exec" and e.argv == ["payload"]]
+    assert [e.exe for e in execs] == ["/memfd:payload (deleted)"]
+
+
 def test_exec_through_a_symlink_names_the_file_it_points_at(tmp_path: Path) -> None:
     link = tmp_path / "mytrue"
     link.symlink_to("/bin/true")
