@@ -48,6 +48,8 @@ from spyglass.agents.agent_logs import (
     unwrap_shell,
 )
 from spyglass.agents.compact import Compact, PidStats, compact, expand
+from spyglass.agents.mcp import label as mcp_label
+from spyglass.agents.mcp import match_server
 from spyglass.agents.view import (
     AGENT,
     INTERNAL,
@@ -174,8 +176,6 @@ class Linker:
         p.link = link
         self.roles[p.pid] = AGENT if role == PENDING else role
         if role == MCP and p.mcp:
-            from spyglass.agents.mcp import label as mcp_label  # MCP servers only
-
             self.labels[p.pid] = mcp_label(p.mcp)
             self.mcp_pids.setdefault(p.mcp, []).append(p.pid)
         elif link is not None:
@@ -202,11 +202,7 @@ class Linker:
         if any(m in text for a in all_adapters() for m in a.wrapper_markers):
             self._set(p, PENDING)  # the command follows in this process
             return
-        server = None
-        if self._mcp:  # the agent's MCP servers, when its config names any
-            from spyglass.agents.mcp import match_server
-
-            server = match_server(self._mcp, argv, text)
+        server = match_server(self._mcp, argv, text) if self._mcp else None
         if server is not None:
             p.mcp = server
             self._set(p, MCP)

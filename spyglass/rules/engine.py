@@ -22,6 +22,7 @@ from spyglass.pipeline import RunContext, Sink, default_home
 from spyglass.policy import Policy
 from spyglass.rules.compiler import CompiledSet, Matcher, compile_matchers
 from spyglass.rules.context import FieldContext, RunState
+from spyglass.rules.describe import describe, duration, short_command
 from spyglass.rules.fastlane import FastLane, fast_matchers
 from spyglass.rules.fields import FIELDS
 from spyglass.rules.model import Rule, RuleSet
@@ -310,8 +311,6 @@ class RuleEngine(Sink):
             value = _hashable(self._value(th.distinct, ev)) if th.distinct else None
             hit = counter.add(self._scope_key(th.by, ev), ev.ts, ev.seq, value)
             if hit is not None:
-                from spyglass.rules.describe import duration
-
                 msg = self._message(rule, ev) if rule.message else (
                     f"{rule.title}: {len(hit)} within {duration(th.within_ns)}, last: {self._describe(ev)}"
                 )
@@ -331,8 +330,6 @@ class RuleEngine(Sink):
     def _describe(self, ev: Event, fx: FieldContext | None = None) -> str:
         fx = fx or self.fx
         fx.ev = ev
-        from spyglass.rules.describe import describe  # alerts only
-
         return describe(ev, fx.domain() if ev.type.startswith("net.") else None)
 
     def message(self, rule: Rule, ev: Event, fx: FieldContext | None = None) -> str:
@@ -406,6 +403,4 @@ class RuleEngine(Sink):
 
 
 def command_of(alert: Alert) -> str:
-    from spyglass.rules.describe import short_command
-
     return short_command(alert.argv, alert.exe)
