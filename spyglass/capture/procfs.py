@@ -70,18 +70,50 @@ def descendants(root: int, limit: int = 65536) -> list[int]:
     return out
 
 
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[1]) if len(fields) > 1 else None
+
+
 def kill_all(pids: list[int]) -> None:
     """SIGKILL every pid of a tree so that none of them acts on another's death.
 
     Every pid is sent SIGSTOP first, then SIGKILL.  Otherwise a shell whose child is killed first
-    runs its next command (a write, say) before its own kill arrives, and killing a PID namespace's
-    init does not stop its members at once either (the init's memory is torn down first).
+    runs its next command (a write, say) before its own kill arrived, and killing a PID namespace's
+    init does not stop its members at once either (the init's memory is torn down first).  The
+    kills go to children before their parents: a parent's death can leave a stopped child's
+    process group orphaned, and the kernel then sends that group SIGCONT (and SIGHUP), which
+    would let the child run before its own kill.  The kills are sent whatever happens to the
+    stops (nothing is left stopped).
     """
     import signal
 
-    for sig in (signal.SIGSTOP, signal.SIGKILL):
+    try:
         for pid in pids:
             try:
-                os.kill(pid, sig)
+                os.kill(pid, signal.SIGSTOP)
+            except OSError:
+                pass
+    finally:
+        listed = set(pids)
+        parent = {pid: _parent(pid) for pid in listed}
+
+        def depth(pid: int) -> int:
+            n, seen = 0, {pid}
+            up = parent.get(pid)
+            while up is not None and up in listed and up not in seen:
+                seen.add(up)
+                n += 1
+                up = parent.get(up)
+            return n
+
+        for pid in sorted(listed, key=depth, reverse=True):  # the deepest first
+            try:
+                os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass

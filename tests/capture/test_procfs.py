@@ -98,3 +98,43 @@ def test_a_stop_signal_sent_and_not_yet_taken_is_pending() -> None:
         proc.kill()
         proc.wait()
     assert not procfs.stop_pending(proc.pid)  # gone
+
+
+ORPHAN = """
+import os, signal, sys, time
+child = os.fork()
+if child == 0:
+    os.setpgid(0, 0)  # a job-control shell puts each job in a group of its own
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGCONT, lambda s, f: open(sys.argv[1], "w").close())
+    print(os.getpid(), flush=True)
+    while True:
+        time.sleep(1)
+os.waitpid(child, 0)
+"""
+
+
+def test_kill_all_kills_a_child_before_the_parent_whose_death_would_resume_it(tmp_path: Path, monkeypatch: Any) -> None:
+    """The attacker: a child in a process group of its own, stopped with the rest, acts on SIGCONT.
+    Its parent's death orphans that group and the kernel sends it SIGCONT: were the parent (listed
+    first, as the callers list the root) killed first, the child would run before its own kill."""
+    marker = tmp_path / "resumed"
+    root = subprocess.Popen([sys.executable, "-c", ORPHAN, str(marker)], stdout=subprocess.PIPE, text=True)
+    assert root.stdout is not None
+    child = int(root.stdout.readline())
+    real_kill = os.kill
+
+    def slow_kill(pid: int, sig: int) -> None:
+        real_kill(pid, sig)
+        if sig == signal.SIGKILL:
+            time.sleep(0.3)  # the child would run here, were it resumed before its kill
+
+    monkeypatch.setattr(os, "kill", slow_kill)
+    procfs.kill_all([root.pid, child])
+    monkeypatch.undo()
+    assert root.wait(timeout=30) == -signal.SIGKILL
+    deadline = time.monotonic() + 30
+    while procfs.state(child) not in (b"", b"Z"):
+        assert time.monotonic() < deadline, procfs.state(child)
+        time.sleep(0.01)
+    assert not marker.exists()
