@@ -82,15 +82,15 @@ def _monitor_alone_stopped(monitor: int, root: int) -> bool:
     """spyglass stopped while the agent is not, and still so a moment later: a stop sent to a
     whole process group reaches its members one by one (each stops when next scheduled), so
     one look can find spyglass stopped before the agent is.  An agent with a stop still pending
-    (not scheduled yet, on a busy machine) is given up to ``_STOPPING_MAX`` to take it: no
-    longer, or a root kept from running (a vfork parent waits unscheduled) would hold spyglass
-    stopped."""
+    (not scheduled yet, on a busy machine) is given up to ``_STOPPING_MAX`` to take it, and only
+    while it can run (``R`` or ``S``): a root kept from running (a vfork parent waits in ``D``,
+    its stop pending for as long as its child likes) must not hold spyglass stopped."""
     deadline = time.monotonic() + _STOPPING_MAX
     look = 0
     while True:
         if _state(monitor) not in (b"T", b"t") or (root and _state(root) == b"T"):
             return False
-        if look and not (root and _stop_pending(root) and time.monotonic() < deadline):
+        if look and not (root and _stop_pending(root) and _state(root) in (b"R", b"S") and time.monotonic() < deadline):
             return True
         look += 1
         time.sleep(_CONFIRM)

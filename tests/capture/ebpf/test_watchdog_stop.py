@@ -97,3 +97,33 @@ def test_benign_twin_an_agent_that_takes_its_stop_late_is_job_control(
     finally:
         agent.kill()
         agent.wait()
+
+
+def test_a_root_that_cannot_run_gets_no_time_to_take_its_stop(
+    monitor: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attacker's root waits in a vfork (state D) with a stop pending for as long as its child
+    likes, episode after episode.  Python cannot play a vfork parent safely, so the root's state is
+    the one stand-in here: a real process with a stop really pending, reported as ``D``; with the
+    bound raised to a minute, the watchdog must still decide at its second look."""
+    monkeypatch.setattr(watchdog, "_STOPPING_MAX", 60.0)
+    agent = subprocess.Popen([sys.executable, "-c", HOLD_TSTP], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline() == b"ready\n"
+        os.kill(agent.pid, signal.SIGTSTP)
+        assert procfs.stop_pending(agent.pid)
+        real_state = watchdog._state
+        looks: list[int] = []
+
+        def state(pid: int) -> bytes:
+            if pid != agent.pid:
+                return real_state(pid)
+            looks.append(pid)
+            return b"D"
+
+        monkeypatch.setattr(watchdog, "_state", state)
+        assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
+        assert len(looks) <= 3  # decided at the second look (a grace would look again and again)
+    finally:
+        agent.kill()
+        agent.wait()
