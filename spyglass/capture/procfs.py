@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 
 
-def state(pid: int) -> bytes:
-    """The state letter of ``pid`` (``R``, ``S``, ``T``, ``Z`` ...), empty when it is gone."""
+def state(pid: int | str) -> bytes:
+    """The state letter of ``pid`` (``R``, ``S``, ``T``, ``Z`` ...), empty when it is gone
+    (``PID/task/TID`` for one thread)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
@@ -40,8 +41,16 @@ def stop_pending(pid: int) -> bool:
 
 
 def running(pid: int) -> bool:
-    """Whether ``pid`` exists and is not a zombie."""
-    return state(pid) not in (b"Z", b"X", b"")
+    """Whether process ``pid`` exists and is not a zombie.  A process whose first thread exited
+    (``SYS_exit``) shows that thread's zombie state while its other threads run on: it runs."""
+    got = state(pid)
+    if got != b"Z":
+        return got not in (b"X", b"")
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    return any(state(f"{pid}/task/{tid}") not in (b"Z", b"X", b"") for tid in tids if tid != str(pid))
 
 
 def descendants(root: int, limit: int = 65536) -> list[int]:

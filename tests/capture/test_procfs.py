@@ -138,3 +138,31 @@ def test_kill_all_kills_a_child_before_the_parent_whose_death_would_resume_it(tm
         assert time.monotonic() < deadline, procfs.state(child)
         time.sleep(0.01)
     assert not marker.exists()
+
+
+LEADER_GONE = """
+import ctypes, threading, time
+def spin():
+    while True:
+        time.sleep(0.05)
+threading.Thread(target=spin).start()
+print("ready", flush=True)
+ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: this thread only; the other runs on
+"""
+
+
+def test_a_process_whose_first_thread_exited_runs_while_its_other_threads_do() -> None:
+    """The attacker's way to look dead: the main thread exits alone and the process shows a
+    zombie's state, while another thread works on (a watchdog killing the tree passed it over)."""
+    proc = subprocess.Popen([sys.executable, "-c", LEADER_GONE], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        deadline = time.monotonic() + 30
+        while procfs.state(proc.pid) != b"Z":
+            assert time.monotonic() < deadline, procfs.state(proc.pid)
+            time.sleep(0.01)
+        assert procfs.running(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not procfs.running(proc.pid)
