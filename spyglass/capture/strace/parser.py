@@ -33,9 +33,10 @@ from spyglass.capture import ident
 from spyglass.capture.fields import to_text
 from spyglass.capture.strace import access, files, net, privs
 from spyglass.capture.strace.decode import unquote
+from spyglass.capture.strace.execfd import fd_named
 from spyglass.capture.strace.fastpath import FastPaths
 from spyglass.capture.strace.paths import RealpathDir
-from spyglass.capture.strace.state import EXE, Call, FdLink, HostsFile, PgidOf, Proc, TraceState, live_parent
+from spyglass.capture.strace.state import Call, FdLink, HostsFile, PgidOf, Proc, TraceState, live_parent
 from spyglass.events.schema import Event
 
 Handler = Callable[[TraceState, Call], "Event | None"]
@@ -58,8 +59,6 @@ _EXIT = re.compile(
 )
 _STR = r'"[^"\\]*(?:\\.[^"\\]*)*"(?:\.\.\.)?'
 _STRING = re.compile(_STR)
-#: an executable named by a descriptor of the caller (fexecve, an exec of a memory file)
-_FD_EXE = re.compile(r"/(?:proc/(?:self|thread-self)|dev)/fd/(\d+)")
 _EXECVE = re.compile(rf"(?P<path>{_STR}), \[(?P<argv>.*)\], (?:0x[0-9a-f]+|NULL)")
 _EXECVEAT = re.compile(rf"(?P<dirfd>[^,]+), (?P<path>{_STR}), \[(?P<argv>.*)\], (?:0x[0-9a-f]+|NULL)")
 _PID_CHANGED = re.compile(r" <pid changed to (\d+) \.\.\.>$")
@@ -82,28 +81,6 @@ class _Pending:
     tid: int
     claimed: int | None = None  # a child adopted before this clone returned
     pid_changed: bool = False  # an execve by a non-leader thread
-
-
-def _fd_named(st: TraceState, c: Call, raw: str, dirfd: str | None, ok: bool) -> str | None:
-    """The file an exec names by a descriptor.  The descriptor's live link is no witness: the exec
-    is over when strace reports it, a close-on-exec descriptor (a memory file's) is gone and the new
-    program's loader has reused its number (``ld.so.cache``).  Nor is the table: descriptors change
-    unseen (``close`` and ``dup`` are not traced), so a program opened earlier could stand for a
-    memory file put behind its number.  A successful exec is named by the image the process runs
-    now (``/proc/PID/exe``: ``/memfd:NAME (deleted)`` for a memory file); the table only when
-    that cannot be read (the process is gone) or the exec failed."""
-    m = _FD_EXE.fullmatch(raw)
-    fd = m.group(1) if m is not None else dirfd if raw == "" and dirfd is not None and dirfd.isdigit() else None
-    if fd is None:
-        return None
-    if ok and st.fd_link is not None:
-        try:
-            live = st.fd_link(c.proc.pid, EXE)
-        except Exception:  # a host callback must never break parsing
-            live = None
-        if live is not None and live.startswith("/"):
-            return live
-    return c.proc.fds.get(int(fd))
 
 
 class StraceParser:
@@ -373,7 +350,7 @@ class StraceParser:
             path_tok, argv_text = m.group("path"), m.group("argv")
         raw = unquote(path_tok)
         ok = pid_changed or c.ok
-        exe = _fd_named(st, c, raw, dirfd, ok) or st.resolve(c, raw, dirfd)
+        exe = fd_named(st, c, raw, dirfd, ok) or st.resolve(c, raw, dirfd)
         argv = [unquote(x) for x in _STRING.findall(argv_text)]
         typed: str | None = None
         if ok and st.realpath_dir is not None and not exe.startswith("/proc/"):

@@ -136,3 +136,30 @@ def test_a_memory_file_put_unseen_behind_an_opened_programs_number_is_named_as_w
     runs = {-1: "/memfd:payload (deleted)", 3: "/memfd:payload (deleted)"}
     events, _ = parse(lines=lines, fd_link=lambda pid, fd: runs.get(fd))
     assert one(events, type="process.exec").exe == "/memfd:payload (deleted)"
+
+
+def test_a_memory_file_exec_followed_at_once_by_another_exec_is_still_named(parse, one) -> None:
+    """The attacker execs the memory file and, from it, a trusted program at once, before the line
+    is parsed: the process runs the trusted program by then, the trace named the memory file."""
+    lines = [
+        '9 1700000000.000001 memfd_create("evil", MFD_CLOEXEC) = 3</memfd:evil>(deleted)',
+        '9 1700000000.000002 execve("/proc/self/fd/3", ["evil"], 0x7ffd0000 /* 1 vars */) = 0',
+    ]
+    events, _ = parse(lines=lines, fd_link=lambda pid, fd: "/usr/bin/true" if fd == -1 else None)
+    assert one(events, type="process.exec").exe == "/memfd:evil (deleted)"
+
+
+def test_two_witnesses_that_disagree_name_the_descriptor_itself(parse, one) -> None:
+    """The trace saw /usr/bin/git behind the number, the process runs /tmp/evil (dup'ed over it
+    unseen, or a later exec): neither is believed; the exec is reported through its descriptor,
+    which evasion-memfd-exec names. (A #! script run through a descriptor, whose image is its
+    interpreter, is reported so too.)"""
+    lines = [
+        '9 1700000000.000001 openat(AT_FDCWD, "/usr/bin/git", O_RDONLY) = 3</usr/bin/git>',
+        '9 1700000000.000002 execve("/proc/self/fd/3", ["git"], 0x7ffd0000 /* 1 vars */) = 0',
+    ]
+    events, _ = parse(lines=lines, fd_link=lambda pid, fd: "/tmp/evil" if fd == -1 else None)
+    assert one(events, type="process.exec").exe == "/proc/self/fd/3"
+    # benign twin: the two agree
+    events, _ = parse(lines=lines, fd_link=lambda pid, fd: "/usr/bin/git" if fd == -1 else None)
+    assert one(events, type="process.exec").exe == "/usr/bin/git"
