@@ -79,14 +79,26 @@ def descendants(root: int, limit: int = 65536) -> list[int]:
     return out
 
 
-def _parent(pid: int) -> int | None:
+def _stat_fields(pid: int | str) -> list[bytes]:
+    """The fields of ``/proc/PID/stat`` after the name: state, ppid, pgrp, session ... (empty when
+    the process is gone)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return int(fields[1]) if len(fields) > 1 else None
+        return []
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
+def _whole_groups(listed: set[int]) -> list[int]:
+    """The process groups all of whose members are listed (from a walk of ``/proc``)."""
+    members: dict[int, set[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(entry)
+            if len(fields) > 2:
+                members.setdefault(int(fields[2]), set()).add(int(entry))
+    return [g for g, m in members.items() if g > 1 and m <= listed]
 
 
 def kill_all(pids: list[int]) -> None:
@@ -94,11 +106,12 @@ def kill_all(pids: list[int]) -> None:
 
     Every pid is sent SIGSTOP first, then SIGKILL.  Otherwise a shell whose child is killed first
     runs its next command (a write, say) before its own kill arrived, and killing a PID namespace's
-    init does not stop its members at once either (the init's memory is torn down first).  The
-    kills go to children before their parents: a parent's death can leave a stopped child's
-    process group orphaned, and the kernel then sends that group SIGCONT (and SIGHUP), which
-    would let the child run before its own kill.  The kills are sent whatever happens to the
-    stops (nothing is left stopped).
+    init does not stop its members at once either (the init's memory is torn down first).  A
+    death can also leave a stopped process group orphaned, and the kernel then sends the group
+    SIGCONT (and SIGHUP), which would let its members run before their own kill: so every process
+    group made only of listed processes is killed first, in one call (``kill(-PGID)`` reaches its
+    members at once), and the rest children before their parents.  The kills are sent whatever
+    happens to the stops (nothing is left stopped).
     """
     import signal
 
@@ -110,18 +123,35 @@ def kill_all(pids: list[int]) -> None:
                 pass
     finally:
         listed = set(pids)
-        parent = {pid: _parent(pid) for pid in listed}
+        try:
+            groups = _whole_groups(listed)
+        except OSError:
+            groups = []
+        for pgid in groups:
+            try:
+                os.kill(-pgid, signal.SIGKILL)
+            except OSError:
+                pass
+        parent: dict[int, int | None] = {}
+        for pid in listed:
+            fields = _stat_fields(pid)
+            parent[pid] = int(fields[1]) if len(fields) > 1 else None
+        depth: dict[int, int] = {}
 
-        def depth(pid: int) -> int:
-            n, seen = 0, {pid}
-            up = parent.get(pid)
-            while up is not None and up in listed and up not in seen:
-                seen.add(up)
-                n += 1
-                up = parent.get(up)
-            return n
+        def depth_of(pid: int) -> int:
+            chain: list[int] = []
+            while pid in listed and pid not in depth and pid not in chain:
+                chain.append(pid)
+                up = parent.get(pid)
+                if up is None:
+                    break
+                pid = up
+            base = depth.get(pid, -1) if pid in listed and pid not in chain else -1
+            for i, p in enumerate(reversed(chain)):
+                depth[p] = base + 1 + i
+            return depth[chain[0]] if chain else depth.get(pid, 0)
 
-        for pid in sorted(listed, key=depth, reverse=True):  # the deepest first
+        for pid in sorted(listed, key=depth_of, reverse=True):  # the deepest first
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:

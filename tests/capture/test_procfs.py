@@ -166,3 +166,67 @@ def test_a_process_whose_first_thread_exited_runs_while_its_other_threads_do() -
         proc.kill()
         proc.wait()
     assert not procfs.running(proc.pid)
+
+
+GROUP_LAYOUT = """
+import os, signal, sys, time
+marker, out = sys.argv[1], os.fdopen(1, "w")
+def say(tag):
+    out.write(f"{tag} {os.getpid()}\\n"); out.flush()
+def forever():
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    while True:
+        time.sleep(0.01)
+r, w = os.pipe()
+q = os.fork()
+if q == 0:  # Q -> Q2 -> M, M leading a process group of its own
+    if os.fork() == 0:
+        if os.fork() == 0:
+            os.setpgid(0, 0)
+            os.write(w, str(os.getpid()).encode())
+            say("M"); forever()
+        forever()
+    forever()
+m = int(os.read(r, 32))
+if os.fork() == 0:  # X -> N, N in M's group; X then leaves the session
+    if os.fork() == 0:
+        os.setpgid(0, m)
+        signal.signal(signal.SIGCONT, lambda s, f: open(marker, "w").close())
+        say("N"); forever()
+    time.sleep(0.2)
+    os.setsid()
+    say("X"); forever()
+say("R"); forever()
+"""
+
+
+def test_kill_all_kills_a_whole_process_group_at_once(tmp_path: Path, monkeypatch: Any) -> None:
+    """The attacker: N shares a process group with M, which sits deeper in the tree, and N's own
+    parent has left the session, so M alone keeps the group from being orphaned.  Killed deepest
+    first, M's death orphans the group and the kernel resumes N (SIGCONT) before its kill: a group
+    made only of the tree's processes is killed in one call, before anyone."""
+    marker = tmp_path / "resumed"
+    root = subprocess.Popen([sys.executable, "-c", GROUP_LAYOUT, str(marker)], stdout=subprocess.PIPE, text=True)
+    assert root.stdout is not None
+    tags: dict[str, int] = {}
+    while len(tags) < 4:
+        tag, pid = root.stdout.readline().split()
+        tags[tag] = int(pid)
+    tree = [root.pid, *procfs.descendants(root.pid)]
+    assert tags["N"] in tree and tags["M"] in tree
+    real_kill = os.kill
+
+    def slow_kill(pid: int, sig: int) -> None:
+        real_kill(pid, sig)
+        if sig == signal.SIGKILL:
+            time.sleep(0.2)  # N would run here, were it resumed before its kill
+
+    monkeypatch.setattr(os, "kill", slow_kill)
+    procfs.kill_all(tree)
+    monkeypatch.undo()
+    assert root.wait(timeout=30) == -signal.SIGKILL
+    deadline = time.monotonic() + 30
+    while any(procfs.running(p) for p in tree):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert not marker.exists()
