@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 _CONFIRM = 0.15  # seconds between the looks of _monitor_alone_stopped
 _STOPPING_MAX = 1.0  # seconds an agent with a stop pending may take to stop
+_GRACE_AFTER = 30.0  # seconds after spyglass was last found stopped alone with no such grace
 _TICK = 0.1
 _KILL_FOR = 10.0  # seconds spent killing the tree (new children die as they appear)
 _KEEP_EVENTS = 500  # events after spyglass's death kept in the note
@@ -78,19 +79,23 @@ _alive: Callable[[int], bool] = _PROCFS["running"]
 _stop_pending: Callable[[int], bool] = _PROCFS["stop_pending"]
 
 
-def _monitor_alone_stopped(monitor: int, root: int) -> bool:
+def _monitor_alone_stopped(monitor: int, root: int, grace: bool = True) -> bool:
     """spyglass stopped while the agent is not, and still so a moment later: a stop sent to a
     whole process group reaches its members one by one (each stops when next scheduled), so
     one look can find spyglass stopped before the agent is.  An agent with a stop still pending
     (not scheduled yet, on a busy machine) is given up to ``_STOPPING_MAX`` to take it, and only
     while it can run (``R`` or ``S``): a root kept from running (a vfork parent waits in ``D``,
-    its stop pending for as long as its child likes) must not hold spyglass stopped."""
+    its stop pending for as long as its child likes) must not hold spyglass stopped.  No grace
+    (``grace`` false) within ``_GRACE_AFTER`` of the last time spyglass was found stopped alone:
+    a root never scheduled could otherwise hold it stopped a second at a time, again and again."""
     deadline = time.monotonic() + _STOPPING_MAX
     look = 0
     while True:
         if _state(monitor) not in (b"T", b"t") or (root and _state(root) == b"T"):
             return False
-        if look and not (root and _stop_pending(root) and _state(root) in (b"R", b"S") and time.monotonic() < deadline):
+        if look and not (
+            grace and root and _stop_pending(root) and _state(root) in (b"R", b"S") and time.monotonic() < deadline
+        ):
             return True
         look += 1
         time.sleep(_CONFIRM)
@@ -100,6 +105,7 @@ def watch(cfg: dict[str, Any]) -> int:
     sock = int(cfg["sock"])  # the socket's descriptor, read and written as is (no socket module)
     monitor = int(cfg["monitor"])
     buf = b""
+    last_alone = -_GRACE_AFTER - 1.0  # when spyglass was last found stopped alone
     while True:
         ready, _, _ = select.select([sock], [], [], _TICK)
         if ready:
@@ -118,7 +124,8 @@ def watch(cfg: dict[str, Any]) -> int:
                 if word == b"root" and arg.isdigit():
                     cfg["root"] = int(arg)
         root = int(cfg.get("root") or 0)
-        if _monitor_alone_stopped(monitor, root):
+        if _monitor_alone_stopped(monitor, root, grace=time.monotonic() - last_alone > _GRACE_AFTER):
+            last_alone = time.monotonic()
             # (the agent stopped too is job control, a Ctrl-Z at the terminal: left alone)
             import signal
 

@@ -127,3 +127,25 @@ def test_a_root_that_cannot_run_gets_no_time_to_take_its_stop(
     finally:
         agent.kill()
         agent.wait()
+
+
+def test_no_grace_again_soon_after_spyglass_was_found_stopped_alone(
+    monitor: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attacker repeats: a root never scheduled keeps its stop pending and stops spyglass again
+    after each resume. The watch loop gives no grace within ``_GRACE_AFTER`` of the last episode
+    (``grace=False``): decided at the second look, however long the bound."""
+    monkeypatch.setattr(watchdog, "_STOPPING_MAX", 60.0)
+    agent = subprocess.Popen([sys.executable, "-c", HOLD_TSTP], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline() == b"ready\n"
+        os.kill(agent.pid, signal.SIGTSTP)
+        assert procfs.stop_pending(agent.pid)
+        looks: list[int] = []
+        real_pending = watchdog._stop_pending
+        monkeypatch.setattr(watchdog, "_stop_pending", lambda pid: looks.append(pid) or real_pending(pid))
+        assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid, grace=False)
+        assert len(looks) <= 1
+    finally:
+        agent.kill()
+        agent.wait()
