@@ -153,7 +153,7 @@ class RecordDecoder:
         script = bool(rec.args[0])
         raw: str | None = None
         if typed.startswith(("/proc/", "/dev/fd/")) and walked:
-            exe = walked
+            exe, raw = walked, typed  # run through a descriptor: the path as typed stays (a rule names it)
             if exe.startswith("/memfd:"):
                 exe += " (deleted)"
         elif not script and walked:

@@ -11,6 +11,14 @@ from spyglass.capture.strace.state import EXE, Call, TraceState
 _FD_EXE = re.compile(r"/(?:proc/(?:self|thread-self)|dev)/fd/(\d+)")
 
 
+def descriptor_path(raw: str, dirfd: str | None) -> str | None:
+    """The path of an exec through a descriptor (``/proc/self/fd/N`` for ``execveat(N, "")``), or
+    None for an exec of a path."""
+    if _FD_EXE.fullmatch(raw):
+        return raw
+    return f"/proc/self/fd/{dirfd}" if raw == "" and dirfd is not None and dirfd.isdigit() else None
+
+
 def fd_named(st: TraceState, c: Call, raw: str, dirfd: str | None, ok: bool) -> str | None:
     """The file an exec names by a descriptor, from two witnesses that can each be wrong.
 
@@ -35,6 +43,8 @@ def fd_named(st: TraceState, c: Call, raw: str, dirfd: str | None, ok: bool) -> 
             live = None
         if live is not None and not live.startswith("/"):
             live = None
+    if table is not None and table.startswith("/memfd:") and not table.endswith(" (deleted)"):
+        table += " (deleted)"  # as the kernel names a memory file's image (the annotation drops it)
     if table is None or live is None or table == live:
         return table or live
     for name in (live, table):

@@ -33,7 +33,7 @@ from spyglass.capture import ident
 from spyglass.capture.fields import to_text
 from spyglass.capture.strace import access, files, net, privs
 from spyglass.capture.strace.decode import unquote
-from spyglass.capture.strace.execfd import fd_named
+from spyglass.capture.strace.execfd import descriptor_path, fd_named
 from spyglass.capture.strace.fastpath import FastPaths
 from spyglass.capture.strace.paths import RealpathDir
 from spyglass.capture.strace.state import Call, FdLink, HostsFile, PgidOf, Proc, TraceState, live_parent
@@ -350,10 +350,13 @@ class StraceParser:
             path_tok, argv_text = m.group("path"), m.group("argv")
         raw = unquote(path_tok)
         ok = pid_changed or c.ok
-        exe = fd_named(st, c, raw, dirfd, ok) or st.resolve(c, raw, dirfd)
+        via_fd = descriptor_path(raw, dirfd)
+        exe = (fd_named(st, c, raw, dirfd, ok) if via_fd else None) or st.resolve(c, raw, dirfd)
         argv = [unquote(x) for x in _STRING.findall(argv_text)]
-        typed: str | None = None
-        if ok and st.realpath_dir is not None and not exe.startswith("/proc/"):
+        # run through a descriptor: the path as typed stays (evasion-memfd-exec names it), whatever
+        # the descriptor was taken to be
+        typed: str | None = via_fd
+        if via_fd is None and ok and st.realpath_dir is not None and not exe.startswith("/proc/"):
             # the kernel runs the file a symlink points at (a venv's python is a link to the
             # interpreter): that file is the executable; the path as resolved lexically stays in raw_path
             real = st.realpath_dir(c.proc.pid, exe)

@@ -163,3 +163,25 @@ def test_two_witnesses_that_disagree_name_the_descriptor_itself(parse, one) -> N
     # benign twin: the two agree
     events, _ = parse(lines=lines, fd_link=lambda pid, fd: "/usr/bin/git" if fd == -1 else None)
     assert one(events, type="process.exec").exe == "/usr/bin/git"
+
+
+def test_an_exec_through_a_descriptor_keeps_the_descriptor_path_and_alerts(parse, one) -> None:
+    """Whatever the descriptor was taken to be (here the trace's stale /usr/bin/python3.11, which a
+    #! script's interpreter image agrees with, or the process already gone), the exec keeps its
+    descriptor path and evasion-memfd-exec alerts on it; the benign twin, a plain exec, does not."""
+    from spyglass.events import Event
+    from spyglass.rules.replay import evaluate
+    from spyglass.rules.ruleset import load_ruleset
+
+    lines = [
+        '9 1700000000.000001 openat(AT_FDCWD, "/usr/bin/python3", O_RDONLY) = 3</usr/bin/python3.11>',
+        '9 1700000000.000002 execve("/proc/self/fd/3", ["python3"], 0x7ffd0000 /* 1 vars */) = 0',
+        '10 1700000000.000003 execve("/usr/bin/python3.11", ["python3"], 0x7ffd0000 /* 1 vars */) = 0',
+    ]
+    events, _ = parse(lines=lines, fd_link=lambda pid, fd: "/usr/bin/python3.11" if fd == -1 else None)
+    through, plain = [e for e in events if e.type == "process.exec"]
+    assert through.exe == "/usr/bin/python3.11" and through.raw_path == "/proc/self/fd/3"
+    assert plain.raw_path is None
+    starts = [Event(type="process.start", pid=9, ts=1), Event(type="process.start", pid=10, ts=1)]
+    fired = evaluate([*starts, through, plain], load_ruleset(), renumber=True, cwd="/w", home="/home/u")
+    assert [a.pid for a in fired if a.rule_id == "evasion-memfd-exec"] == [9]

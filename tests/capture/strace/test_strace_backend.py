@@ -418,6 +418,7 @@ def test_a_memory_file_dup_ed_onto_a_trusted_programs_descriptor_is_named_as_wha
     assert res.exit_code == 0
     execs = [e for e in events if e.type == "process.exec" and e.argv == ["payload"]]
     assert [e.exe for e in execs] == ["/memfd:payload (deleted)"]
+    assert (execs[0].raw_path or "").startswith("/proc/self/fd/")  # the descriptor path stays: the rule names it
 
 
 def test_exec_through_a_symlink_names_the_file_it_points_at(tmp_path: Path) -> None:
