@@ -91,11 +91,19 @@ def _stat_fields(pid: int | str) -> list[bytes]:
 
 
 def _whole_groups(listed: set[int]) -> list[int]:
-    """The process groups all of whose members are listed (from a walk of ``/proc``)."""
+    """The process groups all of whose members are listed (from a walk of ``/proc``); none when a
+    process cannot be read (``hidepid``): its group is not known to hold only the tree."""
     members: dict[int, set[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            fields = _stat_fields(entry)
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read()
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # gone meanwhile
+            except OSError:
+                return []
+            fields = stat[stat.rfind(b")") + 2 :].split()
             if len(fields) > 2:
                 members.setdefault(int(fields[2]), set()).add(int(entry))
     return [g for g, m in members.items() if g > 1 and m <= listed]
