@@ -36,6 +36,20 @@ def monitor() -> Iterator[subprocess.Popen[bytes]]:
     proc.wait()
 
 
+@pytest.fixture
+def pending() -> Iterator[subprocess.Popen[bytes]]:
+    """An agent root with a stop pending that it never takes (SIGTSTP held blocked)."""
+    agent = subprocess.Popen([sys.executable, "-c", HOLD_TSTP], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline() == b"ready\n"
+        os.kill(agent.pid, signal.SIGTSTP)
+        assert procfs.stop_pending(agent.pid)
+        yield agent
+    finally:
+        agent.kill()
+        agent.wait()
+
+
 def test_spyglass_stopped_alone_is_found(monitor: subprocess.Popen[bytes]) -> None:
     agent = subprocess.Popen(["sleep", "60"])
     try:
@@ -55,19 +69,14 @@ def test_benign_twin_the_agent_stopped_too_is_job_control(monitor: subprocess.Po
         agent.wait()
 
 
-def test_an_agent_keeping_a_stop_pending_does_not_hold_spyglass_stopped(monitor: subprocess.Popen[bytes]) -> None:
+def test_an_agent_keeping_a_stop_pending_does_not_hold_spyglass_stopped(
+    monitor: subprocess.Popen[bytes], pending: subprocess.Popen[bytes]
+) -> None:
     """The attacker stops spyglass and keeps a stop pending on itself without ever taking it (held
     blocked here; a vfork parent, never scheduled, keeps one the same way): the watchdog waits for it
     a bounded while (``_STOPPING_MAX``), then finds spyglass stopped alone."""
-    agent = subprocess.Popen([sys.executable, "-c", HOLD_TSTP], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert agent.stdout is not None and agent.stdout.readline() == b"ready\n"
-        os.kill(agent.pid, signal.SIGTSTP)
-        assert procfs.stop_pending(agent.pid)
-        assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
-    finally:
-        agent.kill()
-        agent.wait()
+    agent = pending
+    assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
 
 
 LATE_STOP = ("import signal, sys, time; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTSTP]); "
@@ -100,52 +109,38 @@ def test_benign_twin_an_agent_that_takes_its_stop_late_is_job_control(
 
 
 def test_a_root_that_cannot_run_gets_no_time_to_take_its_stop(
-    monitor: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+    monitor: subprocess.Popen[bytes], pending: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The attacker's root waits in a vfork (state D) with a stop pending for as long as its child
     likes, episode after episode.  Python cannot play a vfork parent safely, so the root's state is
     the one stand-in here: a real process with a stop really pending, reported as ``D``; with the
     bound raised to a minute, the watchdog must still decide at its second look."""
     monkeypatch.setattr(watchdog, "_STOPPING_MAX", 60.0)
-    agent = subprocess.Popen([sys.executable, "-c", HOLD_TSTP], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert agent.stdout is not None and agent.stdout.readline() == b"ready\n"
-        os.kill(agent.pid, signal.SIGTSTP)
-        assert procfs.stop_pending(agent.pid)
-        real_state = watchdog._state
-        looks: list[int] = []
+    agent = pending
+    real_state = watchdog._state
+    looks: list[int] = []
 
-        def state(pid: int) -> bytes:
-            if pid != agent.pid:
-                return real_state(pid)
-            looks.append(pid)
-            return b"D"
+    def state(pid: int) -> bytes:
+        if pid != agent.pid:
+            return real_state(pid)
+        looks.append(pid)
+        return b"D"
 
-        monkeypatch.setattr(watchdog, "_state", state)
-        assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
-        assert len(looks) <= 3  # decided at the second look (a grace would look again and again)
-    finally:
-        agent.kill()
-        agent.wait()
+    monkeypatch.setattr(watchdog, "_state", state)
+    assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
+    assert len(looks) <= 3  # decided at the second look (a grace would look again and again)
 
 
 def test_no_grace_again_soon_after_spyglass_was_found_stopped_alone(
-    monitor: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+    monitor: subprocess.Popen[bytes], pending: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The attacker repeats: a root never scheduled keeps its stop pending and stops spyglass again
     after each resume. The watch loop gives no grace within ``_GRACE_AFTER`` of the last episode
     (``grace=False``): decided at the second look, however long the bound."""
     monkeypatch.setattr(watchdog, "_STOPPING_MAX", 60.0)
-    agent = subprocess.Popen([sys.executable, "-c", HOLD_TSTP], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert agent.stdout is not None and agent.stdout.readline() == b"ready\n"
-        os.kill(agent.pid, signal.SIGTSTP)
-        assert procfs.stop_pending(agent.pid)
-        looks: list[int] = []
-        real_pending = watchdog._stop_pending
-        monkeypatch.setattr(watchdog, "_stop_pending", lambda pid: looks.append(pid) or real_pending(pid))
-        assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid, grace=False)
-        assert len(looks) <= 1
-    finally:
-        agent.kill()
-        agent.wait()
+    agent = pending
+    looks: list[int] = []
+    real_pending = watchdog._stop_pending
+    monkeypatch.setattr(watchdog, "_stop_pending", lambda pid: looks.append(pid) or real_pending(pid))
+    assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid, grace=False)
+    assert len(looks) <= 1
