@@ -109,7 +109,7 @@ def _whole_groups(listed: set[int]) -> list[int]:
     return [g for g, m in members.items() if g > 1 and m <= listed]
 
 
-def kill_all(pids: list[int]) -> None:
+def kill_all(pids: list[int], stop: bool = True) -> None:
     """SIGKILL every pid of a tree so that none of them acts on another's death.
 
     Every pid is sent SIGSTOP first, then SIGKILL.  Otherwise a shell whose child is killed first
@@ -119,12 +119,14 @@ def kill_all(pids: list[int]) -> None:
     SIGCONT (and SIGHUP), which would let its members run before their own kill: so every process
     group made only of listed processes is killed first, in one call (``kill(-PGID)`` reaches its
     members at once), and the rest children before their parents.  The kills are sent whatever
-    happens to the stops (nothing is left stopped).
+    happens to the stops (nothing is left stopped).  ``stop=False`` for processes under ptrace
+    (strace): a SIGSTOP becomes a stop the tracer must handle, and a tracer busy elsewhere left
+    them stopped with their kill pending.
     """
     import signal
 
     try:
-        for pid in pids:
+        for pid in pids if stop else ():
             try:
                 os.kill(pid, signal.SIGSTOP)
             except OSError:

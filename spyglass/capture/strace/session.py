@@ -313,7 +313,8 @@ class StraceSession:
         detail = f"monitor-lost: the tracer stopped while {len(alive) or 1} process(es) of the run were alive: {names}"
         keep = self.spec.options.get("on_monitor_lost") == "keep"
         if not keep:
-            procfs.kill_all([p.pid for p in alive] + ([self._proc.pid] if self._proc.poll() is None else []))
+            pids = [p.pid for p in alive] + ([self._proc.pid] if self._proc.poll() is None else [])
+            procfs.kill_all(pids, stop=False)  # traced: a SIGSTOP would be the tracer's to handle
             detail += "; killed"
         res.notes.append(detail)
         pid = parser.root_pid if parser.root_pid is not None else self._proc.pid
@@ -407,7 +408,7 @@ class StraceSession:
                 os.killpg(pgid, signal.SIGKILL)
             except OSError:
                 pass
-        procfs.kill_all(pids)  # all stopped first: none runs on between the kills
+        procfs.kill_all(pids, stop=False)  # traced: a SIGSTOP would be the tracer's to handle
 
     def result(self) -> CaptureResult:
         return self._result
