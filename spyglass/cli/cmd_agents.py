@@ -18,7 +18,8 @@ assistant turns already in the request, so retries get the same answer.
 Point an agent at the printed URL (OPENAI_BASE_URL; ANTHROPIC_BASE_URL
 without /v1), or let
 `spyglass run --model-script SCRIPT -- AGENT ...` do it for one run.
-Script format: docs/agents.md.
+Script format: docs/agents.md.  Ctrl-C, SIGTERM or SIGHUP stops it and
+prints how many requests it served.
 
 \b
 Examples:
@@ -46,9 +47,7 @@ def parse_vars(pairs: tuple[str, ...]) -> dict[str, str]:
     show_default=True,
     help="Port to listen on (0: any free port).",
 )
-@click.option(
-    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (keep it loopback)."
-)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (keep it loopback).")
 @click.option(
     "--var",
     "var_pairs",
@@ -62,9 +61,7 @@ def parse_vars(pairs: tuple[str, ...]) -> dict[str, str]:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Append every request (JSON lines) to this file.",
 )
-def model_stub_cmd(
-    script: Path, port: int, host: str, var_pairs: tuple[str, ...], log_path: Path | None
-) -> None:
+def model_stub_cmd(script: Path, port: int, host: str, var_pairs: tuple[str, ...], log_path: Path | None) -> None:
     from spyglass.agents.model_stub import start_stub
     from spyglass.agents.script import load_script
 
@@ -77,6 +74,7 @@ def model_stub_cmd(
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     click.echo(f"spyglass model-stub: serving {script} ({len(loaded)} steps) at {stub.url}", err=True)
     click.echo(stub.url)
+    _stop_on_signals()
     try:
         stub.serve_forever_in_foreground()
     except KeyboardInterrupt:
@@ -84,6 +82,18 @@ def model_stub_cmd(
     finally:
         stub.close()
         click.echo(f"spyglass model-stub: {len(stub.requests)} request(s) served", err=True)
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C, SIGTERM and SIGHUP end the stub cleanly, even when it was started with SIGINT ignored
+    (a shell's background job): a server left running after its session is worse than one stopped."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
 
 
 @click.group("agents")

@@ -12,13 +12,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from spyglass.capture.replay import ReplayBackend
 from spyglass.events import Event
 from spyglass.session.record import RunRequest, record
 from spyglass.store import Store
 
 
-def test_model_stub_serves_until_interrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_model_stub_serves_until_interrupted(tmp_path: Path, sig: signal.Signals) -> None:
+    """Started with SIGINT ignored, as a shell starts a background job (and as CI may start the tests):
+    Ctrl-C and SIGTERM still end it with its summary."""
     script = tmp_path / "s.json"
     script.write_text(json.dumps({"model": "m1", "steps": [{"say": "hi"}]}))
     proc = subprocess.Popen(
@@ -26,6 +31,7 @@ def test_model_stub_serves_until_interrupted(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
         assert proc.stdout is not None
@@ -34,7 +40,7 @@ def test_model_stub_serves_until_interrupted(tmp_path: Path) -> None:
         with urllib.request.urlopen(f"{url}/models", timeout=10) as resp:
             assert json.loads(resp.read())["data"][0]["id"] == "m1"
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0
     assert "1 request(s) served" in err
@@ -110,9 +116,7 @@ def test_tool_calls_of_a_stored_run(
             ]
         )
     )
-    data = json.loads(
-        spy("agents", "tool-calls", "latest", "--agent-log", str(log), "--format", "json").stdout
-    )
+    data = json.loads(spy("agents", "tool-calls", "latest", "--agent-log", str(log), "--format", "json").stdout)
     assert [(c["n"], c["command"], c["source"]) for c in data["tool_calls"]] == [(1, "pytest -q", "log")]
     assert data["log"] == str(log)
     assert os.path.basename(data["run"]).startswith("2")
