@@ -75,6 +75,9 @@ class CompiledSet:
     types: frozenset[str] = frozenset()
     #: lazy sets: the fast lane's function of an event type (None: the fallback), compiled when asked
     build_early: Callable[[str | None], MatchFn | None] | None = None
+    #: lazy sets: the function over the type's other matchers, for an event the lane has seen (the
+    #: engine adds the lane's hits); the type's full function when the lane has none of its matchers
+    build_late: Callable[[str | None], MatchFn | None] | None = None
 
 
 
@@ -129,6 +132,11 @@ class _TypeCompiler:
         """The function over just the fast lane's matchers of this type (None: it has none)."""
         idxs = [i for i in self.idxs if i in early]
         return self.function(idxs, "_early")[0] if idxs else None
+
+    def late(self, early: frozenset[int]) -> MatchFn | None:
+        """The function over the matchers of this type the fast lane does not evaluate (None: none)."""
+        idxs = [i for i in self.idxs if i not in early]
+        return self.function(idxs, "_late")[0] if idxs else None
 
     def specialized(self, cands: tuple[int, ...], full: MatchFn) -> MatchFn | None:
         """The function for events that only these matchers can match (None: no matcher can)."""
@@ -203,10 +211,11 @@ def compile_matchers(
                 by_type[t].append(i)
         if types is None:
             by_type[None].append(i)
-    built: dict[str | None, tuple[MatchFn | None, MatchFn | None]] = {}
+    built: dict[str | None, tuple[MatchFn | None, MatchFn | None, MatchFn | None]] = {}
 
-    def both(etype: str | None) -> tuple[MatchFn | None, MatchFn | None]:
-        """The type's function and the fast lane's, compiled once (either thread may ask first)."""
+    def both(etype: str | None) -> tuple[MatchFn | None, MatchFn | None, MatchFn | None]:
+        """The type's function, the fast lane's and the others', compiled once (either thread
+        may ask first)."""
         got = built.get(etype)
         if got is not None:
             return got
@@ -217,6 +226,7 @@ def compile_matchers(
             tc = _TypeCompiler(etype, by_type.get(etype, []), matchers, lists, macros, home, shared)
             fn: MatchFn | None = None
             fast: MatchFn | None = None
+            late: MatchFn | None = None
             if tc.idxs:
                 fn, src = tc.function(tc.idxs)
                 out.source[etype or "*"] = src
@@ -229,12 +239,14 @@ def compile_matchers(
                     # while the run made no copy of a secret (nearly always), no path is one
                     clean = lazy_prefilter(functools.partial(tc.prefilter, pure, CLEAN), shared.lock) if tc.uses(
                         CLEAN) else None
-                    fn, fast = path_dispatch(pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn),
-                                             with_target=with_target, early=early if has_early else None,
-                                             clean=clean)
+                    fn, fast, late = path_dispatch(
+                        pre, tuple(tc.idxs), functools.partial(tc.specialized, full=fn), with_target=with_target,
+                        early=early if has_early else None, clean=clean)
                 elif has_early and early is not None:
-                    fast = tc.early(early)
-            got = built[etype] = (fn, fast)
+                    fast, late = tc.early(early), tc.late(early)
+                if not has_early:
+                    late = fn
+            got = built[etype] = (fn, fast, late)
             return got
 
     def build(etype: str | None) -> MatchFn | None:
@@ -243,13 +255,17 @@ def compile_matchers(
     def build_early(etype: str | None) -> MatchFn | None:
         return both(etype)[1] if early else None
 
+    def build_late(etype: str | None) -> MatchFn | None:
+        return both(etype)[2]
+
     if lazy:
         out.build = build
         out.build_early = build_early
+        out.build_late = build_late
         out.types = frozenset(t for t, idxs in by_type.items() if idxs and t is not None)
         return out
     for etype in by_type:
-        fn, fast = both(etype)
+        fn, fast, _ = both(etype)
         if fn is None:
             continue
         if etype is None:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from spyglass.rules.codecache import CodeCache
 
 _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
+_UNBUILT: MatchFn = lambda ev, fx: ()  # noqa: E731 - "not looked up yet"
 _TEMPLATE = re.compile(r"\{([a-z_][a-z0-9_.]*)(?:\|([^{}]*))?\}")  # {field} or {field|when missing}
 MAX_DEDUP = 100_000
 _NO_PIDS: frozenset[int] = frozenset()
@@ -159,6 +160,7 @@ class RuleEngine(Sink):
         by_type = self.compiled.by_type
         self._fallback = self.compiled.fallback
         self._dispatch: dict[str, MatchFn | None] = {t: by_type.get(t) for t in EVENT_TYPES}
+        self._late: dict[str, MatchFn | None] = {}  # for events the fast lane saw (event())
         if self.compiled.build is not None:  # lazy: each type compiles at its first event
             self._dispatch.update({t: self._first_of(t) for t in self.compiled.types})
             self._fallback = self._first_of(None)
@@ -208,17 +210,35 @@ class RuleEngine(Sink):
             n = len(fx.procs.procs)
             fx.procs_changed(t == "process.start" or n != self._nprocs)
             self._nprocs = n
-        fn = self._dispatch.get(t, self._fallback)
-        if fn is not None:
-            hits = fn(ev, fx)
-            if hits:
-                self._raised_now.clear()
-                for i in reversed(hits):
-                    self._hit(self._matchers[i], ev)
         lane = self.lane
+        seen = lane.verdicts.pop(id(ev), None) if lane is not None and lane.verdicts else None
+        if seen is not None and seen[0] is ev:  # the lane's matchers decided: the others only
+            fn = self._late.get(t, _UNBUILT)
+            if fn is _UNBUILT:
+                fn = self._late_of(t)
+            hits = fn(ev, fx) if fn is not None else ()
+            if seen[1]:
+                hits = tuple(sorted({*hits, *seen[1]})) if hits else seen[1]
+        else:
+            fn = self._dispatch.get(t, self._fallback)
+            hits = fn(ev, fx) if fn is not None else ()
+        if hits:
+            self._raised_now.clear()
+            for i in reversed(hits):
+                self._hit(self._matchers[i], ev)
         if lane is not None and lane.pending:
-            lane.settle(ev, self._raised_now if fn is not None and hits else ())
+            lane.settle(ev, self._raised_now if hits else ())
         track(ev, fx, self.state)
+
+    def _late_of(self, t: str) -> MatchFn | None:
+        """The function over the matchers of type ``t`` that the fast lane does not evaluate."""
+        compiled = self.compiled
+        assert compiled is not None and compiled.build_late is not None  # a lane exists: the set is lazy
+        with self._compile_lock:
+            fn = compiled.build_late(t if t in EVENT_TYPES else None)
+            if self.compiled is compiled:
+                self._late[t] = fn
+        return fn
 
     def urgent(self, ev: Event) -> None:
         """The fast lane: called on the capture's reader thread before the event is queued."""

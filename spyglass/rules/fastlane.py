@@ -22,6 +22,13 @@ announced alert is recorded as it was announced, so an announced alert is
 always recorded, once.  A replayed run (``check``) has no lane and gives
 the same alerts.
 
+The lane's matchers are not evaluated twice: the lane keeps what it found
+for each event it saw (``FastLane.verdicts``), and the engine, when it
+reaches that event, runs only the other matchers of its type
+(``CompiledSet.build_late``) and handles the lane's hits as its own.  An
+event the lane did not see (one the session adds itself) runs the type's
+full function.
+
 A backend may also show the lane events *ahead* of the stream's order
 (:meth:`FastLane.peek`; the eBPF backend's alert ring, where an open of a
 secret never waits behind a burst, :mod:`spyglass.capture.ebpf.lookout`).
@@ -58,6 +65,8 @@ _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "proce
 Key = tuple[int, int, "int | None", str]
 #: events announced ahead of order and not reached in order yet, at most (then forgotten)
 MAX_PEEKED = 4096
+#: the lane's verdicts kept for the engine, at most (then forgotten: the engine evaluates those in full)
+MAX_VERDICTS = 1 << 17
 
 
 def _key(ev: Event) -> Key:
@@ -91,6 +100,9 @@ class FastLane:
         self.pending: dict[int, tuple[Event, list[Alert]]] = {}
         self.seen = 0
         self.hits = 0
+        #: id(event) -> (the event, the lane's matchers it matched), until the engine reaches it: the
+        #: engine then evaluates only the other matchers (the lane's state is the engine's, in order)
+        self.verdicts: dict[int, tuple[Event, tuple[int, ...]]] = {}
         #: the look-ahead's field context: the lane's, with a process table of its own
         self.ahead = copy.copy(fx)
         self.ahead.procs, self.ahead._anc, self.ahead.per_pid = ProcessTable(), {}, {}
@@ -137,9 +149,13 @@ class FastLane:
         if fn is not None:
             hits = fn(ev, fx)
             if hits:
+                hits = tuple(i for i in hits if i in self.early)  # a specialized function may be the full one
                 for i in hits:
-                    if i in self.early:  # a specialized function may be the type's full one
-                        self._hit(i, ev, fx)
+                    self._hit(i, ev, fx)
+            verdicts = self.verdicts
+            if len(verdicts) >= MAX_VERDICTS:
+                verdicts.clear()  # events that never reached the engine: it evaluates the rest in full
+            verdicts[id(ev)] = (ev, hits)
         if self.peeked:
             ahead = self.peeked.pop(_key(ev), None)
             if ahead:  # announced ahead: recorded when the engine reaches this event (settle)

@@ -21,6 +21,8 @@ from spyglass.rules.runstate import drop_older_half
 
 MatchFn = Callable[[Event, FieldContext], tuple[int, ...]]
 Prefilter = Callable[[Event, FieldContext], tuple[bool | None, ...]]
+#: a path's functions: over all its candidates, the fast lane's of them, the others
+Fns = tuple[MatchFn | None, MatchFn | None, MatchFn | None]
 
 #: distinct paths remembered per event type (and state: see ``clean``); a full memo drops its older half
 MEMO_MAX = 16_384
@@ -71,16 +73,18 @@ def path_dispatch(
     with_target: bool,
     early: frozenset[int] | None = None,
     clean: Prefilter | None = None,
-) -> tuple[MatchFn, MatchFn | None]:
+) -> tuple[MatchFn, MatchFn | None, MatchFn | None]:
     """Match functions that look up (or decide) the candidates of the event's path.
 
     ``prefilter`` gives one verdict per matcher of ``idxs``; ``specialized``
     returns the function for a tuple of candidate matchers (None for none).
     With ``with_target`` the memo is keyed by ``(file.path, file.target)``.
     With ``early`` (the matchers of the fast lane, :mod:`spyglass.rules.fastlane`)
-    a second function over just those is returned; both share the memo, so a
-    path is decided once, by whichever thread sees it first (the fast lane,
-    on the capture's reader thread, usually).  ``clean`` is the prefilter that
+    two more functions are returned: one over just those, and one over the
+    others (the engine's, for an event whose early matchers the lane has
+    decided already); all share the memo, so a path is decided once, by
+    whichever thread sees it first (the fast lane, on the capture's reader
+    thread, usually).  ``clean`` is the prefilter that
     holds while the run state has no copy of a secret (``RunState.tainted``
     empty: no path is one); its verdicts go to a memo of their own, used while
     the state of the calling thread is clean.  A path is decided the second
@@ -89,27 +93,31 @@ def path_dispatch(
     so paths seen once (temp files, most of the new paths of a long run) never
     pay for one.
     """
-    memo: dict[Any, tuple[MatchFn | None, MatchFn | None]] = {}
-    cmemo: dict[Any, tuple[MatchFn | None, MatchFn | None]] = {} if clean is not None else memo
+    memo: dict[Any, Fns] = {}
+    cmemo: dict[Any, Fns] = {} if clean is not None else memo
     #: paths seen once and not decided, per side (the engine's, the fast lane's)
     once_main: dict[Any, None] = {}
     once_early: dict[Any, None] = {}
     lock = threading.Lock()  # ``specialized`` compiles into a shared namespace
-    #: candidates -> the pair of functions (one pair for the many paths of the same candidates)
-    pairs: dict[tuple[int, ...], tuple[MatchFn | None, MatchFn | None]] = {}
+    #: candidates -> (all, the lane's, the others') functions (one for the many paths of the same candidates)
+    pairs: dict[tuple[int, ...], Fns] = {}
 
-    def pair(cands: tuple[int, ...]) -> tuple[MatchFn | None, MatchFn | None]:
+    def pair(cands: tuple[int, ...]) -> Fns:
         got = pairs.get(cands)
         if got is None:
             with lock:
                 main = specialized(cands)
-                fast = specialized(tuple(i for i in cands if i in early)) if early is not None and cands else None
-            got = (main, fast)
+                if early is not None and cands:
+                    fast = specialized(tuple(i for i in cands if i in early))
+                    late = specialized(tuple(i for i in cands if i not in early))
+                else:
+                    fast, late = None, main
+            got = (main, fast, late)
             if len(pairs) < 4 * MEMO_MAX:
                 pairs[cands] = got
         return got
 
-    def lookup(ev: Event, fx: FieldContext, key: Any, once: dict[Any, None]) -> tuple[MatchFn | None, ...]:
+    def lookup(ev: Event, fx: FieldContext, key: Any, once: dict[Any, None]) -> Fns:
         if clean is not None and not fx.state.tainted:
             into, pre = cmemo, clean
         else:
@@ -146,7 +154,15 @@ def path_dispatch(
             fn = fns[1]
             return _E if fn is None else fn(ev, fx)
 
-        return by_path_and_target, (early_by_path_and_target if early else None)
+        def late_by_path_and_target(ev: Event, fx: FieldContext) -> tuple[int, ...]:
+            key = (ev.path, ev.target)
+            fns = (memo if fx.state.tainted else cmemo).get(key) or lookup(ev, fx, key, once_main)
+            fn = fns[2]
+            return _E if fn is None else fn(ev, fx)
+
+        if early:
+            return by_path_and_target, early_by_path_and_target, late_by_path_and_target
+        return by_path_and_target, None, None
 
     def by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
         key = ev.path
@@ -160,7 +176,13 @@ def path_dispatch(
         fn = fns[1]
         return _E if fn is None else fn(ev, fx)
 
-    return by_path, (early_by_path if early else None)
+    def late_by_path(ev: Event, fx: FieldContext) -> tuple[int, ...]:
+        key = ev.path
+        fns = (memo if fx.state.tainted else cmemo).get(key) or lookup(ev, fx, key, once_main)
+        fn = fns[2]
+        return _E if fn is None else fn(ev, fx)
+
+    return (by_path, early_by_path, late_by_path) if early else (by_path, None, None)
 
 
 def lazy_prefilter(make: Callable[[], Prefilter], lock: threading.RLock) -> Prefilter:

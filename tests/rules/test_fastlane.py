@@ -168,7 +168,7 @@ def test_the_lane_running_ahead_changes_no_alert() -> None:
     from tests.rules.test_engine import HOME, WS, stream
 
     rs = load_ruleset()
-    for seed in (1,):
+    for seed in (1, 2, 4):
         events = stream(2000, seed)
         runs = []
         announced: list[Any] = []
@@ -181,6 +181,8 @@ def test_the_lane_running_ahead_changes_no_alert() -> None:
         assert announced
         recorded = {(a["rule_id"], a["pid"], a["message"]) for a in runs[1]}
         assert all((a.rule_id, a.pid, a.message) in recorded for a in announced)
+        assert engine.lane is not None and not engine.lane.verdicts  # each taken by the engine, in order
+        assert engine._late  # ... which ran only the other matchers of those events
 
 
 def test_the_printer_says_an_announced_alert_once_and_again_when_it_was_not_saved() -> None:
@@ -246,3 +248,43 @@ def test_events_seen_ahead_of_order_are_announced_once_and_change_no_alert() -> 
     recorded = {(a["rule_id"], a["pid"], a["message"]) for a in runs[1]}
     assert set(keys) <= recorded
     assert not engine.lane.peeked  # every event announced ahead was reached in order
+
+
+def test_the_engine_leaves_the_lanes_matchers_to_the_lane() -> None:
+    """An event the lane saw: the engine runs only the other matchers of its type and takes the
+    lane's hits (one evaluation each).  An event the lane never saw (the session's own) runs
+    every matcher: its alert is raised all the same."""
+    from spyglass.events import Event
+    from spyglass.pipeline import Pipeline, RunContext
+    from spyglass.rules.engine import RuleEngine
+    from spyglass.rules.ruleset import load_ruleset
+    from tests.rules.test_engine import HOME, WS
+
+    engine = RuleEngine(load_ruleset(), home=HOME)
+    pipe = Pipeline([engine], RunContext(root_cwd=WS, workspace=[WS]))
+    pipe.start()
+    assert engine.lane is not None and engine.compiled is not None
+    secret = f"{HOME}/.ssh/id_rsa"
+    start = [Event(type="process.start", pid=100, ts=1),
+             Event(type="process.exec", pid=100, ts=2, exe="/usr/bin/cat", argv=["cat"], cwd=WS)]
+    for ev in start:
+        engine.urgent(ev)
+        pipe.feed(ev)
+    read = Event(type="file.read", pid=100, ts=3, path=secret, flags="O_RDONLY")
+    compiled = engine.compiled
+    assert compiled.build is not None and compiled.build_late is not None
+    rule_of = {i: engine.rules[m.rule_index].id for i, m in enumerate(engine._matchers)}
+    full, late = compiled.build("file.read"), compiled.build_late("file.read")
+    assert full is not None
+    assert "cred-secret-read" in {rule_of[i] for i in full(read, engine.fx)}
+    assert late is None or "cred-secret-read" not in {rule_of[i] for i in late(read, engine.fx)}
+
+    engine.urgent(read)
+    assert [i for i in engine.lane.verdicts[id(read)][1] if rule_of[i] == "cred-secret-read"]
+    pipe.feed(read)
+    assert not engine.lane.verdicts
+    assert [a.rule_id for a in engine.alerts].count("cred-secret-read") == 1
+
+    unseen = Event(type="file.read", pid=100, ts=4, path=f"{HOME}/.aws/credentials", flags="O_RDONLY")
+    pipe.feed(unseen)  # never shown to the lane
+    assert [a.rule_id for a in engine.alerts].count("cred-secret-read") == 2

@@ -74,7 +74,7 @@ def test_a_path_is_decided_at_its_second_sight_and_a_full_memo_forgets_its_older
     def specialized(cands: tuple[int, ...]) -> Any:
         return (lambda ev, fx, c=cands: c) if cands else None
 
-    fn, _ = pathmemo.path_dispatch(prefilter, (0, 1), specialized, with_target=False)
+    fn, _, _ = pathmemo.path_dispatch(prefilter, (0, 1), specialized, with_target=False)
     fx: Any = SimpleNamespace(state=RunState())
 
     def see(path: str) -> tuple[int, ...]:
