@@ -47,7 +47,9 @@ from pathlib import Path
 from typing import IO, Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+#: the spyglass measured: this checkout's, or SPYGLASS_BENCH_CODE's (``--compare`` runs the engine
+#: figures of the other checkout through it, with this script)
+sys.path.insert(0, os.environ.get("SPYGLASS_BENCH_CODE", str(REPO)))
 
 from spyglass.capture.strace.command import strace_command  # noqa: E402
 
@@ -277,15 +279,10 @@ def latency(base: Path, args: argparse.Namespace, codes: dict[str, dict[str, str
 
 
 def per_event(base: Path, args: argparse.Namespace) -> None:
-    """CPU time per strace line (parser) and per event (rule engine, full pack), in this process."""
-    import inspect
+    """CPU time per strace line (parser, in this process) and per event (rule engine, full pack, in a
+    process of its own per code: with ``--compare`` the other checkout too, alternating)."""
 
     from spyglass.capture.strace.parser import StraceParser
-    from spyglass.events import Event
-    from spyglass.pipeline import Pipeline, RunContext
-    from spyglass.policy import Policy
-    from spyglass.rules.engine import RuleEngine
-    from spyglass.rules.ruleset import load_ruleset
 
     files = _stdlib_files(2000, 16 << 20)
     tar_path, out, trace = base / "pe.tar", base / "pe-out", base / "pe.trace"
@@ -299,24 +296,60 @@ def per_event(base: Path, args: argparse.Namespace) -> None:
     best = min(_cpu_each(StraceParser(cwd="/").feed, lines) for _ in range(3))
     print(f"\nper event (CPU time, best of 3): strace parser {best / len(lines) * 1e6:.2f} us/line "
           f"({len(lines):,} lines of an untar trace)")
+    codes = {"this": None, **({"--compare": str(Path(args.compare).resolve())} if args.compare else {})}
+    got: dict[str, list[list[float]]] = {c: [] for c in codes}
+    for _ in range(3 if args.compare else 1):  # alternating, each in a process of its own
+        for code, where in codes.items():
+            env = dict(os.environ, **({"SPYGLASS_BENCH_CODE": where} if where else {}))
+            out = subprocess.run([sys.executable, __file__, "--engine-only"], env=env, capture_output=True,
+                                 text=True, check=True).stdout
+            got[code].append([float(x) for x in out.split()])
+    for code, runs in got.items():
+        off, lane, pipe = (statistics.median(r[k] for r in runs) for k in range(3))
+        tag = f" [{code}]" if args.compare else ""
+        print(f"rule engine{tag}, new paths (file.create + file.chmod each), best of 3 per process"
+              f"{', median of 3 processes' if args.compare else ''}: fast lane off {off:.2f} us/event, "
+              f"on {lane + pipe:.2f} (lane {lane:.2f} + pipeline {pipe:.2f})")
+    if args.compare:
+        a, b = ([r[1] + r[2] for r in got[c]] for c in codes)
+        print(f"  fast lane on, this / --compare: {statistics.median(a) / statistics.median(b):.2f}x")
+
+
+def engine_cost() -> list[float]:
+    """CPU per event of the rule engine (full pack) on new paths: lane off; lane on, the lane's
+    part and the pipeline's (us; each best of 3, a new engine and new paths each time)."""
+    import inspect
+
+    from spyglass.events import Event
+    from spyglass.pipeline import Pipeline, RunContext
+    from spyglass.policy import Policy
+    from spyglass.rules.engine import RuleEngine
+    from spyglass.rules.ruleset import load_ruleset
+
     home, ws = "/home/dev", "/home/dev/project"
     rs = load_ruleset(Policy.default())
     has_lane = "fast_lane" in inspect.signature(RuleEngine).parameters
-    for lane in (False, True) if has_lane else (False,):
-        evs = [Event(type="process.start", pid=100, ppid=1, ts=1),
-               Event(type="process.exec", pid=100, exe="/usr/bin/tar", argv=["tar", "xf"], ts=2)]
-        for i in range(20000):
-            path = f"{ws}/l{lane}/d{i % 50}/f{i}.py"
-            evs.append(Event(type="file.create", pid=100, path=path, flags="O_WRONLY|O_CREAT|O_EXCL", ts=3 + i))
-            evs.append(Event(type="file.chmod", pid=100, path=path, mode="0644", ts=3 + i))
-        engine = RuleEngine(rs, home=home, workspace=[ws], **({"fast_lane": lane} if has_lane else {}))
-        pipe = Pipeline([engine], RunContext(run_id="x", root_cwd=ws, workspace=[ws], home=home))
-        pipe.start()
-        lane_s = _cpu_each(engine.urgent, evs) if lane else 0.0  # type: ignore[attr-defined]
-        feed_s = _cpu_each(pipe.feed, evs)
-        print(f"rule engine, new paths (file.create + file.chmod each), fast lane {'on' if lane else 'off'}: "
-              f"{(lane_s + feed_s) / len(evs) * 1e6:.2f} us/event"
-              + (f" (lane {lane_s / len(evs) * 1e6:.2f} + pipeline {feed_s / len(evs) * 1e6:.2f})" if lane else ""))
+    out: list[float] = []
+    for lane in (False, True):
+        tries = []
+        for t in range(3):
+            evs = [Event(type="process.start", pid=100, ppid=1, ts=1),
+                   Event(type="process.exec", pid=100, exe="/usr/bin/tar", argv=["tar", "xf"], ts=2)]
+            for i in range(20000):
+                path = f"{ws}/l{lane}{t}/d{i % 50}/f{i}.py"
+                evs.append(Event(type="file.create", pid=100, path=path, flags="O_WRONLY|O_CREAT|O_EXCL", ts=3 + i))
+                evs.append(Event(type="file.chmod", pid=100, path=path, mode="0644", ts=3 + i))
+            engine = RuleEngine(rs, home=home, workspace=[ws], **({"fast_lane": lane} if has_lane else {}))
+            pipe = Pipeline([engine], RunContext(run_id="x", root_cwd=ws, workspace=[ws], home=home))
+            pipe.start()
+            lane_s = _cpu_each(engine.urgent, evs) if lane else 0.0  # type: ignore[attr-defined]
+            tries.append((lane_s + _cpu_each(pipe.feed, evs), lane_s, len(evs)))
+        total, lane_s, n = min(tries)
+        if lane:
+            out += [lane_s / n * 1e6, (total - lane_s) / n * 1e6]
+        else:
+            out.append(total / n * 1e6)
+    return out
 
 
 def _cpu_each(fn: Callable[[Any], object], items: list[Any]) -> float:
@@ -338,9 +371,13 @@ def main() -> None:
     ap.add_argument("--no-latency", action="store_true")
     ap.add_argument("--no-ratios", action="store_true")
     ap.add_argument("--no-per-event", action="store_true")
+    ap.add_argument("--engine-only", action="store_true", help=argparse.SUPPRESS)  # per_event's child
     ap.add_argument("--compare", metavar="DIR", help="another checkout's root: its spyglass measured alongside, "
                     "alternating (ratios and latency)")
     args = ap.parse_args()
+    if args.engine_only:
+        print(" ".join(f"{x:.3f}" for x in engine_cost()))
+        return
     if args.quick:
         args.repeat = min(args.repeat, 2)
         args.trials = min(args.trials, 20)
