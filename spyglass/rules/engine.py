@@ -166,7 +166,7 @@ class RuleEngine(Sink):
             self._fallback = self._first_of(None)
         self._matchers = matchers
         self._nprocs = len(ctx.procs.procs)
-        self.lane = FastLane(self, FieldContext(**{**fx_args, "procs": ProcessTable(), "state": RunState()}),
+        self.lane = FastLane(self, FieldContext(**{**fx_args, "procs": ProcessTable(evict=True), "state": RunState()}),
                              self.compiled, early) if early else None
 
     def warm(self, more: Callable[[], bool] = lambda: False) -> None:

@@ -137,8 +137,9 @@ class FastLane:
         if not ev.ts:
             ev.ts = time.time_ns()
         procs = fx.procs
-        procs.update(ev)
         t = ev.type
+        if t.startswith("process."):  # as the pipeline keeps its table: the engine's, event for event
+            procs.update(ev)
         if t in _PROC_TYPES:
             n = len(procs.procs)
             fx.procs_changed(t == "process.start" or n != self._nprocs)

@@ -288,3 +288,31 @@ def test_the_engine_leaves_the_lanes_matchers_to_the_lane() -> None:
     unseen = Event(type="file.read", pid=100, ts=4, path=f"{HOME}/.aws/credentials", flags="O_RDONLY")
     pipe.feed(unseen)  # never shown to the lane
     assert [a.rule_id for a in engine.alerts].count("cred-secret-read") == 2
+
+
+def test_the_lanes_process_table_is_the_pipelines() -> None:
+    """Exited processes leave the lane's table when they leave the pipeline's (at the next process
+    event), so a rule reading the process table decides the same on both sides."""
+    from spyglass.events import Event
+    from spyglass.pipeline import Pipeline, RunContext
+    from spyglass.rules.engine import RuleEngine
+    from spyglass.rules.ruleset import load_ruleset
+    from tests.rules.test_engine import HOME, WS
+
+    engine = RuleEngine(load_ruleset(), home=HOME)
+    pipe = Pipeline([engine], RunContext(root_cwd=WS, workspace=[WS]))
+    pipe.start()
+    assert engine.lane is not None
+    evs = [Event(type="process.start", pid=100, ts=1),
+           Event(type="process.exec", pid=100, ts=2, exe="/bin/sh", argv=["sh"], cwd=WS)]
+    for child in range(101, 140):
+        evs += [Event(type="process.start", pid=child, ppid=100, ts=3),
+                Event(type="process.exec", pid=child, ts=4, exe="/bin/true", argv=["true"]),
+                Event(type="file.read", pid=child, ts=5, path=f"{WS}/x{child}"),
+                Event(type="process.exit", pid=child, ts=6, exit_code=0),
+                Event(type="file.read", pid=100, ts=7, path=f"{WS}/y{child}")]
+    for ev in evs:
+        engine.urgent(ev)
+        pipe.feed(ev)
+        assert engine.lane.fx.procs.procs.keys() == pipe.ctx.procs.procs.keys()
+    assert engine.lane.fx.procs.evicted == pipe.ctx.procs.evicted > 0
