@@ -97,6 +97,12 @@ class FieldContext:
         #: per-pid values other components derive from the tree's shape (parents, ancestors)
         self.per_pid: dict[tuple[str, int], Any] = {}
 
+    def facts_version(self) -> int:
+        """Grows whenever the run learns a fact during the capture (the tracer's or a helper's pid,
+        the tracer's group: lists only ever appended to).  The fast lane notes it with each verdict;
+        the engine takes a verdict only if it has not changed since (``FastLane.verdicts``)."""
+        return len(self.live_monitors) + len(self.live_helpers) + len(self.monitor_pgids)
+
     def procs_changed(self, structure: bool) -> None:
         """A process event: executables and command lines of ancestors may have changed;
         with ``structure`` also who descends from whom (a process started or appeared)."""

@@ -212,7 +212,7 @@ class RuleEngine(Sink):
             self._nprocs = n
         lane = self.lane
         seen = lane.verdicts.pop(id(ev), None) if lane is not None and lane.verdicts else None
-        if seen is not None and seen[0] is ev:  # the lane's matchers decided: the others only
+        if seen is not None and seen[0] is ev and seen[2] == fx.facts_version():  # the lane's decided: the rest
             fn = self._late.get(t, _UNBUILT)
             if fn is _UNBUILT:
                 fn = self._late_of(t)

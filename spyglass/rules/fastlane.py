@@ -26,8 +26,10 @@ The lane's matchers are not evaluated twice: the lane keeps what it found
 for each event it saw (``FastLane.verdicts``), and the engine, when it
 reaches that event, runs only the other matchers of its type
 (``CompiledSet.build_late``) and handles the lane's hits as its own.  An
-event the lane did not see (one the session adds itself) runs the type's
-full function.
+event the lane did not see (one the session adds itself), or one seen
+before the run learned a fact it has learned since (the tracer's pid, known
+to the pipeline a moment after the capture starts), runs the type's full
+function.
 
 A backend may also show the lane events *ahead* of the stream's order
 (:meth:`FastLane.peek`; the eBPF backend's alert ring, where an open of a
@@ -102,10 +104,12 @@ class FastLane:
         self.hits = 0
         #: id(event) -> (the event, the lane's matchers it matched), until the engine reaches it: the
         #: engine then evaluates only the other matchers (the lane's state is the engine's, in order)
-        self.verdicts: dict[int, tuple[Event, tuple[int, ...]]] = {}
+        #: (with the facts' version: a fact learned between the lane's look and the engine's, such as
+        #: the tracer's pid at the start, makes the engine evaluate the event in full)
+        self.verdicts: dict[int, tuple[Event, tuple[int, ...], int]] = {}
         #: the look-ahead's field context: the lane's, with a process table of its own
         self.ahead = copy.copy(fx)
-        self.ahead.procs, self.ahead._anc, self.ahead.per_pid = ProcessTable(), {}, {}
+        self.ahead.procs, self.ahead._anc, self.ahead.per_pid = ProcessTable(evict=True), {}, {}
         #: alerts announced ahead of order, by event, until the event comes in order
         self.peeked: dict[Key, list[Alert]] = {}
         self.peeks = 0  # events seen ahead of order
@@ -156,7 +160,7 @@ class FastLane:
             verdicts = self.verdicts
             if len(verdicts) >= MAX_VERDICTS:
                 verdicts.clear()  # events that never reached the engine: it evaluates the rest in full
-            verdicts[id(ev)] = (ev, hits)
+            verdicts[id(ev)] = (ev, hits, fx.facts_version())
         if self.peeked:
             ahead = self.peeked.pop(_key(ev), None)
             if ahead:  # announced ahead: recorded when the engine reaches this event (settle)

@@ -364,7 +364,8 @@ def record(
         if on_started is not None:
             on_started(meta)
         groups = meta.extra["monitor_pgids"]
-        tracer_known = False
+        # known as soon as the capture runs: the fast lane is deciding on the reader's thread already
+        tracer_known = _learn_tracer(session, ctx, groups)
         # the capture's reader thread (and the fast lane on it) waits for the interpreter lock at most
         # this long while the pipeline is busy (the default, 5 ms, let a burst delay alerts)
         switch = sys.getswitchinterval()
@@ -373,12 +374,7 @@ def record(
             with sig:
                 for ev in session.events():
                     if not tracer_known:  # the tracer's pid, for rules about killing the monitor
-                        tracer = session.tracer_pid
-                        if tracer is not None:
-                            helpers = [p for p in getattr(session, "helper_pids", ()) if p not in ctx.monitor_pids]
-                            ctx.monitor_pids.extend([tracer, *helpers])
-                            _add_group(groups, tracer)
-                            tracer_known = True
+                        tracer_known = _learn_tracer(session, ctx, groups)
                     pipeline.feed(ev)
                     if sig.pending:
                         sig.drain(pipeline)
@@ -467,6 +463,17 @@ def _warm(sinks: Sequence[object], *, loading_only: bool = False) -> None:
         warm = getattr(sink, "warm", None)
         if warm is not None:
             warm(more)
+
+
+def _learn_tracer(session: CaptureSession, ctx: RunContext, groups: list[int]) -> bool:
+    """The tracer's pid, its helpers' and its group join the run's monitor facts once known."""
+    tracer = session.tracer_pid
+    if tracer is None:
+        return False
+    helpers = [p for p in getattr(session, "helper_pids", ()) if p not in ctx.monitor_pids]
+    ctx.monitor_pids.extend([tracer, *helpers])
+    _add_group(groups, tracer)
+    return True
 
 
 def _add_group(groups: list[int], pid: int) -> None:
