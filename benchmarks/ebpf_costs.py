@@ -36,9 +36,9 @@ class _Quiet:
 
 def timed_ebpf_capture(argv: list[str], cwd: Path, rules: bool = False) -> float:
     """The eBPF capture alone (program loaded beforehand): attach, run, decode every event, detach;
-    with ``rules``, every event also goes through the pipeline and the full rule pack (compiled
-    beforehand): the kernel side plus the Python consumer, what ``spyglass run`` does per event
-    without its fixed start-up, store and workspace evidence."""
+    with ``rules``, every event also goes through the fast lane and the pipeline with the full rule
+    pack (compiled beforehand): the kernel side plus the Python consumer, what ``spyglass run`` does
+    per event without its fixed start-up, store and workspace evidence."""
     from spyglass.capture.base import LaunchSpec
     from spyglass.capture.ebpf import EbpfBackend
     from spyglass.pipeline import Pipeline, RunContext
@@ -55,7 +55,9 @@ def timed_ebpf_capture(argv: list[str], cwd: Path, rules: bool = False) -> float
         pipe.start()
     with _Quiet():
         t0, c0 = time.perf_counter(), time.process_time()
-        session = backend.start(LaunchSpec(argv, str(cwd), env=dict(os.environ)))
+        # with rules, the fast lane on the reader's thread as `spyglass run` wires it
+        hooks = {"urgent": pipe.urgent_hook(), "lookout": pipe.urgent_hook("lookout")} if pipe is not None else {}
+        session = backend.start(LaunchSpec(argv, str(cwd), env=dict(os.environ), **hooks))
         if pipe is None:
             for _ in session.events():
                 pass
