@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from spyglass.policy.hosts import parse_ip
-from spyglass.policy.paths import DirSet, GlobMatcher, LazyPattern, compile_globs, expand_home
+from spyglass.policy.paths import DirSet, LazyPattern, compile_globs, expand_home, glob_matcher
 
 if TYPE_CHECKING:
     from spyglass.rules.emitter import Emitter
@@ -205,7 +205,7 @@ class Glob(_TextOnly):
                      for p in pats]
             return f"({raw} is not None and {em.join(parts, True)})"
         # most paths are decided without running a regular expression (GlobMatcher)
-        rx = GlobMatcher(pats, em.home, cased=t.cased)
+        rx = glob_matcher(pats, em.home, cased=t.cased)
         return f"({raw} is not None and {em.const(rx)}.fullmatch({raw}) is not None)"
 
 

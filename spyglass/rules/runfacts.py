@@ -18,7 +18,7 @@ from spyglass.pipeline import RunContext
 from spyglass.policy import Policy
 from spyglass.policy import defaults as pdefaults
 from spyglass.policy.hosts import HostMatcher
-from spyglass.policy.paths import DirSet, GlobMatcher, expand_home
+from spyglass.policy.paths import DirSet, expand_home, glob_matcher
 from spyglass.rules.context import RunState
 
 
@@ -52,10 +52,10 @@ def run_facts(
         temp=DirSet(expand_home(d, home) for d in pdefaults.WRITABLE_TEMP),
         home=home,
         trusted=DirSet(trusted_dirs),
-        trusted_re=GlobMatcher(ws_trusted, home),
-        secrets_re=GlobMatcher(secret_globs, home),
-        secret_exceptions_re=GlobMatcher(pdefaults.SECRET_EXCEPTIONS, home),
-        honeytokens_re=GlobMatcher(honeytokens, home),
+        trusted_re=glob_matcher(ws_trusted, home),
+        secrets_re=glob_matcher(secret_globs, home),
+        secret_exceptions_re=glob_matcher(pdefaults.SECRET_EXCEPTIONS, home),
+        honeytokens_re=glob_matcher(honeytokens, home),
         hosts=HostMatcher(policy.network.effective_allow, policy.network.deny),
         monitor_pids=frozenset(monitors),
         live_monitors=ctx.monitor_pids,
@@ -65,7 +65,7 @@ def run_facts(
         launch_programs=frozenset(launch.get("programs") or ()),
         launch_interpreters=frozenset(launch.get("interpreters") or ()),
         launch_trees=DirSet(launch.get("trees") or ()),
-        agent_state_re=GlobMatcher(_agent_state(launch.get("kind"), home), home),
+        agent_state_re=glob_matcher(_agent_state(launch.get("kind"), home), home),
         resolvers=frozenset(extra.get("resolvers") or ()),
     )
     lists: dict[str, list[Any]] = dict(library_lists)

@@ -59,3 +59,38 @@ def test_base_name_verdicts_stay_under_their_cap_and_answer_the_same(monkeypatch
         assert gm.fullmatch(f"/keys/id_rsa{i}") is True
         assert len(gm._bases) <= 64
     assert gm.fullmatch("/keys/id_rsa0") is True and gm.fullmatch("/src/m0.py") is None and gm.fullmatch("/a/.env")
+
+
+def test_one_matcher_per_list_of_globs_in_a_process() -> None:
+    """glob_matcher hands out one GlobMatcher per (globs, home, case): the rule pack's functions
+    ask for the same lists hundreds of times.  A bad glob is refused every time it is asked for."""
+    from spyglass.pipeline import Pipeline, RunContext
+    from spyglass.policy import paths
+    from spyglass.policy.paths import GlobError, glob_matcher
+    from spyglass.rules.engine import RuleEngine
+    from spyglass.rules.ruleset import load_ruleset
+
+    a = glob_matcher(["**/.env", "~/.ssh/**"], HOME)
+    assert glob_matcher(("**/.env", "~/.ssh/**"), HOME) is a
+    assert glob_matcher(["**/.env", "~/.ssh/**"], HOME, cased=False) is not a
+    assert glob_matcher(["**/.env", "~/.ssh/**"], "/home/other") is not a
+    for _ in range(2):
+        with pytest.raises(GlobError):
+            glob_matcher(["/fine/**", "**/a["], HOME)
+
+    built: list[tuple[str, ...]] = []
+    real = paths.GlobMatcher.__init__
+
+    def counting(self: GlobMatcher, patterns: object, home: str | None = None, *, cased: bool = True) -> None:
+        built.append(tuple(patterns))  # type: ignore[call-overload]
+        real(self, built[-1], home, cased=cased)
+
+    paths._glob_matcher.cache_clear()
+    try:
+        paths.GlobMatcher.__init__ = counting  # type: ignore[method-assign]
+        engine = RuleEngine(load_ruleset(), home="/home/pack-test")
+        Pipeline([engine], RunContext(root_cwd="/w", workspace=["/w"])).start()
+        engine.warm(lambda: True)
+    finally:
+        paths.GlobMatcher.__init__ = real  # type: ignore[method-assign]
+    assert built and len(built) == len(set(built))
