@@ -373,7 +373,7 @@ def record(
         try:
             with sig:
                 for ev in session.events():
-                    if not tracer_known:  # the tracer's pid, for rules about killing the monitor
+                    if not tracer_known and session.tracer_pid is not None:  # for rules about killing the monitor
                         tracer_known = _learn_tracer(session, ctx, groups)
                     pipeline.feed(ev)
                     if sig.pending:
