@@ -69,6 +69,10 @@ class LaunchSpec:
     #: backend's alert and lifecycle rings, :mod:`spyglass.capture.ebpf.lookout`); each event
     #: still comes in order through ``urgent`` and ``events()``; it must not change run state
     lookout: Callable[[Event], None] | None = None
+    #: called with the capture's own processes (a tracer, helpers) as each becomes known, on the
+    #: thread that learns it, before the events read after it go to ``urgent``: the rules about
+    #: attacks on the monitor then know them from the first events
+    on_monitor: Callable[[Sequence[int]], None] | None = None
 
 
 @dataclass(slots=True)

@@ -322,6 +322,8 @@ def record(
             stdio=request.stdio,
             urgent=pipeline.urgent_hook(),  # the rule engine's fast lane, on the capture's thread
             lookout=pipeline.urgent_hook("lookout"),  # ... and its look at records ahead of order
+            # the tracer and helpers join the monitor facts before the lane sees the events after them
+            on_monitor=lambda pids: _learn_monitors(ctx, meta.extra["monitor_pgids"], pids),
         )
         started: list[CaptureSession] = []
         stop_lock = threading.Lock()
@@ -466,14 +468,27 @@ def _warm(sinks: Sequence[object], *, loading_only: bool = False) -> None:
 
 
 def _learn_tracer(session: CaptureSession, ctx: RunContext, groups: list[int]) -> bool:
-    """The tracer's pid, its helpers' and its group join the run's monitor facts once known."""
+    """The tracer's pid, its helpers' and its group join the run's monitor facts once known (the
+    backend may have told them already, ``LaunchSpec.on_monitor``)."""
     tracer = session.tracer_pid
     if tracer is None:
         return False
-    helpers = [p for p in getattr(session, "helper_pids", ()) if p not in ctx.monitor_pids]
-    ctx.monitor_pids.extend([tracer, *helpers])
-    _add_group(groups, tracer)
+    _learn_monitors(ctx, groups, [tracer])
+    _learn_monitors(ctx, groups, list(getattr(session, "helper_pids", ())), group=False)
     return True
+
+
+_LEARN = threading.Lock()
+
+
+def _learn_monitors(ctx: RunContext, groups: list[int], pids: Sequence[int], group: bool = True) -> None:
+    """Each pid (and its process group) once in the run's monitor facts; any thread."""
+    with _LEARN:
+        for pid in pids:
+            if pid not in ctx.monitor_pids:
+                ctx.monitor_pids.append(pid)
+            if group:
+                _add_group(groups, pid)
 
 
 def _add_group(groups: list[int], pid: int) -> None:

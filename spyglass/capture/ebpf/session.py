@@ -177,7 +177,8 @@ class EbpfSession:
             os.close(self._wake)
             raise CaptureError(f"cannot start the command under eBPF capture: {exc}") from exc
         # after the command started (it never waits for it): a few ms pass before it watches
-        self._watchdog = Watchdog.start(self._obj, opts, (ring, life), self._boot, self._result.notes, self._proc.pid)
+        self._watchdog = Watchdog.start(self._obj, opts, (ring, life), self._boot, self._result.notes, self._proc.pid,
+                                        spec.on_monitor)
         self._queue.put([self.decoder.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started)])
         self._lookout.start(self._ahead.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started))
         #: readable when the command exits: its exit record is in the ring by then (sched_process_exit

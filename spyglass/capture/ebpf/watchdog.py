@@ -44,7 +44,7 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
     from typing import Any
 
     from spyglass.capture.ebpf.libbpf import BpfObject
@@ -247,10 +247,10 @@ class Watchdog:
     @classmethod
     def start(
         cls, obj: BpfObject, opts: dict[str, object], sizes: tuple[int, int], boot: int, notes: list[str],
-        root: int,
+        root: int, on_pid: Callable[[Sequence[int]], None] | None = None,
     ) -> Watchdog | None:
         """The watchdog of a loaded, attached program following ``root`` (``options={"watchdog": False}``:
-        none)."""
+        none); ``on_pid`` gets its pid once it is started (``LaunchSpec.on_monitor``)."""
         if opts.get("watchdog") is False:
             return None
         ring, life = sizes
@@ -262,7 +262,7 @@ class Watchdog:
             "monitor_pgids": [os.getpgrp()], "root": root,
         }  # fmt: skip
         try:
-            return cls(cfg, [*obj.link_fds(), *maps])
+            return cls(cfg, [*obj.link_fds(), *maps], on_pid)
         except OSError as exc:  # no socket pair
             notes.append(f"no watchdog (spyglass's own death would go unnoticed): {exc}")
             return None
@@ -290,7 +290,8 @@ class Watchdog:
             notes.append(detail)
             yield Event(type="sys.sensitive", ts=time.time_ns(), pid=root, detail=detail)
 
-    def __init__(self, cfg: dict[str, Any], fds: list[int]) -> None:
+    def __init__(self, cfg: dict[str, Any], fds: list[int],
+                 on_pid: Callable[[Sequence[int]], None] | None = None) -> None:
         """Spawned from a thread: the command (started first) never waits for it, and neither does
         the reading of its events; until it runs, what spyglass sends waits in the socket."""
         import marshal
@@ -323,6 +324,8 @@ class Watchdog:
                 self.error = f"no watchdog (spyglass's own death would go unnoticed): {exc}"
             finally:
                 theirs.close()
+            if self.proc is not None and on_pid is not None:
+                on_pid([self.proc.pid])
 
         self._spawn = threading.Thread(target=spawn, name="watchdog-spawn", daemon=True)
         self._spawn.start()

@@ -79,6 +79,7 @@ class StraceSession:
         self._detached = False
         self._killing = False
         self._tracer: int | None = None  # strace's own pid (it runs as the command's grandchild)
+        self._tracer_sought = False  # the reader looked for it at strace's first output
         self._comm = os.path.basename(strace)[:15]  # its /proc/<pid>/comm
         self._adopting = False
         self._ended_tree = False  # we killed the tree at the end of the grace period
@@ -177,6 +178,13 @@ class StraceSession:
                 # a CLONE_UNTRACED child cannot be observed: it is not allowed to run
                 host.kill(ev.target_pid)
                 ev.detail = f"{ev.detail}; killed"
+        if not self._tracer_sought and out:  # strace is attached: known before its events go out
+            self._tracer_sought = True
+            tracer = self._find_tracer()
+            if tracer is not None:
+                self._tracer = tracer
+                if self.spec.on_monitor is not None:
+                    self.spec.on_monitor([tracer])
         self._queue.put(out)
 
     def _watch(self) -> None:
@@ -215,9 +223,10 @@ class StraceSession:
                 batch = self._resume_stopped_tracer()
             if batch is None:
                 break
-            if self._tracer is None and parser.lines:  # before the batch: its consumer may ask
-                self._tracer = self._find_tracer()
-                self._stop_adopting()  # strace is attached: its start-up orphaning is over
+            if self._adopting and parser.lines:  # strace is attached: its start-up orphaning is over
+                if self._tracer is None:  # before the batch: its consumer may ask
+                    self._tracer = self._find_tracer()
+                self._stop_adopting()
             yield from batch
             if self._killing and not killing:
                 # after kill_tree() the tree is dying: give strace time to report every death
