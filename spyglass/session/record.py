@@ -29,6 +29,7 @@ from spyglass.errors import EXIT_CANNOT_RUN
 from spyglass.events import LEVELS, Event
 from spyglass.events.proctree import ProcessTable
 from spyglass.pipeline import BackendInfo, Pipeline, RunContext, SandboxView, SinkStartError, default_home
+from spyglass.session.monitors import learn_monitors, learn_tracer
 from spyglass.store import RunMeta, RunWriter, Store, new_run_id
 from spyglass.store.store import MONITOR_NOTE
 from spyglass.store.writer import Signer
@@ -323,7 +324,7 @@ def record(
             urgent=pipeline.urgent_hook(),  # the rule engine's fast lane, on the capture's thread
             lookout=pipeline.urgent_hook("lookout"),  # ... and its look at records ahead of order
             # the tracer and helpers join the monitor facts before the lane sees the events after them
-            on_monitor=lambda pids: _learn_monitors(ctx, meta.extra["monitor_pgids"], pids),
+            on_monitor=lambda pids: learn_monitors(ctx, meta.extra["monitor_pgids"], pids),
         )
         started: list[CaptureSession] = []
         stop_lock = threading.Lock()
@@ -367,7 +368,7 @@ def record(
             on_started(meta)
         groups = meta.extra["monitor_pgids"]
         # known as soon as the capture runs: the fast lane is deciding on the reader's thread already
-        tracer_known = _learn_tracer(session, ctx, groups)
+        tracer_known = learn_tracer(session, ctx, groups)
         # the capture's reader thread (and the fast lane on it) waits for the interpreter lock at most
         # this long while the pipeline is busy (the default, 5 ms, let a burst delay alerts)
         switch = sys.getswitchinterval()
@@ -376,7 +377,7 @@ def record(
             with sig:
                 for ev in session.events():
                     if not tracer_known and session.tracer_pid is not None:  # for rules about killing the monitor
-                        tracer_known = _learn_tracer(session, ctx, groups)
+                        tracer_known = learn_tracer(session, ctx, groups)
                     pipeline.feed(ev)
                     if sig.pending:
                         sig.drain(pipeline)
@@ -465,36 +466,3 @@ def _warm(sinks: Sequence[object], *, loading_only: bool = False) -> None:
         warm = getattr(sink, "warm", None)
         if warm is not None:
             warm(more)
-
-
-def _learn_tracer(session: CaptureSession, ctx: RunContext, groups: list[int]) -> bool:
-    """The tracer's pid, its helpers' and its group join the run's monitor facts once known (the
-    backend may have told them already, ``LaunchSpec.on_monitor``)."""
-    tracer = session.tracer_pid
-    if tracer is None:
-        return False
-    _learn_monitors(ctx, groups, [tracer])
-    _learn_monitors(ctx, groups, list(getattr(session, "helper_pids", ())), group=False)
-    return True
-
-
-_LEARN = threading.Lock()
-
-
-def _learn_monitors(ctx: RunContext, groups: list[int], pids: Sequence[int], group: bool = True) -> None:
-    """Each pid (and its process group) once in the run's monitor facts; any thread."""
-    with _LEARN:
-        for pid in pids:
-            if pid not in ctx.monitor_pids:
-                ctx.monitor_pids.append(pid)
-            if group:
-                _add_group(groups, pid)
-
-
-def _add_group(groups: list[int], pid: int) -> None:
-    try:
-        pgid = os.getpgid(pid)
-    except OSError:
-        return
-    if pgid not in groups:
-        groups.append(pgid)

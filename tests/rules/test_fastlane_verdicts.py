@@ -17,7 +17,7 @@ import msgspec
 from tests.rules.test_engine import HOME, WS
 
 TRACER = 4242  # strace's pid (eBPF: the watchdog's), known to the pipeline only at its first event
-TRACER_GROUP = 4240  # its process group (record.py _add_group), likewise
+TRACER_GROUP = 4240  # its process group (session/monitors.py add_group), likewise
 
 
 def _alerts(engine: Any) -> list[tuple[str, int, str]]:
@@ -42,7 +42,7 @@ def _record_loop(lane: bool, events: list[Any]) -> Any:
         for ev in copies:
             engine.urgent(ev)
     ctx.monitor_pids.append(TRACER)  # record.py: tracer_known, at the pipeline's first event
-    meta.extra["monitor_pgids"].append(TRACER_GROUP)  # ... and _add_group(groups, tracer)
+    meta.extra["monitor_pgids"].append(TRACER_GROUP)  # ... and add_group(groups, tracer)
     for ev in copies:
         pipe.feed(ev)
     pipe.done()
