@@ -26,7 +26,7 @@ from spyglass.rules.describe import describe, duration, short_command
 from spyglass.rules.fastlane import FastLane, fast_matchers
 from spyglass.rules.fields import FIELDS
 from spyglass.rules.model import Rule, RuleSet
-from spyglass.rules.pathmemo import MatchFn
+from spyglass.rules.pathmemo import UNBUILT, MatchFn
 from spyglass.rules.runfacts import record_launch, run_facts
 from spyglass.rules.state import ProcRef, SequenceTracker, ThresholdCounter
 from spyglass.rules.tracking import track
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from spyglass.rules.codecache import CodeCache
 
 _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
-_UNBUILT: MatchFn = lambda ev, fx: ()  # noqa: E731 - "not looked up yet"
 _TEMPLATE = re.compile(r"\{([a-z_][a-z0-9_.]*)(?:\|([^{}]*))?\}")  # {field} or {field|when missing}
 MAX_DEDUP = 100_000
 _NO_PIDS: frozenset[int] = frozenset()
@@ -213,8 +212,8 @@ class RuleEngine(Sink):
         lane = self.lane
         seen = lane.verdicts.pop(id(ev), None) if lane is not None and lane.verdicts else None
         if seen is not None and seen[0] is ev and seen[2] == fx.facts_version():  # the lane's decided: the rest
-            fn = self._late.get(t, _UNBUILT)
-            if fn is _UNBUILT:
+            fn = self._late.get(t, UNBUILT)
+            if fn is UNBUILT:
                 fn = self._late_of(t)
             hits = fn(ev, fx) if fn is not None else ()
             if seen[1]:

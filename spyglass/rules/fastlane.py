@@ -52,7 +52,7 @@ from spyglass.events.proctree import ProcessTable
 from spyglass.rules.compiler import CompiledSet, Matcher
 from spyglass.rules.context import FieldContext
 from spyglass.rules.model import Rule
-from spyglass.rules.pathmemo import MatchFn
+from spyglass.rules.pathmemo import UNBUILT, MatchFn
 from spyglass.rules.tracking import track
 
 if TYPE_CHECKING:
@@ -60,7 +60,6 @@ if TYPE_CHECKING:
 
 #: actions of the rules the lane decides
 FAST_ACTIONS = frozenset({"alert", "kill"})
-_MISSING: MatchFn = lambda ev, fx: ()  # noqa: E731 - "not looked up yet"
 _PROC_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})
 #: an event as the look-ahead and the in-order stream both see it (two decodings of one record:
 #: the kernel's stamp in ns, the process and thread, the type)
@@ -124,8 +123,8 @@ class FastLane:
         if t in _PROC_TYPES:
             fx.procs.update(ev)
             fx.procs_changed(True)
-        fn = self._dispatch.get(t, _MISSING)
-        if fn is _MISSING:
+        fn = self._dispatch.get(t, UNBUILT)
+        if fn is UNBUILT:
             fn = self._first(t)
         if fn is None:
             return
@@ -148,8 +147,8 @@ class FastLane:
             n = len(procs.procs)
             fx.procs_changed(t == "process.start" or n != self._nprocs)
             self._nprocs = n
-        fn = self._dispatch.get(t, _MISSING)
-        if fn is _MISSING:
+        fn = self._dispatch.get(t, UNBUILT)
+        if fn is UNBUILT:
             fn = self._first(t)
         if fn is not None:
             hits = fn(ev, fx)

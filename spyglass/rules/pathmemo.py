@@ -27,6 +27,8 @@ Fns = tuple[MatchFn | None, MatchFn | None, MatchFn | None]
 #: distinct paths remembered per event type (and state: see ``clean``); a full memo drops its older half
 MEMO_MAX = 16_384
 _E: tuple[int, ...] = ()
+#: a dispatch table's default for an event type not looked up yet (its function may be None)
+UNBUILT: MatchFn = lambda ev, fx: ()  # noqa: E731
 
 
 def kand(*xs: bool | None) -> bool | None:

@@ -50,23 +50,24 @@ def pending() -> Iterator[subprocess.Popen[bytes]]:
         agent.wait()
 
 
-def test_spyglass_stopped_alone_is_found(monitor: subprocess.Popen[bytes]) -> None:
-    agent = subprocess.Popen(["sleep", "60"])
-    try:
-        assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
-    finally:
-        agent.kill()
-        agent.wait()
+@pytest.fixture
+def agent() -> Iterator[subprocess.Popen[bytes]]:
+    """An agent root that just runs."""
+    proc = subprocess.Popen(["sleep", "60"])
+    yield proc
+    proc.kill()
+    proc.wait()
 
 
-def test_benign_twin_the_agent_stopped_too_is_job_control(monitor: subprocess.Popen[bytes]) -> None:
-    agent = subprocess.Popen(["sleep", "60"])
-    try:
-        _stopped(agent)
-        assert not watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
-    finally:
-        agent.kill()
-        agent.wait()
+def test_spyglass_stopped_alone_is_found(monitor: subprocess.Popen[bytes], agent: subprocess.Popen[bytes]) -> None:
+    assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
+
+
+def test_benign_twin_the_agent_stopped_too_is_job_control(
+    monitor: subprocess.Popen[bytes], agent: subprocess.Popen[bytes]
+) -> None:
+    _stopped(agent)
+    assert not watchdog._monitor_alone_stopped(monitor.pid, agent.pid)
 
 
 def test_an_agent_keeping_a_stop_pending_does_not_hold_spyglass_stopped(

@@ -396,10 +396,15 @@ def test_exec_of_a_memfd_names_the_memory_file(tmp_path: Path) -> None:
         "os.write(fd, open('/bin/true', 'rb').read())\n"
         "os.execv(f'/proc/self/fd/{fd}', ['payload'])\n"
     )
+    execs = _payload_execs(code, tmp_path)
+    assert [e.exe for e in execs] == ["/memfd:payload (deleted)"]
+
+
+def _payload_execs(code: str, tmp_path: Path) -> list[Event]:
+    """The execs of ``payload`` by a Python program under strace (which must exit 0)."""
     events, res = run(py(code), tmp_path)
     assert res.exit_code == 0
-    execs = [e for e in events if e.type == "process.exec" and e.argv == ["payload"]]
-    assert [e.exe for e in execs] == ["/memfd:payload (deleted)"]
+    return [e for e in events if e.type == "process.exec" and e.argv == ["payload"]]
 
 
 def test_a_memory_file_dup_ed_onto_a_trusted_programs_descriptor_is_named_as_what_runs(tmp_path: Path) -> None:
@@ -414,9 +419,7 @@ def test_a_memory_file_dup_ed_onto_a_trusted_programs_descriptor_is_named_as_wha
         "os.dup2(mem, fd, inheritable=True)\n"
         "os.execv(f'/proc/self/fd/{fd}', ['payload'])\n"
     )
-    events, res = run(py(code), tmp_path)
-    assert res.exit_code == 0
-    execs = [e for e in events if e.type == "process.exec" and e.argv == ["payload"]]
+    execs = _payload_execs(code, tmp_path)
     assert [e.exe for e in execs] == ["/memfd:payload (deleted)"]
     assert (execs[0].raw_path or "").startswith("/proc/self/fd/")  # the descriptor path stays: the rule names it
 
