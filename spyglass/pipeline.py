@@ -18,9 +18,10 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from spyglass.errors import EXIT_CANNOT_RUN, EXIT_USAGE, SpyglassError
 from spyglass.events import Alert, Event
@@ -43,27 +44,24 @@ def default_home(env: dict[str, str] | None = None) -> str:
     return home.rstrip("/") or "/"
 
 
-@dataclass
-class SandboxView:
+class SandboxView(msgspec.Struct):
     """What a sandboxed run's sinks need to know of the sandbox (``None`` when not sandboxed)."""
 
     home_view: str  # the home directory as the agent sees it
     home_host: str  # where the decoy home really lives
-    honeytokens: list[str] = field(default_factory=list)  # host and view paths
+    honeytokens: list[str] = msgspec.field(default_factory=list)  # host and view paths
     canary: str | None = None
-    facts: dict[str, Any] = field(default_factory=dict)  # run.json ``extra.sandbox``
+    facts: dict[str, Any] = msgspec.field(default_factory=dict)  # run.json ``extra.sandbox``
 
 
-@dataclass
-class BackendInfo:
+class BackendInfo(msgspec.Struct):
     """The capture backend of a run and its options, as the sinks see them."""
 
     name: str = ""
-    options: dict[str, object] = field(default_factory=dict)
+    options: dict[str, object] = msgspec.field(default_factory=dict)
 
 
-@dataclass
-class RunContext:
+class RunContext(msgspec.Struct):
     """What sinks share about the run in progress: one typed object, filled by the session.
 
     ``home`` is decided once (the session: the agent's ``HOME``); ``monitor_pids``
@@ -72,24 +70,24 @@ class RunContext:
 
     run_id: str = ""
     root_cwd: str = ""
-    workspace: list[str] = field(default_factory=list)
+    workspace: list[str] = msgspec.field(default_factory=list)
     #: the processes alive and their ancestry (exited ones are evicted: memory stays bounded)
-    procs: ProcessTable = field(default_factory=lambda: ProcessTable(evict=True))
+    procs: ProcessTable = msgspec.field(default_factory=lambda: ProcessTable(evict=True))
     home: str = ""
     run: RunMeta | None = None
     store: Store | None = None
     run_dir: Path | None = None
     policy: Policy | None = None
     mode: str = "observe"
-    monitor_pids: list[int] = field(default_factory=list)
+    monitor_pids: list[int] = msgspec.field(default_factory=list)
     sandbox: SandboxView | None = None
-    backend: BackendInfo = field(default_factory=BackendInfo)
+    backend: BackendInfo = msgspec.field(default_factory=BackendInfo)
     #: pid -> "tool call N: CMD", kept current by the agent-awareness sink
-    tool_calls: dict[int, str] = field(default_factory=dict)
+    tool_calls: dict[int, str] = msgspec.field(default_factory=dict)
     #: seq of every alert the store writer could not save (the live printer marks them NOT SAVED)
-    unsaved_alerts: set[int] = field(default_factory=set)
+    unsaved_alerts: set[int] = msgspec.field(default_factory=set)
     #: evidence another sink could not write ("cause: path"); the run is then evidence-incomplete
-    evidence_failures: list[str] = field(default_factory=list)
+    evidence_failures: list[str] = msgspec.field(default_factory=list)
     pipeline: Pipeline | None = None
     #: set by the session: stop the agent now (enforcement), with the reason
     stop_agent: Callable[[str], None] | None = None

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.errors import SourceError
 
@@ -33,8 +34,7 @@ SHELL_TOOL_ARGS: dict[str, str] = {
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
 
 
-@dataclass(slots=True)
-class ToolCall:
+class ToolCall(msgspec.Struct):
     """One shell command the model asked the agent to run."""
 
     n: int  # 1-based, in the order the model asked
@@ -54,24 +54,24 @@ class ToolCall:
         return f"tool call {self.n}: {self.command}"
 
 
-@dataclass(slots=True)
-class Turn:
+class Turn(msgspec.Struct):
     """One assistant turn: what it said and the commands it ran."""
 
     text: str | None = None
-    calls: list[ToolCall] = field(default_factory=list)
-    other_calls: list[tuple[str, str]] = field(default_factory=list)  # (name, arguments JSON) of non-shell calls
+    calls: list[ToolCall] = msgspec.field(default_factory=list)
+    #: (name, arguments JSON) of non-shell calls
+    other_calls: list[tuple[str, str]] = msgspec.field(default_factory=list)
 
 
-@dataclass(slots=True)
-class AgentLog:
+class AgentLog(msgspec.Struct):
     """The conversation of one agent run, read from its own log (its turns, in order)."""
 
     agent: str  # "codex" | "claude" | "mini"
     format: str  # "codex-exec-json" | "codex-rollout" | "claude-transcript" | "mini-trajectory"
-    turns: list[Turn] = field(default_factory=list)
+    turns: list[Turn] = msgspec.field(default_factory=list)
     source: str = ""
-    files: list[tuple[str, str]] = field(default_factory=list)  # (path, changed|added|deleted) the agent reports
+    #: (path, changed|added|deleted) the agent reports
+    files: list[tuple[str, str]] = msgspec.field(default_factory=list)
     final: str | None = None  # the final message, where the log marks one
     events: int = 0  # log entries recognised
 

@@ -36,9 +36,10 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from spyglass.agents.adapters import AgentAdapter, adapter_named, all_adapters, recognise
 from spyglass.agents.agent_logs import (
@@ -120,8 +121,7 @@ def _norm(s: str) -> str:
     return " ".join(s.split())
 
 
-@dataclass(slots=True)
-class _Proc:
+class _Proc(msgspec.Struct):
     """What awareness keeps of one process of the run: its role, its agent, the tool call it serves."""
 
     pid: int

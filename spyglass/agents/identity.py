@@ -18,7 +18,8 @@ import os
 import shutil
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from spyglass.agents.awareness import agent_signature
 
@@ -30,8 +31,7 @@ _CONFIG_HOMES: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class AgentIdentity:
+class AgentIdentity(msgspec.Struct, frozen=True):
     """Who the agent of a run is: its id, its kind, and where the id came from."""
 
     id: str

@@ -9,8 +9,9 @@ agent's own hooks (:mod:`spyglass.agents.hooks`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from spyglass.agents.agent_logs import ToolCall
 
@@ -20,8 +21,7 @@ if TYPE_CHECKING:  # reports exist only in a run with the agent's hooks
 AGENT, INTERNAL, TOOL, OTHER, PENDING, MCP = "agent", "internal", "tool", "other", "pending", "mcp"
 
 
-@dataclass(slots=True)
-class ToolCallLink:
+class ToolCallLink(msgspec.Struct):
     """A tool call and the process subtree it caused."""
 
     n: int
@@ -29,7 +29,7 @@ class ToolCallLink:
     source: str  # "log" (matched to the agent's log) or "process tree" (recognised without one)
     call: ToolCall | None = None
     root_pid: int | None = None
-    pids: list[int] = field(default_factory=list)
+    pids: list[int] = msgspec.field(default_factory=list)
     first_seq: int | None = None
     last_seq: int | None = None
     events: int = 0
@@ -60,8 +60,7 @@ class ToolCallLink:
         }
 
 
-@dataclass
-class AgentView:
+class AgentView(msgspec.Struct):
     """The outcome: roles of processes and the tool calls with their subtrees."""
 
     agent: str | None
@@ -71,9 +70,9 @@ class AgentView:
     internal: dict[int, str]  # root pid of an internal command -> the command
     log_source: str | None = None
     hook_reports: list[dict[str, Any]] | None = None  # None: no hooks in this run
-    hooks_unmatched: list[dict[str, Any]] = field(default_factory=list)
+    hooks_unmatched: list[dict[str, Any]] = msgspec.field(default_factory=list)
     interventions: list[dict[str, Any]] | None = None  # None: not asked (no --ask)
-    mcp: dict[str, list[int]] = field(default_factory=dict)  # MCP server name -> its processes
+    mcp: dict[str, list[int]] = msgspec.field(default_factory=dict)  # MCP server name -> its processes
 
     def tool_call_of(self, pid: int) -> ToolCallLink | None:
         for link in self.links:

@@ -32,14 +32,14 @@ prompt back while recording goes on) and notes how long it followed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
+
+import msgspec
 
 from spyglass.events import Event
 
 
-@dataclass(slots=True)
-class BackendStatus:
+class BackendStatus(msgspec.Struct):
     """Whether a capture backend can run here, what was found and, if not, why."""
 
     name: str
@@ -49,8 +49,7 @@ class BackendStatus:
     fix: str = ""  # how to make it work
 
 
-@dataclass(slots=True)
-class LaunchSpec:
+class LaunchSpec(msgspec.Struct):
     """What to run and how."""
 
     argv: Sequence[str]
@@ -58,7 +57,7 @@ class LaunchSpec:
     env: dict[str, str] | None = None  # None: inherit
     wait_descendants: float = 0.0  # seconds to keep following after the root exits
     wrapper: Sequence[str] = ()  # argv prefix (a sandbox launcher) placed between tracer and command
-    options: dict[str, object] = field(default_factory=dict)  # backend-specific knobs
+    options: dict[str, object] = msgspec.field(default_factory=dict)  # backend-specific knobs
     #: file descriptors for the command's stdin, stdout, stderr (None: inherit spyglass's)
     stdio: tuple[int, int, int] | None = None
     #: called on the reader's thread with every event right after it is parsed, before it is
@@ -75,16 +74,14 @@ class LaunchSpec:
     on_monitor: Callable[[Sequence[int]], None] | None = None
 
 
-@dataclass(slots=True)
-class StillRunning:
+class StillRunning(msgspec.Struct):
     """A process of the run still alive when recording ended."""
 
     pid: int
     argv: list[str] | None = None
 
 
-@dataclass(slots=True)
-class CaptureResult:
+class CaptureResult(msgspec.Struct):
     """How a capture ended: the root's exit, what was read and lost, and the notes."""
 
     exit_code: int | None = None  # the root process's exit code
@@ -93,12 +90,12 @@ class CaptureResult:
     lines: int = 0  # raw records read from the kernel side
     unparsed: int = 0  # records that could not be understood
     lost: int = 0  # records known to be dropped
-    still_running: list[StillRunning] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    still_running: list[StillRunning] = msgspec.field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     monitor_lost: bool = False  # the tracer stopped while processes of the run were alive
     failed_to_start: str | None = None  # why the command never ran (a sandbox that did not start)
     #: the reader -> consumer queue: its bound, how often and how long the reader waited for room
-    handover: dict[str, float | int] = field(default_factory=dict)
+    handover: dict[str, float | int] = msgspec.field(default_factory=dict)
 
     @property
     def shell_exit_code(self) -> int:

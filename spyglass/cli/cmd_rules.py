@@ -338,12 +338,12 @@ def policy_init(force: bool, path: Path) -> None:
 @format_option("json")
 def policy_show(policy_file: Path | None, fmt: str) -> None:
     """The effective policy (the file's values over the defaults)."""
-    import dataclasses
+    import msgspec
 
     from spyglass.policy import defaults
 
     policy = _load_policy(policy_file, Path.cwd())
-    data = dataclasses.asdict(policy)
+    data = msgspec.to_builtins(policy)
     data["effective"] = {
         "secrets": list(policy.secret_globs),
         "network_allow": list(policy.network.effective_allow),

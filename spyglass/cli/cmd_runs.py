@@ -194,9 +194,9 @@ def doctor_cmd(fmt: str) -> None:
 
     checks = run_checks()
     if fmt == "json":
-        import dataclasses
+        import msgspec
 
-        echo_json([dataclasses.asdict(c) for c in checks])
+        echo_json([msgspec.to_builtins(c) for c in checks])
     else:
         width = max((len(c.name) for c in checks), default=10)
         for c in checks:

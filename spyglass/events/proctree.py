@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from spyglass.events.schema import Event
 
 
-@dataclass(slots=True)
-class ProcInfo:
+class ProcInfo(msgspec.Struct):
     """One process of the tree: its parent, executable, argv, cwd and exit."""
 
     pid: int
@@ -22,7 +21,7 @@ class ProcInfo:
     signal: str | None = None
     detached: bool = False
     execs: int = 0
-    children: list[int] = field(default_factory=list)
+    children: list[int] = msgspec.field(default_factory=list)
 
     @property
     def command_line(self) -> str:

@@ -15,9 +15,10 @@ their directory; ``.git/info/exclude`` applies at the root.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+
+import msgspec
 
 from spyglass.policy.paths import GlobError, glob_to_regex
 
@@ -82,8 +83,7 @@ def _either(regexes: list[re.Pattern[str]]) -> re.Pattern[str] | None:
         return None
 
 
-@dataclass(frozen=True)
-class _Rule:
+class _Rule(msgspec.Struct, frozen=True):
     """One line of a .gitignore, compiled."""
 
     base: str  # directory of the .gitignore, relative to the root ("" at the root)
@@ -118,12 +118,11 @@ def _gitignore_rule(line: str, base: str, source: str) -> _Rule | None:
     return _Rule(base, re.compile(src), negate, dir_only, source)
 
 
-@dataclass
-class GitIgnore:
+class GitIgnore(msgspec.Struct):
     """The ``.gitignore`` rules found in a tree; the last matching rule wins, as in git."""
 
-    rules: list[_Rule] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
+    rules: list[_Rule] = msgspec.field(default_factory=list)
+    files: list[str] = msgspec.field(default_factory=list)
 
     def add_file(self, path: Path, base: str) -> None:
         try:

@@ -15,7 +15,6 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -113,8 +112,7 @@ def walk_keyer(roots: Sequence[str]) -> Callable[[str], tuple[int, str]]:
 TextKeeper = Callable[[str, bytes], None]
 
 
-@dataclass
-class ManifestOptions:
+class ManifestOptions(msgspec.Struct):
     """What a workspace manifest leaves out and how much it hashes."""
 
     excludes: Sequence[str] = DEFAULT_EXCLUDES
@@ -136,8 +134,7 @@ Pending = tuple["FileEntry", str, os.stat_result]
 CHANGED_NOTE = "not hashed: changed after it was listed, while the agent ran"
 
 
-@dataclass
-class _Walk:
+class _Walk(msgspec.Struct):
     """The state of one manifest walk: options, exclusions, the .gitignore rules, the manifest so far."""
 
     opts: ManifestOptions
@@ -146,8 +143,8 @@ class _Walk:
     keeper: TextKeeper | None
     manifest: Manifest
     count: int = 0
-    skip: set[str] = field(default_factory=set)
-    pending: list[Pending] = field(default_factory=list)
+    skip: set[str] = msgspec.field(default_factory=set)
+    pending: list[Pending] = msgspec.field(default_factory=list)
 
     def exclude(self, rel: str, is_dir: bool) -> str | None:
         hit = self.globs.match(rel, is_dir)

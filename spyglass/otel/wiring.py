@@ -10,18 +10,18 @@ calls :func:`monitoring` once; the session sets the run's ``agent_id`` and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from spyglass.agents.identity import AgentIdentity, derive_identity
 
 
-@dataclass
-class Monitoring:
+class Monitoring(msgspec.Struct):
     """The run's live monitoring: the agent's identity, the sinks that export, the target."""
 
     identity: AgentIdentity
-    sinks: list[object] = field(default_factory=list)
+    sinks: list[object] = msgspec.field(default_factory=list)
     target: Any = None  # OtlpTarget or None
 
 

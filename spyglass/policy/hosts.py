@@ -12,14 +12,14 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
+
+import msgspec
 
 IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-@dataclass(frozen=True, slots=True)
-class HostPattern:
+class HostPattern(msgspec.Struct, frozen=True):
     """One allowed host: a name or wildcard, or an address or network, with optional ports."""
 
     text: str

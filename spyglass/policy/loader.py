@@ -9,7 +9,6 @@ directories that must exist) follow.  Nothing half-loads: any error raises
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -17,6 +16,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.errors import SourceError
 from spyglass.policy import defaults
@@ -82,7 +83,7 @@ def load_policy(
     shown = str(path) if path is not None else str(source.path)
     text = read_source(source.path, shown)
     pol = (parse or parse_policy)(text, shown, base_dir=str(source.path.resolve().parent))
-    return dataclasses.replace(pol, origin=source.origin)
+    return msgspec.structs.replace(pol, origin=source.origin)
 
 
 def policy_file_path(policy: Policy) -> str | None:
@@ -127,7 +128,7 @@ def policy_from_record(rec: dict[str, Any] | None, cwd: str | Path | None = None
     shown = f"{rec.get('source') or 'policy'} (as recorded with the run)"
     pol = parse_policy(str(rec["text"]), shown, base_dir=str(rec.get("base_dir") or cwd or os.getcwd()))
     # the digest is the original file's (the stored text may have credentials masked)
-    return dataclasses.replace(pol, source=rec.get("source"), origin="recorded with the run",
+    return msgspec.structs.replace(pol, source=rec.get("source"), origin="recorded with the run",
                                digest=str(rec.get("digest") or pol.digest))
 
 
@@ -149,7 +150,7 @@ def policy_for_run(extra: dict[str, Any], policy_digest: str | None, cwd: str | 
             continue
         if hashlib.sha256(text.encode("utf-8")).hexdigest() == policy_digest:
             pol = parse_policy(text, str(p), base_dir=str(p.resolve().parent))
-            return dataclasses.replace(pol, source=str(p.resolve()), origin="the run's file, same digest")
+            return msgspec.structs.replace(pol, source=str(p.resolve()), origin="the run's file, same digest")
     return Policy.default(cwd)
 
 
@@ -191,7 +192,7 @@ def parse_policy(text: str, path: str, *, base_dir: str) -> Policy:
     if errors:
         errors.sort(key=lambda e: (e.line or 0, e.col or 0))
         raise PolicyError(errors)
-    return dataclasses.replace(_build(data, path, base_dir, digest), text=text)
+    return msgspec.structs.replace(_build(data, path, base_dir, digest), text=text)
 
 
 def _lc(p: Pos) -> tuple[int | None, int | None]:

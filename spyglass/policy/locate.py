@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.errors import SourceError
 
@@ -26,8 +27,7 @@ SYSTEM_POLICY = Path("/etc/spyglass/policy.yaml")
 WORKSPACE_POLICY = "spyglass.yaml"
 
 
-@dataclass(frozen=True)
-class PolicySource:
+class PolicySource(msgspec.Struct, frozen=True):
     """Where a policy comes from: a file and why it was chosen, or the built-in defaults."""
 
     path: Path | None

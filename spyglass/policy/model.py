@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 from spyglass.policy import defaults
 from spyglass.policy.paths import expand_home
@@ -21,8 +22,7 @@ Mode = Literal["observe", "contain", "enforce", "ask"]
 MODES: tuple[Mode, ...] = ("observe", "contain", "enforce", "ask")
 
 
-@dataclass(frozen=True)
-class NetworkPolicy:
+class NetworkPolicy(msgspec.Struct, frozen=True):
     """The policy's ``network:`` section."""
 
     allow: tuple[str, ...] = ()
@@ -34,8 +34,7 @@ class NetworkPolicy:
         return (*defaults.ALLOWED_HOSTS, *self.allow) if self.builtin_allow else self.allow
 
 
-@dataclass(frozen=True)
-class ExecPolicy:
+class ExecPolicy(msgspec.Struct, frozen=True):
     """The policy's ``exec:`` section."""
 
     trusted: tuple[str, ...] = ()
@@ -45,8 +44,7 @@ class ExecPolicy:
         return (*defaults.TRUSTED_EXEC, *self.trusted)
 
 
-@dataclass(frozen=True)
-class RuleOverride:
+class RuleOverride(msgspec.Struct, frozen=True):
     """A change to one rule: level, action, enabled, and (checked by the rule loader, see
     spyglass/rules/tuning.py) exceptions, append and override, as plain data."""
 
@@ -54,24 +52,22 @@ class RuleOverride:
     action: str | None = None
     enabled: bool | None = None
     exceptions: tuple[Any, ...] = ()
-    append: dict[str, Any] = field(default_factory=dict)
-    override: dict[str, Any] = field(default_factory=dict)
+    append: dict[str, Any] = msgspec.field(default_factory=dict)
+    override: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class RulesPolicy:
+class RulesPolicy(msgspec.Struct, frozen=True):
     """The policy's ``rules:`` section."""
 
     paths: tuple[str, ...] = ()
     disable: tuple[str, ...] = ()
-    overrides: dict[str, RuleOverride] = field(default_factory=dict)
+    overrides: dict[str, RuleOverride] = msgspec.field(default_factory=dict)
     #: ``{append: {lists, macros}, override: {lists, macros}}``: changes to the shared lists and macros
     #: (checked by the rule loader, spyglass/rules/tuning.py), as plain data
-    library: dict[str, Any] = field(default_factory=dict)
+    library: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class SandboxPolicy:
+class SandboxPolicy(msgspec.Struct, frozen=True):
     """The policy's ``sandbox:`` section."""
 
     writable: tuple[str, ...] = ()
@@ -82,8 +78,7 @@ class SandboxPolicy:
     env_pass: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class EvidencePolicy:
+class EvidencePolicy(msgspec.Struct, frozen=True):
     """The policy's ``evidence:`` section."""
 
     sign_key: str | None = None
@@ -94,26 +89,23 @@ class EvidencePolicy:
     test_patterns: tuple[str, ...] = defaults.DEFAULT_TEST_PATTERNS
 
 
-@dataclass(frozen=True)
-class AnalysisPolicy:
+class AnalysisPolicy(msgspec.Struct, frozen=True):
     """The policy's ``analysis:`` section."""
 
     grading_paths: tuple[str, ...] = ()
     ignore_paths: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class OtlpPolicy:
+class OtlpPolicy(msgspec.Struct, frozen=True):
     """Live OpenTelemetry export of every run (docs/otel.md)."""
 
     endpoint: str | None = None
     protocol: str | None = None  # "http/protobuf" or "grpc"
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
     timeout: float | None = None  # seconds for each export request
 
 
-@dataclass(frozen=True)
-class BrokeredSecret:
+class BrokeredSecret(msgspec.Struct, frozen=True):
     """A secret the agent never sees: it gets ``placeholder`` in ``env``; the proxy sends the value to ``hosts``."""
 
     name: str
@@ -127,8 +119,7 @@ class BrokeredSecret:
     scheme: str = "bearer"  # bearer | token | basic | raw
 
 
-@dataclass(frozen=True)
-class TerminalPolicy:
+class TerminalPolicy(msgspec.Struct, frozen=True):
     """``run --record-tty``: the agent's terminal on record (asciicast v2 in the run's evidence)."""
 
     record: bool = False
@@ -136,8 +127,7 @@ class TerminalPolicy:
     redact: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class RetentionPolicy:
+class RetentionPolicy(msgspec.Struct, frozen=True):
     """Limits ``spyglass prune`` applies, and every ``run`` after it finishes (all unset: keep everything)."""
 
     max_age: str | None = None  # "30d"
@@ -150,8 +140,7 @@ class RetentionPolicy:
         return self.max_age is not None or self.max_size is not None or self.max_runs_per_task is not None
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(msgspec.Struct, frozen=True):
     """A whole policy, defaults filled in (docs/policy.md)."""
 
     mode: Mode = "observe"
@@ -166,25 +155,25 @@ class Policy:
     broker: tuple[BrokeredSecret, ...] = ()
     #: globs of decoy files whose mere reading is a finding
     honeytokens: tuple[str, ...] = ()
-    network: NetworkPolicy = field(default_factory=NetworkPolicy)
-    exec: ExecPolicy = field(default_factory=ExecPolicy)
-    rules: RulesPolicy = field(default_factory=RulesPolicy)
-    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
-    evidence: EvidencePolicy = field(default_factory=EvidencePolicy)
+    network: NetworkPolicy = msgspec.field(default_factory=NetworkPolicy)
+    exec: ExecPolicy = msgspec.field(default_factory=ExecPolicy)
+    rules: RulesPolicy = msgspec.field(default_factory=RulesPolicy)
+    sandbox: SandboxPolicy = msgspec.field(default_factory=SandboxPolicy)
+    evidence: EvidencePolicy = msgspec.field(default_factory=EvidencePolicy)
     #: `spyglass gate` requirements (the built-in list unless the file says otherwise)
     gate: tuple[str, ...] = defaults.DEFAULT_GATE
-    analysis: AnalysisPolicy = field(default_factory=AnalysisPolicy)
+    analysis: AnalysisPolicy = msgspec.field(default_factory=AnalysisPolicy)
     #: the agent's persistent identity (default: derived, docs/otel.md)
     agent_id: str | None = None
-    otlp: OtlpPolicy = field(default_factory=OtlpPolicy)
-    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
-    terminal: TerminalPolicy = field(default_factory=TerminalPolicy)
+    otlp: OtlpPolicy = msgspec.field(default_factory=OtlpPolicy)
+    retention: RetentionPolicy = msgspec.field(default_factory=RetentionPolicy)
+    terminal: TerminalPolicy = msgspec.field(default_factory=TerminalPolicy)
     #: the file it came from (None: built-in defaults)
     source: str | None = None
     base_dir: str = ""
     digest: str = ""
     #: the file's full text (empty for the built-in defaults), recorded with each run
-    text: str = field(default="", repr=False)
+    text: str = ""
     #: why this file was chosen (``--policy``, ``SPYGLASS_POLICY``, ``user config``, ...)
     origin: str = "built-in defaults"
 

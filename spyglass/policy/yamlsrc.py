@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from spyglass.errors import SourceError
 
@@ -39,8 +40,7 @@ def _byte_pos(data: bytes, offset: int) -> tuple[int, int]:
     return before.count(b"\n") + 1, col
 
 
-@dataclass(frozen=True, slots=True)
-class Pos:
+class Pos(msgspec.Struct, frozen=True):
     """A line and column in a YAML file (1-based; None when unknown)."""
 
     line: int | None = None

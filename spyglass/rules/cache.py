@@ -23,7 +23,6 @@ the installed rule pack).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import hmac
 import os
@@ -32,6 +31,8 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass import __version__
 from spyglass.rules.sources import RuleSources
@@ -67,7 +68,7 @@ def cache_key(sources: RuleSources, policy: Any, home: str) -> str:
         h.update(hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest())
     if policy is not None:
         # the policy's settings, not where it lies (the defaults carry the working directory)
-        same = dataclasses.replace(policy, base_dir="", source=None, origin="", text="")
+        same = msgspec.structs.replace(policy, base_dir="", source=None, origin="", text="")
         h.update(b"\0policy\0" + repr(same).encode("utf-8", "surrogateescape"))
         key = policy.evidence.sign_key
         if key:  # the one setting resolved against the policy's directory

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from spyglass.events import EVENT_TYPES, Event
 from spyglass.rules.context import FieldContext
@@ -46,8 +47,7 @@ SPECIALIZE_MAX = 64
 CLEAN = {"file.secret_copy": "False", "file.target.secret_copy": "False"}
 
 
-@dataclass
-class Matcher:
+class Matcher(msgspec.Struct):
     """One thing to evaluate per event: a rule's detection, or one step of it."""
 
     rule_index: int
@@ -55,19 +55,18 @@ class Matcher:
     detection: Detection
 
 
-@dataclass
-class CompiledSet:
+class CompiledSet(msgspec.Struct):
     """The compiled matchers of a rule set: ``by_type``, event type -> the indexes that matched."""
-    by_type: dict[str, MatchFn] = field(default_factory=dict)
+    by_type: dict[str, MatchFn] = msgspec.field(default_factory=dict)
     #: for event types not in EVENT_TYPES
     fallback: MatchFn | None = None
-    matchers: list[Matcher] = field(default_factory=list)
+    matchers: list[Matcher] = msgspec.field(default_factory=list)
     #: per matcher: may it match now (the engine clears it for sequence steps nobody waits at)
-    active: list[bool] = field(default_factory=list)
+    active: list[bool] = msgspec.field(default_factory=list)
     #: event type -> generated source of its full function (for `spyglass rules` debugging)
-    source: dict[str, str] = field(default_factory=dict)
+    source: dict[str, str] = msgspec.field(default_factory=dict)
     #: the fast lane's functions (only the matchers given as ``early``), per event type and the fallback
-    early_by_type: dict[str, MatchFn] = field(default_factory=dict)
+    early_by_type: dict[str, MatchFn] = msgspec.field(default_factory=dict)
     early_fallback: MatchFn | None = None
     #: lazy sets: event type (None: the fallback) -> its function, compiled at the first call
     #: (``by_type`` and ``fallback`` stay empty); ``types`` are those some matcher may match

@@ -17,7 +17,8 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+
+import msgspec
 
 
 class ConditionError(ValueError):
@@ -26,43 +27,37 @@ class ConditionError(ValueError):
         self.offset = offset
 
 
-@dataclass(frozen=True)
-class Sel:
+class Sel(msgspec.Struct, frozen=True):
     """A condition naming a selection."""
 
     name: str
 
 
-@dataclass(frozen=True)
-class Macro:
+class Macro(msgspec.Struct, frozen=True):
     """A condition naming a macro (``$name``)."""
 
     name: str
 
 
-@dataclass(frozen=True)
-class Not:
+class Not(msgspec.Struct, frozen=True):
     """The negation of a condition."""
 
     expr: Cond
 
 
-@dataclass(frozen=True)
-class And:
+class And(msgspec.Struct, frozen=True):
     """All of the conditions."""
 
     items: tuple[Cond, ...]
 
 
-@dataclass(frozen=True)
-class Or:
+class Or(msgspec.Struct, frozen=True):
     """Any of the conditions."""
 
     items: tuple[Cond, ...]
 
 
-@dataclass(frozen=True)
-class AtLeast:
+class AtLeast(msgspec.Struct, frozen=True):
     """At least ``n`` of the items hold."""
 
     n: int

@@ -15,14 +15,14 @@ once per distinct path which rules can still match, and skips the rest.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Final
+
+import msgspec
 
 from spyglass.events.schema import FIELD_NAMES
 
 
-@dataclass(frozen=True, slots=True)
-class FieldSpec:
+class FieldSpec(msgspec.Struct, frozen=True):
     """A field rules may test: its kind, how it is computed from the event, its doc."""
 
     kind: str  # "str", "int", "bool", "list"

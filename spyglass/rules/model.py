@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from spyglass.policy.yamlsrc import Pos
 from spyglass.rules.condition import Cond, macro_names
@@ -18,15 +19,13 @@ MODIFIERS = OPERATORS + FLAGS
 SCOPES = ("run", "process", "lineage", "child")
 
 
-@dataclass(frozen=True)
-class ListRef:
+class ListRef(msgspec.Struct, frozen=True):
     """A value written ``$name``: every value of the shared list ``name``."""
 
     name: str
 
 
-@dataclass
-class FieldTest:
+class FieldTest(msgspec.Struct):
     """One test of a selection: a field, its operator (None: equality) and the values."""
 
     field: str
@@ -38,18 +37,16 @@ class FieldTest:
     source: str = ""
 
 
-@dataclass
-class Selection:
+class Selection(msgspec.Struct):
     """A named selection of a rule's detection: alternatives of field tests."""
 
     name: str
     #: OR of alternatives, each an AND of field tests
     alternatives: list[list[FieldTest]]
-    pos: Pos = field(default_factory=Pos)
+    pos: Pos = msgspec.field(default_factory=Pos)
 
 
-@dataclass
-class Detection:
+class Detection(msgspec.Struct):
     """A rule's detection: its selections and the condition over them."""
 
     selections: dict[str, Selection]
@@ -59,8 +56,7 @@ class Detection:
     types: frozenset[str] | None
 
 
-@dataclass
-class Step:
+class Step(msgspec.Struct):
     """One step of a sequence rule."""
 
     name: str
@@ -70,8 +66,7 @@ class Step:
     key: str | None = None
 
 
-@dataclass
-class Sequence:
+class Sequence(msgspec.Struct):
     """A sequence rule's steps, what they share (``by``) and the time they may take."""
 
     by: str  # run | process | lineage
@@ -79,8 +74,7 @@ class Sequence:
     steps: list[Step]
 
 
-@dataclass
-class Threshold:
+class Threshold(msgspec.Struct):
     """A threshold rule: how many matches within how long, counted per ``by``."""
 
     count: int
@@ -89,8 +83,7 @@ class Threshold:
     distinct: str | None = None
 
 
-@dataclass
-class Rule:
+class Rule(msgspec.Struct):
     """One rule of the pack or of a policy's rule files."""
 
     id: str
@@ -98,16 +91,16 @@ class Rule:
     level: str
     action: str = "alert"
     description: str = ""
-    tags: list[str] = field(default_factory=list)
+    tags: list[str] = msgspec.field(default_factory=list)
     message: str = ""
     detection: Detection | None = None
     threshold: Threshold | None = None
     sequence: Sequence | None = None
     enabled: bool = True
     source: str = ""
-    pos: Pos = field(default_factory=Pos)
+    pos: Pos = msgspec.field(default_factory=Pos)
     #: what changed the rule after its definition, in order: (part, "file:line ...")
-    origin: list[tuple[str, str]] = field(default_factory=list)
+    origin: list[tuple[str, str]] = msgspec.field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -129,28 +122,26 @@ class Rule:
         return self.detection.types
 
 
-@dataclass
-class Library:
+class Library(msgspec.Struct):
     """Shared lists (``$name`` in values) and macros (``$name`` in conditions)."""
 
-    lists: dict[str, list[Any]] = field(default_factory=dict)
-    macros: dict[str, Selection] = field(default_factory=dict)
-    list_pos: dict[str, tuple[str, Pos]] = field(default_factory=dict)
-    macro_pos: dict[str, tuple[str, Pos]] = field(default_factory=dict)
+    lists: dict[str, list[Any]] = msgspec.field(default_factory=dict)
+    macros: dict[str, Selection] = msgspec.field(default_factory=dict)
+    list_pos: dict[str, tuple[str, Pos]] = msgspec.field(default_factory=dict)
+    macro_pos: dict[str, tuple[str, Pos]] = msgspec.field(default_factory=dict)
     #: "list NAME" / "macro NAME" -> the appends and overrides applied, in order
-    changes: dict[str, list[str]] = field(default_factory=dict)
+    changes: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
 
-@dataclass
-class RuleSet:
+class RuleSet(msgspec.Struct):
     """The rules of a run (pack plus the policy's files, tuning applied); defined here, with the
     other plain data, so that a cached one loads without the parser (spyglass/rules/cache.py)."""
 
-    rules: list[Rule] = field(default_factory=list)
-    library: Library = field(default_factory=Library)
-    files: list[str] = field(default_factory=list)
+    rules: list[Rule] = msgspec.field(default_factory=list)
+    library: Library = msgspec.field(default_factory=Library)
+    files: list[str] = msgspec.field(default_factory=list)
     #: the changes applied (spyglass/rules/tuning.py), in order
-    changes: list[Any] = field(default_factory=list)
+    changes: list[Any] = msgspec.field(default_factory=list)
 
     def get(self, rule_id: str) -> Rule | None:
         for r in self.rules:

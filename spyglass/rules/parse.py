@@ -10,8 +10,9 @@ all rules.  Every problem is collected as a SourceError with
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Final
+
+import msgspec
 
 from spyglass.errors import SourceError
 from spyglass.events import ACTIONS, EVENT_TYPES, LEVELS
@@ -82,14 +83,13 @@ def parse_duration(v: Any) -> int | None:
     return int(n * unit) if n > 0 else None
 
 
-@dataclass
-class ParsedFile:
+class ParsedFile(msgspec.Struct):
     path: str
-    rules: list[Rule] = field(default_factory=list)
-    library: Library = field(default_factory=Library)
-    errors: list[SourceError] = field(default_factory=list)
+    rules: list[Rule] = msgspec.field(default_factory=list)
+    library: Library = msgspec.field(default_factory=Library)
+    errors: list[SourceError] = msgspec.field(default_factory=list)
     #: changes to rules and lists/macros defined anywhere (spyglass/rules/tuning.py)
-    changes: list[Any] = field(default_factory=list)
+    changes: list[Any] = msgspec.field(default_factory=list)
 
 
 class _FileParser:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.errors import SourceError
 
@@ -35,14 +36,13 @@ def _display(path: Path) -> str:
     return rel if not rel.startswith("..") else str(path)  # relative only inside the working directory
 
 
-@dataclass
-class RuleSources:
+class RuleSources(msgspec.Struct):
     """The texts of the rule files of a run, and the files that could not be read."""
 
     #: (name shown in messages, text), in load order
-    texts: list[tuple[str, str]] = field(default_factory=list)
+    texts: list[tuple[str, str]] = msgspec.field(default_factory=list)
     #: files that could not be read
-    errors: list[SourceError] = field(default_factory=list)
+    errors: list[SourceError] = msgspec.field(default_factory=list)
 
 
 def read_sources(paths: Sequence[Path], *, pack: bool = True) -> RuleSources:

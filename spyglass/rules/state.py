@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from dataclasses import dataclass, field
+
+import msgspec
 
 MAX_KEYS = 4096
 MAX_PARTIALS = 256
@@ -17,8 +18,7 @@ MAX_SEQS = 10
 MAX_DISTINCT = 10_000
 
 
-@dataclass(slots=True)
-class ProcRef:
+class ProcRef(msgspec.Struct):
     """A process as a sequence step saw it: pid, parent and ancestors."""
 
     pid: int
@@ -90,8 +90,7 @@ class ThresholdCounter:
         return None
 
 
-@dataclass(slots=True, eq=False)
-class Partial:
+class Partial(msgspec.Struct, eq=False):
     """A sequence rule matched up to ``step``: what it matched so far."""
 
     uid: int  # creation order
@@ -100,8 +99,8 @@ class Partial:
     procs: list[ProcRef]
     key: str | None = None
     count: int = 0
-    seen: set[object] = field(default_factory=set)
-    seqs: list[list[int]] = field(default_factory=list)
+    seen: set[object] = msgspec.field(default_factory=set)
+    seqs: list[list[int]] = msgspec.field(default_factory=list)
 
     def relates(self, ref: ProcRef) -> bool:
         return any(related(p, ref) for p in self.procs)

@@ -37,8 +37,9 @@ change is recorded on the rule (``Rule.origin``) so ``rules show
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from spyglass.errors import SourceError
 from spyglass.events import ACTIONS, LEVELS
@@ -61,8 +62,7 @@ MODIFY_KEYS = ("modify", "enabled", "level", "action", "exceptions", "append", "
 _PART_KEYS = ("detection", "condition")
 
 
-@dataclass
-class RuleChange:
+class RuleChange(msgspec.Struct):
     target: str
     where: str
     pos: Pos
@@ -70,20 +70,19 @@ class RuleChange:
     enabled: bool | None = None
     level: str | None = None
     action: str | None = None
-    exceptions: list[tuple[str, Selection]] = field(default_factory=list)
-    append_sels: dict[str, Selection] = field(default_factory=dict)
+    exceptions: list[tuple[str, Selection]] = msgspec.field(default_factory=list)
+    append_sels: dict[str, Selection] = msgspec.field(default_factory=dict)
     append_cond: tuple[str, Pos] | None = None
-    override_sels: dict[str, Selection] = field(default_factory=dict)
+    override_sels: dict[str, Selection] = msgspec.field(default_factory=dict)
     override_cond: tuple[str, Pos] | None = None
 
 
-@dataclass
-class LibraryChange:
+class LibraryChange(msgspec.Struct):
     mode: str  # append | override
     where: str
     path: str
-    lists: dict[str, tuple[list[Any], Pos]] = field(default_factory=dict)
-    macros: dict[str, tuple[Selection, Pos]] = field(default_factory=dict)
+    lists: dict[str, tuple[list[Any], Pos]] = msgspec.field(default_factory=dict)
+    macros: dict[str, tuple[Selection, Pos]] = msgspec.field(default_factory=dict)
 
 
 def _where(path: str, pos: Pos) -> str:

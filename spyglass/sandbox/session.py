@@ -43,8 +43,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from spyglass.capture.base import BackendStatus, CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
 from spyglass.capture.handover import MAX_QUEUED
@@ -415,7 +416,7 @@ class SandboxedBackend:
         env = sb.env_for(spec.env)
         launch.check_start(sb, spec.argv, env, spec.cwd)  # SandboxError (exit 5) before the agent runs
         lane = SandboxLane(sb, spec.urgent, spec.lookout)
-        launched = replace(
+        launched = msgspec.structs.replace(
             spec,
             # the eBPF backend puts opens of these on its alert ring, read ahead of a burst
             options={**spec.options, "urgent_ids": _file_ids(sb.decoy.honeytoken_paths())},

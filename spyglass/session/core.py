@@ -214,10 +214,10 @@ def _hide_key(policy: Policy, key: Path | None) -> Policy:
     """The sandbox hides the signing key wherever it is (the default key is in the real home, hidden anyway)."""
     if key is None:
         return policy
-    import dataclasses
+    import msgspec
 
-    sb = dataclasses.replace(policy.sandbox, hidden=(*policy.sandbox.hidden, str(key.expanduser().resolve())))
-    return dataclasses.replace(policy, sandbox=sb)
+    sb = msgspec.structs.replace(policy.sandbox, hidden=(*policy.sandbox.hidden, str(key.expanduser().resolve())))
+    return msgspec.structs.replace(policy, sandbox=sb)
 
 
 def _command_not_found(

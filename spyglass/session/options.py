@@ -9,22 +9,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 
-@dataclass
-class RunOptions:
+
+class RunOptions(msgspec.Struct):
     """Options of one recorded run; ``None`` means "the policy's"."""
 
     argv: list[str]
-    cwd: str = field(default_factory=os.getcwd)
+    cwd: str = msgspec.field(default_factory=os.getcwd)
     env: dict[str, str] | None = None  # None: ours
     policy_file: Path | None = None  # None: $SPYGLASS_POLICY, user, system file, else the defaults
     task: str | None = None
     agent_id: str | None = None
-    workspace: list[str] = field(default_factory=list)  # empty: the policy's, else cwd
-    skills: list[str] = field(default_factory=list)
+    workspace: list[str] = msgspec.field(default_factory=list)  # empty: the policy's, else cwd
+    skills: list[str] = msgspec.field(default_factory=list)
     wait_descendants: float = 0.0
     descendants: str | None = None  # kill | follow | detach; None: the policy's, else by mode
     backend: str = "auto"  # auto: ebpf where it can run, else strace (the choice and why go in run.json)
@@ -37,7 +37,7 @@ class RunOptions:
     live_alerts: bool = True  # the stderr alert printer
     alerts_format: str = "text"  # the printer's lines: "text", or "json" (one alert object per line)
     model_script: Path | None = None
-    model_vars: dict[str, str] = field(default_factory=dict)
+    model_vars: dict[str, str] = msgspec.field(default_factory=dict)
     agent_kind: str | None = None
     agent_log: Path | None = None
     model_port: int = 0  # the --model-script stub's port (0: any free one)
@@ -56,7 +56,7 @@ class RunOptions:
     #: let the egress proxy reach loopback addresses the resolver returns (the stand-ins)
     sandbox_host_loopback: bool = False
     #: more sinks, after the built-in ones (a harness's own collectors)
-    sinks: list[object] = field(default_factory=list)
+    sinks: list[object] = msgspec.field(default_factory=list)
     #: ``descendants: follow``: ``(run id, exit code so far, followed pids)`` once the agent has exited
     #: and the processes it left are still recorded (``spyglass run`` gives the prompt back then)
     on_following: Callable[[str, int, list[int]], None] | None = None

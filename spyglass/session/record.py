@@ -17,10 +17,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from spyglass import __version__, phases
 from spyglass.capture import procfs
@@ -41,24 +42,23 @@ if TYPE_CHECKING:
 _SWITCH_INTERVAL = 0.001  # seconds
 
 
-@dataclass
-class RunRequest:
+class RunRequest(msgspec.Struct):
     """What to record: the command, where and how (the inputs of :func:`record`)."""
 
     argv: Sequence[str]
-    cwd: str = field(default_factory=os.getcwd)
+    cwd: str = msgspec.field(default_factory=os.getcwd)
     env: dict[str, str] | None = None
     task: str | None = None
     agent_id: str | None = None
-    workspace: list[str] = field(default_factory=list)
-    skills: list[str] = field(default_factory=list)
+    workspace: list[str] = msgspec.field(default_factory=list)
+    skills: list[str] = msgspec.field(default_factory=list)
     wait_descendants: float = 0.0
     mode: str = "observe"
     sandbox: bool = False
     policy_digest: str | None = None
-    backend_options: dict[str, object] = field(default_factory=dict)
+    backend_options: dict[str, object] = msgspec.field(default_factory=dict)
     wrapper: Sequence[str] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
     home: str | None = None  # None: default_home(env)
     policy: Policy | None = None
     sandbox_view: SandboxView | None = None
@@ -67,8 +67,7 @@ class RunRequest:
     on_following: Callable[[Following], None] | None = None
 
 
-@dataclass
-class Following:
+class Following(msgspec.Struct):
     """The run so far, when the agent has exited and the processes it left are still recorded."""
 
     run_id: str
@@ -78,8 +77,7 @@ class Following:
     pids: list[int]
 
 
-@dataclass
-class RunOutcome:
+class RunOutcome(msgspec.Struct):
     """A finished run: its metadata, the capture's result, and the session's verdict.
 
     ``exit_code`` is the agent's own (128+N for signal N); ``verdict_code`` is what
@@ -92,7 +90,7 @@ class RunOutcome:
     verdict_code: int | None = None
     fail_on: str | None = None
     #: what the session did after the run, for the user (retention: old runs deleted)
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
 
     @property
     def exit_code(self) -> int:

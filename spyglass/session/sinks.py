@@ -14,9 +14,10 @@ the sinks it wants (none when its option is off).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from spyglass.policy import Policy
 from spyglass.session.options import RunOptions
@@ -30,8 +31,7 @@ if TYPE_CHECKING:
     from spyglass.sandbox.prepared import PreparedSandbox
 
 
-@dataclass
-class Plan:
+class Plan(msgspec.Struct):
     """What the session decided before the sinks are built."""
 
     opts: RunOptions
@@ -45,12 +45,12 @@ class Plan:
     sandbox: PreparedSandbox | None = None
     engine: RuleEngine | None = None
     #: sinks set up earlier by the session (the model stub changes the environment)
-    early: list[object] = field(default_factory=list)
+    early: list[object] = msgspec.field(default_factory=list)
     #: the command's stdin, stdout, stderr when a sink owns them (the terminal recorder)
     stdio: tuple[int, int, int] | None = None
     #: the agent's persistent identity (decided by the monitoring factory) and facts for run.json
     agent_id: str | None = None
-    extra: dict[str, object] = field(default_factory=dict)
+    extra: dict[str, object] = msgspec.field(default_factory=dict)
     #: the signing key in use (the witness guard protects it)
     sign_key: Path | None = None
     #: the sandbox's work area inside the store (decoy home, /tmp): the agent's to write

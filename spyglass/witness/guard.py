@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
@@ -67,22 +68,21 @@ def _tree_ids(root: str) -> Iterator[FileId]:
             yield st.st_dev, st.st_ino
 
 
-@dataclass
-class Protected:
+class Protected(msgspec.Struct):
     """What the run must not change (``trees``: directories and all below) and must not read (``secrets``)."""
 
     #: path -> what it is ("the store", "the policy", "a rule file", "the signing key")
-    trees: dict[str, str] = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)
-    secrets: dict[str, str] = field(default_factory=dict)
-    ids: dict[FileId, str] = field(default_factory=dict)
-    secret_ids: dict[FileId, str] = field(default_factory=dict)
+    trees: dict[str, str] = msgspec.field(default_factory=dict)
+    files: dict[str, str] = msgspec.field(default_factory=dict)
+    secrets: dict[str, str] = msgspec.field(default_factory=dict)
+    ids: dict[FileId, str] = msgspec.field(default_factory=dict)
+    secret_ids: dict[FileId, str] = msgspec.field(default_factory=dict)
     #: device and inode -> the canonical path of each protected file (for the capture: spyglass.capture.ident)
-    paths: dict[FileId, str] = field(default_factory=dict)
+    paths: dict[FileId, str] = msgspec.field(default_factory=dict)
     #: directories inside a protected tree that the run may write (the sandbox's decoy home and /tmp)
-    allowed: set[str] = field(default_factory=set)
+    allowed: set[str] = msgspec.field(default_factory=set)
     #: directory -> what protected tree it lies in, as last seen; cleared by every rename, delete, mkdir, symlink
-    _dirs: dict[str, str | None] = field(default_factory=dict, repr=False)
+    _dirs: dict[str, str | None] = msgspec.field(default_factory=dict)
 
     def allow(self, path: str | Path) -> None:
         for p in {str(path), os.path.realpath(path)}:

@@ -3,10 +3,11 @@ or policy), and a run without one does not load the export's configuration code.
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 from pathlib import Path
+
+import msgspec
 
 from spyglass.otel.wiring import monitoring
 from spyglass.policy.model import OtlpPolicy, Policy
@@ -26,7 +27,7 @@ def _target(tmp_path: Path, env: dict[str, str], policy: Policy, otlp: str | Non
 
 def test_each_place_an_endpoint_is_named_turns_the_export_on(tmp_path: Path) -> None:
     plain = Policy.default(tmp_path)
-    with_endpoint = dataclasses.replace(plain, otlp=OtlpPolicy(endpoint=URL))
+    with_endpoint = msgspec.structs.replace(plain, otlp=OtlpPolicy(endpoint=URL))
     assert _target(tmp_path, {}, plain) is None
     assert _target(tmp_path, {"OTEL_EXPORTER_OTLP_ENDPOINT": ""}, plain) is None
     assert _target(tmp_path, {}, plain, otlp=URL) == (URL, "option")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
 
 from spyglass.evidence.gate import DEFAULT_REQUIREMENTS
@@ -16,7 +16,7 @@ _IDENTITY = ("source", "base_dir", "digest", "text", "origin")  # where it came 
 
 
 def _meaning(p: Policy) -> dict[str, Any]:
-    data = dataclasses.asdict(p)
+    data = msgspec.to_builtins(p)
     for k in _IDENTITY:
         data.pop(k)
     return data

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import pickle
 import subprocess
@@ -10,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from spyglass.policy import Policy, load_policy
@@ -67,7 +67,7 @@ def test_each_part_of_the_key_changes_it(tmp_path: Path, monkeypatch: pytest.Mon
     # the policy's settings
     other = _policy(tmp_path, f"rules:\n  paths: [{rules}]\n  disable: [cred-secret-read]\n")
     assert cache_key(src, other, HOME) != base
-    assert cache_key(src, dataclasses.replace(pol, secrets=("~/.mine",)), HOME) != base
+    assert cache_key(src, msgspec.structs.replace(pol, secrets=("~/.mine",)), HOME) != base
     # HOME
     assert cache_key(src, pol, "/home/other") != base
     # spyglass's version, and its rule and policy code
@@ -127,7 +127,7 @@ def test_entries_that_fail_their_check_are_misses_and_never_unpickled(tmp_path: 
         assert load_rules(pol, HOME, store)[2] is False
     assert not marker.exists()
     # an entry good for another key (another policy) is no good for this one
-    other = dataclasses.replace(pol, secrets=("~/.other",))
+    other = msgspec.structs.replace(pol, secrets=("~/.other",))
     _, key2 = _fill(store, other)
     entry.write_bytes((cache.dir / f"rules-{key2}.bin").read_bytes())
     assert cache.get(key) is None
@@ -214,7 +214,7 @@ def test_a_policy_file_is_parsed_once_and_a_forged_entry_is_refused(tmp_path: Pa
     parse_policy.cache_clear()
     again = load_policy(f, tmp_path, parse=policy_parser(store))
     assert again == first and again.mode == "enforce" and parse_policy.cache_info().misses == 0  # from the store
-    weak = dataclasses.replace(first, mode="observe", secrets=())
+    weak = msgspec.structs.replace(first, mode="observe", secrets=())
     entry.write_bytes(b"\0" * 32 + pickle.dumps(weak))
     got = load_policy(f, tmp_path, parse=policy_parser(store))
     assert got.mode == "enforce" and got.secrets == ("~/.mine/**",)

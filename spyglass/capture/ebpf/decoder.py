@@ -11,8 +11,9 @@ risky interfaces' in ``sensitive``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from spyglass.capture.ebpf import records as R
 from spyglass.capture.ebpf.syscall_events import HANDLERS as _BY_NR
@@ -32,15 +33,14 @@ PgidOf = Callable[[int], "int | None"]
 FdLink = Callable[[int, int], "str | None"]
 
 
-@dataclass(slots=True)
-class ProcInfo:
+class ProcInfo(msgspec.Struct):
     pid: int
     ppid: int | None
     cwd: str = "/"
     argv: list[str] | None = None
     exe: str | None = None
     alive: bool = True
-    fds: dict[int, str] = field(default_factory=dict)
+    fds: dict[int, str] = msgspec.field(default_factory=dict)
 
 
 class RecordDecoder:

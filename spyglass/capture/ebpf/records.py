@@ -14,8 +14,9 @@ import functools
 import ipaddress
 import signal as _signal
 import struct
-from dataclasses import dataclass
 from typing import NamedTuple
+
+import msgspec
 
 REC_SYS, REC_FORK, REC_EXEC, REC_EXIT, REC_URING = 1, 2, 3, 4, 5
 
@@ -202,8 +203,7 @@ def names(value: int, table: tuple[tuple[int, str], ...]) -> str | None:
     return "|".join(out)
 
 
-@dataclass(slots=True)
-class Addr:
+class Addr(msgspec.Struct):
     family: str  # "ipv4" | "ipv6" | "unix"
     address: str | None
     port: int | None

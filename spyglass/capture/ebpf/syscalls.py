@@ -9,8 +9,9 @@ a directory argument, ``-2`` means "relative to the working directory".
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Final
+
+import msgspec
 
 # lost-record categories, indexes of the program's per-CPU ``lost`` array
 CAT_FILE, CAT_NET, CAT_PRIV, CAT_SENSITIVE, CAT_FORK, CAT_EXEC, CAT_EXIT = range(7)
@@ -22,8 +23,7 @@ SP_NONE, SP_OPENAT2, SP_MSG, SP_MMSG, SP_RECV, SP_IOCTL, SP_FAILONLY, SP_OPEN, S
 DESC = struct.Struct("<BBBbbbbbbbbb")
 
 
-@dataclass(frozen=True, slots=True)
-class Sys:
+class Sys(msgspec.Struct, frozen=True):
     """One system call the kernel program knows: number, name, category and special handling."""
 
     nr: int

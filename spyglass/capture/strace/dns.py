@@ -8,7 +8,8 @@ nothing here raises on bad input.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
+
+import msgspec
 
 TYPE_A = 1
 TYPE_CNAME = 5
@@ -16,14 +17,13 @@ TYPE_AAAA = 28
 _MAX_POINTERS = 32
 
 
-@dataclass(slots=True)
-class DnsResponse:
+class DnsResponse(msgspec.Struct):
     """A DNS answer read from a traced process: the question and what it resolved to."""
 
     name: str  # the question name, lower case, no trailing dot
     qtype: int
-    answers: list[str] = field(default_factory=list)  # addresses and CNAME targets, in order
-    addresses: list[str] = field(default_factory=list)  # A and AAAA data only
+    answers: list[str] = msgspec.field(default_factory=list)  # addresses and CNAME targets, in order
+    addresses: list[str] = msgspec.field(default_factory=list)  # A and AAAA data only
     rcode: int = 0
 
 

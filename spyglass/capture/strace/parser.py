@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from spyglass.capture import ident
 from spyglass.capture.fields import to_text
@@ -71,8 +72,7 @@ CLONES = frozenset({"clone", "clone3", "fork", "vfork"})
 EXECS = frozenset({"execve", "execveat"})
 
 
-@dataclass(slots=True)
-class _Pending:
+class _Pending(msgspec.Struct):
     """The first half of a call printed with ``<unfinished ...>``."""
 
     name: str

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from spyglass.capture.strace.decode import ann_path, parse_fd, split_args
 from spyglass.capture.strace.paths import ProcLookup, RealpathDir, resolve
@@ -21,8 +22,7 @@ EXE = -1
 PgidOf = Callable[[int], "int | None"]
 
 
-@dataclass(slots=True)
-class Peer:
+class Peer(msgspec.Struct):
     """Where a connected socket goes, remembered from its connect()."""
 
     address: str | None
@@ -32,8 +32,7 @@ class Peer:
     inode: str | None = None
 
 
-@dataclass(slots=True)
-class Proc:
+class Proc(msgspec.Struct):
     """One traced process (thread group), keyed by its leader's pid."""
 
     pid: int
@@ -47,9 +46,9 @@ class Proc:
     exe: str | None = None
     alive: bool = True
     started: bool = False  # process.start emitted
-    threads: set[int] = field(default_factory=set)
-    fds: dict[int, str] = field(default_factory=dict)  # fd -> path, as last seen in an annotation
-    peers: dict[int, Peer] = field(default_factory=dict)  # fd -> connect() destination
+    threads: set[int] = msgspec.field(default_factory=set)
+    fds: dict[int, str] = msgspec.field(default_factory=dict)  # fd -> path, as last seen in an annotation
+    peers: dict[int, Peer] = msgspec.field(default_factory=dict)  # fd -> connect() destination
 
     def child(self, pid: int) -> Proc:
         """A forked child: same cwd, ids, program and descriptors."""
