@@ -147,6 +147,7 @@ class FastLane:
             n = len(procs.procs)
             fx.procs_changed(t == "process.start" or n != self._nprocs)
             self._nprocs = n
+        ahead = self.peeked.pop(_key(ev), None) if self.peeked else None
         fn = self._dispatch.get(t, UNBUILT)
         if fn is UNBUILT:
             fn = self._first(t)
@@ -155,16 +156,14 @@ class FastLane:
             if hits:
                 hits = tuple(i for i in hits if i in self.early)  # a specialized function may be the full one
                 for i in hits:
-                    self._hit(i, ev, fx)
+                    self._hit(i, ev, fx, told=ahead)
             verdicts = self.verdicts
             if len(verdicts) >= MAX_VERDICTS:
                 verdicts.clear()  # events that never reached the engine: it evaluates the rest in full
             verdicts[id(ev)] = (ev, hits, fx.facts_version())
-        if self.peeked:
-            ahead = self.peeked.pop(_key(ev), None)
-            if ahead:  # announced ahead: recorded when the engine reaches this event (settle)
-                with self.lock:
-                    self.pending.setdefault(id(ev), (ev, []))[1].extend(ahead)
+        if ahead:  # announced ahead: recorded when the engine reaches this event (settle)
+            with self.lock:
+                self.pending.setdefault(id(ev), (ev, []))[1].extend(ahead)
         track(ev, fx, fx.state)
 
     def _first(self, t: str) -> MatchFn | None:
@@ -178,12 +177,17 @@ class FastLane:
         self._dispatch[t] = fn
         return fn
 
-    def _hit(self, i: int, ev: Event, fx: FieldContext, peeked: bool = False) -> None:
+    def _hit(self, i: int, ev: Event, fx: FieldContext, peeked: bool = False,
+             told: list[Alert] | None = None) -> None:
         eng = self.engine
         ctx = eng.ctx
         if ctx is None:
             return
         rule = eng.rules[eng._matchers[i].rule_index]
+        if told and any(a.rule_id == rule.id for a in told):
+            # announced when this very event was seen ahead of order, maybe with another message
+            # (the look-ahead's process table had not seen an exec yet): not again
+            return
         msg = eng.message(rule, ev, fx)
         key = (rule.id, ev.pid, msg)
         with self.lock:

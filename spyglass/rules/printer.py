@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections import Counter
 from typing import IO
 
 from spyglass.events import Alert
@@ -31,7 +32,10 @@ class AlertPrinter:
     An alert the rule engine's fast lane announced ahead of the stream is printed
     when announced (on the capture's reader thread) and not again when recorded,
     unless the store could not save it: then again, marked NOT SAVED (``json``: when
-    recorded, with its ``seq`` and event)."""
+    recorded, with its ``seq`` and event).  The two are matched by rule, process and
+    the event's time, not by message: the eBPF look-ahead decides an event with a
+    process table of its own, so around an exec its message can name the command
+    the process ran before (the recorded one names the new one)."""
 
     name = "alert-printer"
 
@@ -40,7 +44,8 @@ class AlertPrinter:
         self.color = color
         self.fmt = fmt  # "text": one readable line; "json": the alert as one JSON line (run, host, agent, task)
         self._unsaved: set[int] = set()
-        self._announced: set[tuple[str, int, str]] = set()
+        #: (rule, pid, event time) of the alerts printed when announced and not recorded yet
+        self._announced: Counter[tuple[str, int, int]] = Counter()
         self._lock = threading.Lock()  # two threads print: whole lines, one at a time
         #: lines the stream refused (stderr on a full disk): written again at the end of the run
         self._pending: list[str] = []
@@ -53,14 +58,18 @@ class AlertPrinter:
         if self.fmt == "json":  # machines get the alert whole (its seq, its event), when recorded
             return
         with self._lock:
-            self._announced.add((alert.rule_id, alert.pid, alert.message))
+            self._announced[(alert.rule_id, alert.pid, alert.ts)] += 1
             self._print(alert)
 
     def alert(self, alert: Alert) -> None:
         with self._lock:
-            key = (alert.rule_id, alert.pid, alert.message)
-            if key in self._announced:
-                self._announced.discard(key)
+            key = (alert.rule_id, alert.pid, alert.ts)
+            left = self._announced.get(key, 0)
+            if left:
+                if left == 1:
+                    del self._announced[key]
+                else:
+                    self._announced[key] = left - 1
                 if alert.seq not in self._unsaved:
                     return  # printed when announced; an alert the store could not save is said again
             self._print(alert)

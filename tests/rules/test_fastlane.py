@@ -250,6 +250,49 @@ def test_events_seen_ahead_of_order_are_announced_once_and_change_no_alert() -> 
     assert not engine.lane.peeked  # every event announced ahead was reached in order
 
 
+def test_a_secret_read_seen_ahead_of_an_exec_is_printed_once() -> None:
+    """The look-ahead decides a read with a process table of its own: when it sees the read before
+    the exec that precedes it in order, its message names the command before the exec ("sh read
+    secret ..."), the recorded one the command after it ("cat read secret ...").  The live printer
+    says it once all the same (it matches the two by rule, process and event time), and the alert
+    is recorded once.  A second read of the same kind by another process is a line of its own."""
+    import msgspec
+
+    from spyglass.events import Event
+    from spyglass.pipeline import Pipeline, RunContext
+    from spyglass.rules.engine import RuleEngine
+    from spyglass.rules.printer import AlertPrinter
+    from spyglass.rules.ruleset import load_ruleset
+    from tests.rules.test_engine import HOME, WS
+
+    key = f"{HOME}/.ssh/id_rsa"
+    events = [
+        Event(type="process.start", pid=100, ts=1),
+        Event(type="process.exec", pid=100, ts=2, exe="/usr/bin/sh", argv=["sh", "-c", "x"], cwd=WS),
+        Event(type="process.start", pid=101, ppid=100, ts=3),
+        Event(type="process.exec", pid=101, ts=4, exe="/usr/bin/sh", argv=["sh"], cwd=WS),
+        Event(type="process.exec", pid=101, ts=5, exe="/usr/bin/cat", argv=["cat", key], cwd=WS),
+        Event(type="file.read", pid=101, ts=6, path=key),
+        Event(type="process.start", pid=102, ppid=100, ts=7),
+        Event(type="process.exec", pid=102, ts=8, exe="/usr/bin/head", argv=["head", key], cwd=WS),
+        Event(type="file.read", pid=102, ts=9, path=key),
+    ]
+    out = io.StringIO()
+    engine = RuleEngine(load_ruleset(), home=HOME)
+    printer = AlertPrinter(out, color=False)
+    pipe = Pipeline([engine, printer], RunContext(root_cwd=WS, workspace=[WS]))
+    pipe.start()
+    for ev in events[:4] + [events[5]]:  # ahead: the read of 101 before its second exec
+        engine.lookout(msgspec.structs.replace(ev))
+    recorded = _play(engine, pipe, events)
+    reads = [a for a in recorded if a["rule_id"] == "cred-secret-read"]
+    assert [(a["pid"], a["message"].split()[0]) for a in reads] == [(101, "cat"), (102, "head")]
+    assert engine.lane is not None and engine.lane.peek_hits == 1
+    lines = [ln for ln in out.getvalue().splitlines() if "cred-secret-read" in ln]
+    assert len(lines) == 2, lines
+    assert "sh read secret" in lines[0]  # the line as announced ahead: it named the command before the exec
+
+
 def test_the_engine_leaves_the_lanes_matchers_to_the_lane() -> None:
     """An event the lane saw: the engine runs only the other matchers of its type and takes the
     lane's hits (one evaluation each).  An event the lane never saw (the session's own) runs
