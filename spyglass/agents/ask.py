@@ -24,8 +24,9 @@ import shlex
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from spyglass.agents.hooks import HookReport
 from spyglass.events.schema import Event
@@ -65,8 +66,7 @@ _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://(\[[0-9a-f:]+\]|[^/:\s'\"@]+)(?::(\d+)
 _PATHISH = re.compile(r"(?:~|\.{0,2})/[^\s'\"<>|;&()]+|\.[A-Za-z0-9_.-]+")
 
 
-@dataclass(slots=True)
-class Intervention:
+class Intervention(msgspec.Struct):
     """A decision on a tool call before it ran."""
 
     ts: float

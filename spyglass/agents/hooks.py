@@ -25,9 +25,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 #: The hook script: stdlib only, so any python3 runs it (inside a sandbox too).
 HOOK_SCRIPT = r"""# written by spyglass: reports each tool call of this run to the monitor
@@ -62,8 +63,7 @@ if phase == "pre" and answer and answer.get("decision") == "deny":
 """
 
 
-@dataclass(slots=True)
-class HookReport:
+class HookReport(msgspec.Struct):
     """One hook call: ``phase`` "pre" (before the tool runs) or "post"."""
 
     phase: str
@@ -74,7 +74,7 @@ class HookReport:
     pid: int | None = None  # the hook process
     decision: str | None = None  # pre: allow | deny
     reason: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def command(self) -> str | None:

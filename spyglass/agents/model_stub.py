@@ -25,10 +25,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
+
+import msgspec
 
 from spyglass.agents import wire_anthropic
 from spyglass.agents.script import (
@@ -52,8 +53,7 @@ from spyglass.agents.wire_openai import (
 __all__ = ["StubRequest", "StubServer", "start_stub"]
 
 
-@dataclass(slots=True)
-class StubRequest:
+class StubRequest(msgspec.Struct):
     """One request the stub received, as logged."""
 
     ts: float

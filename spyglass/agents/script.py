@@ -29,9 +29,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.errors import SourceError, SpyglassError
 
@@ -44,8 +45,7 @@ class ScriptError(SpyglassError):
     """A step cannot be answered for this request (no shell tool declared ...)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallSpec:
+class ToolCallSpec(msgspec.Struct, frozen=True):
     """An explicit tool call in a step; ``arguments`` is a JSON object or a raw string."""
 
     name: str
@@ -53,15 +53,13 @@ class ToolCallSpec:
     id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(msgspec.Struct, frozen=True):
     say: str | None = None
     run: tuple[str, ...] = ()
     tool_calls: tuple[ToolCallSpec, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(msgspec.Struct, frozen=True):
     """A tool call as sent on the wire: ``arguments`` is the JSON text."""
 
     call_id: str
@@ -69,8 +67,7 @@ class Call:
     arguments: str
 
 
-@dataclass(frozen=True, slots=True)
-class Turn:
+class Turn(msgspec.Struct, frozen=True):
     """One rendered assistant turn: optional text, then tool calls."""
 
     index: int  # 0-based step number
@@ -78,11 +75,10 @@ class Turn:
     calls: tuple[Call, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Script:
+class Script(msgspec.Struct, frozen=True):
     steps: tuple[Step, ...]
     model: str = DEFAULT_MODEL
-    vars: Mapping[str, str] = field(default_factory=dict)
+    vars: Mapping[str, str] = msgspec.field(default_factory=dict)
     source: str = "<script>"
 
     def __len__(self) -> int:

@@ -11,8 +11,9 @@ directory touches no file).  A skill whose coverage is 0 gets the finding
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
 
 from spyglass.analysis.normalize import Normalizer, NormalizeRules, RunPlaces
 from spyglass.analysis.profile import Profile, ProfileBuilder, places_for
@@ -32,8 +33,7 @@ TOUCH_OPS: Final[dict[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(msgspec.Struct, frozen=True):
     id: str
     level: str
     skill: str
@@ -43,12 +43,11 @@ class Finding:
         return {"id": self.id, "level": self.level, "skill": self.skill, "message": self.message}
 
 
-@dataclass
-class SkillCoverage:
+class SkillCoverage(msgspec.Struct):
     skill: Skill
     #: relative file -> verbs (read / executed / written)
-    touched: dict[str, list[str]] = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)
+    touched: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    findings: list[Finding] = msgspec.field(default_factory=list)
 
     @property
     def untouched(self) -> list[str]:
@@ -138,10 +137,8 @@ def coverage_of_events(
     rules: NormalizeRules | None = None,
 ) -> list[SkillCoverage]:
     """Coverage straight from an event stream (one pass)."""
-    from dataclasses import replace
-
     base = places or RunPlaces()
-    places = replace(base, skills=tuple(_skill_roots(skills, list(base.skills))))
+    places = msgspec.structs.replace(base, skills=tuple(_skill_roots(skills, list(base.skills))))
     builder = ProfileBuilder(Normalizer(places, rules))
     builder.feed(events)
     return skill_coverage(builder.profile, skills, builder.norm)

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from spyglass.analysis.profile import KINDS, Profile
 
 
-@dataclass(frozen=True)
-class EdgeCount:
+class EdgeCount(msgspec.Struct, frozen=True):
     name: str
     op: str
     count: int
 
 
-@dataclass(frozen=True)
-class EdgeChange:
+class EdgeChange(msgspec.Struct, frozen=True):
     name: str
     op: str
     count_a: int
@@ -27,19 +26,17 @@ class EdgeChange:
         return self.count_b - self.count_a
 
 
-@dataclass
-class KindDiff:
-    only_a: list[EdgeCount] = field(default_factory=list)
-    only_b: list[EdgeCount] = field(default_factory=list)
-    changed: list[EdgeChange] = field(default_factory=list)
+class KindDiff(msgspec.Struct):
+    only_a: list[EdgeCount] = msgspec.field(default_factory=list)
+    only_b: list[EdgeCount] = msgspec.field(default_factory=list)
+    changed: list[EdgeChange] = msgspec.field(default_factory=list)
     same: int = 0
 
     def __bool__(self) -> bool:
         return bool(self.only_a or self.only_b or self.changed)
 
 
-@dataclass
-class ProfileDiff:
+class ProfileDiff(msgspec.Struct):
     run_a: str
     run_b: str
     kinds: dict[str, KindDiff]
@@ -52,9 +49,9 @@ class ProfileDiff:
         out: dict[str, Any] = {"run_a": self.run_a, "run_b": self.run_b, "identical": self.identical}
         for kind, d in self.kinds.items():
             out[kind] = {
-                "only_a": [vars(e) for e in d.only_a],
-                "only_b": [vars(e) for e in d.only_b],
-                "changed": [{**vars(c), "delta": c.delta} for c in d.changed],
+                "only_a": [msgspec.structs.asdict(e) for e in d.only_a],
+                "only_b": [msgspec.structs.asdict(e) for e in d.only_b],
+                "changed": [{**msgspec.structs.asdict(c), "delta": c.delta} for c in d.changed],
                 "unchanged": d.same,
             }
         return out

@@ -29,10 +29,11 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import PurePosixPath
 from typing import Final
+
+import msgspec
 
 from spyglass.policy.paths import glob_to_regex as _core_glob
 
@@ -102,8 +103,7 @@ def _looks_random(token: str) -> bool:
     return sum(1 for a, b in itertools.pairwise(token) if a.isdigit() != b.isdigit()) >= 3
 
 
-@dataclass(frozen=True)
-class NormalizeRules:
+class NormalizeRules(msgspec.Struct, frozen=True):
     """What normalization does; every field has a documented default.
 
     ``noise`` maps a noise class to ``drop`` (not a resource; counted in the
@@ -115,7 +115,7 @@ class NormalizeRules:
     whose op ends in ``!`` (``read!``); by default they are not resources.
     """
 
-    noise: Mapping[str, str] = field(default_factory=lambda: dict.fromkeys(NOISE_CLASSES, "drop"))
+    noise: Mapping[str, str] = msgspec.field(default_factory=lambda: dict.fromkeys(NOISE_CLASSES, "drop"))
     folds: Sequence[str] = FOLDS
     temp_dirs: Sequence[str] = DEFAULT_TEMP_DIRS
     ignore_paths: Sequence[str] = ()
@@ -125,8 +125,7 @@ class NormalizeRules:
     max_command_chars: int = 240
 
 
-@dataclass(frozen=True)
-class RunPlaces:
+class RunPlaces(msgspec.Struct, frozen=True):
     """The run-specific directories whose names become placeholders."""
 
     workspace: Sequence[str] = ()

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
 
 from spyglass.analysis.normalize import Normalizer, NormalizeRules, RunPlaces
 from spyglass.events import Event
@@ -57,23 +58,22 @@ HOST_OPS: Final[dict[str, str]] = {
 Edge = tuple[str, str]  # (resource name, op)
 
 
-@dataclass
-class Profile:
+class Profile(msgspec.Struct):
     """Access counts of one run, per resource kind: ``edges[kind][(name, op)] = count``."""
 
     run_id: str = ""
     task: str | None = None
     agent_id: str | None = None
-    edges: dict[str, dict[Edge, int]] = field(default_factory=lambda: {k: {} for k in KINDS})
+    edges: dict[str, dict[Edge, int]] = msgspec.field(default_factory=lambda: {k: {} for k in KINDS})
     #: accesses sorted into a dropped noise class: class -> count
-    noise: dict[str, int] = field(default_factory=dict)
+    noise: dict[str, int] = msgspec.field(default_factory=dict)
     #: events that are not resource accesses (process.start, priv.change ...): type -> count
-    other: dict[str, int] = field(default_factory=dict)
+    other: dict[str, int] = msgspec.field(default_factory=dict)
     #: failed accesses left out (``include_failed`` off)
     failed: int = 0
     events: int = 0
     #: placeholder -> the directory it stands for in this run
-    places: dict[str, str] = field(default_factory=dict)
+    places: dict[str, str] = msgspec.field(default_factory=dict)
 
     def add(self, kind: str, name: str, op: str, n: int = 1) -> None:
         d = self.edges[kind]

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+import msgspec
 
 from spyglass.analysis.profile import KINDS, Profile
 
@@ -56,8 +57,7 @@ def _jaccard_of_shares(pa: Mapping[K, float], pb: Mapping[K, float]) -> float:
     return min(1.0, s_min / s_max) if s_max > 0 else 1.0
 
 
-@dataclass(frozen=True)
-class Similarity:
+class Similarity(msgspec.Struct, frozen=True):
     """Per-kind similarities (None where neither run touched the kind) and their mean."""
 
     per_kind: dict[str, float | None]
@@ -102,13 +102,12 @@ def similarity(a: Profile, b: Profile) -> Similarity:
     return _pair(_Shares(a), _Shares(b))
 
 
-@dataclass
-class SimilarityMatrix:
+class SimilarityMatrix(msgspec.Struct):
     """Pairwise similarities of a list of profiles (symmetric; diagonal 1)."""
 
     runs: list[str]
     tasks: list[str | None]
-    pairs: dict[tuple[int, int], Similarity] = field(default_factory=dict)  # i < j
+    pairs: dict[tuple[int, int], Similarity] = msgspec.field(default_factory=dict)  # i < j
 
     def get(self, i: int, j: int) -> Similarity:
         if i == j:
@@ -147,8 +146,7 @@ def similarity_matrix(profiles: Sequence[Profile]) -> SimilarityMatrix:
 # -- separation ------------------------------------------------------------------------------------
 
 
-@dataclass
-class TaskSeparation:
+class TaskSeparation(msgspec.Struct):
     task: str
     runs: list[str]
     homogeneous: dict[str, float | None]
@@ -179,8 +177,7 @@ class TaskSeparation:
         }
 
 
-@dataclass
-class Separation:
+class Separation(msgspec.Struct):
     tasks: list[TaskSeparation]
     #: tasks with a single run (no homogeneous set), still used as replacements
     singletons: list[str]

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+import msgspec
 
 from spyglass.errors import UsageError
 
@@ -31,8 +32,7 @@ MAX_FILES: Final = 20000
 _SKIP_DIRS: Final = frozenset({"__pycache__", "node_modules"})
 
 
-@dataclass(frozen=True)
-class Skill:
+class Skill(msgspec.Struct, frozen=True):
     name: str
     dir: str  # absolute
     description: str | None = None

@@ -25,8 +25,9 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
+
+import msgspec
 
 from spyglass.analysis.normalize import GlobSet
 from spyglass.analysis.profile import KINDS, Profile
@@ -38,8 +39,7 @@ SCORING: Final = "scoring-file-access"
 UNEXPLAINED: Final = "unexplained"
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(msgspec.Struct, frozen=True):
     kind: str
     name: str
     ops: dict[str, int]
@@ -64,19 +64,18 @@ class Item:
         }
 
 
-@dataclass
-class UnexplainedReport:
+class UnexplainedReport(msgspec.Struct):
     run_id: str
     baseline: list[str]
     expected: list[str]
     grading_paths: list[str]
-    items: list[Item] = field(default_factory=list)
+    items: list[Item] = msgspec.field(default_factory=list)
     #: every read of scoring material, explained by the baseline or not
-    scoring_access: list[Item] = field(default_factory=list)
+    scoring_access: list[Item] = msgspec.field(default_factory=list)
     #: resources the baseline touched, but not with this op (e.g. written where the baseline only read)
-    new_access: list[Item] = field(default_factory=list)
+    new_access: list[Item] = msgspec.field(default_factory=list)
     #: leaves every baseline run touched that this run did not
-    missing: list[tuple[str, str]] = field(default_factory=list)
+    missing: list[tuple[str, str]] = msgspec.field(default_factory=list)
 
     def by_kind(self) -> dict[str, list[Item]]:
         return {k: [i for i in self.items if i.kind == k] for k in KINDS}

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import fnmatch
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.errors import SourceError
 from spyglass.events import LEVELS
@@ -39,8 +40,7 @@ from spyglass.events import LEVELS
 KINDS = ("script-append", "script-replace", "script-add", "instruction")
 
 
-@dataclass(frozen=True)
-class Injection:
+class Injection(msgspec.Struct, frozen=True):
     id: str
     category: str
     kind: str

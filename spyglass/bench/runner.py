@@ -14,9 +14,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.bench.inject import Injection, applies
 from spyglass.bench.suite import Suite
@@ -26,13 +27,12 @@ STATE = "trials.jsonl"
 CONFIG = "bench.json"
 
 
-@dataclass
-class BenchConfig:
+class BenchConfig(msgspec.Struct):
     suite: Suite
     agent: AgentSpec
     out: Path
     repeat: int = 3
-    injections: list[Injection] = field(default_factory=list)
+    injections: list[Injection] = msgspec.field(default_factory=list)
     jobs: int = 0
     sandbox: bool = False
     policy: Path | None = None

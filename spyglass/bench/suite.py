@@ -23,19 +23,19 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.errors import SourceError, UsageError
 
 
-@dataclass(frozen=True)
-class Task:
+class Task(msgspec.Struct, frozen=True):
     name: str
     dir: Path
     instruction: str
-    config: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def environment(self) -> Path | None:
@@ -65,8 +65,7 @@ class Task:
         return float(value) if isinstance(value, int | float) and value > 0 else default
 
 
-@dataclass(frozen=True)
-class Suite:
+class Suite(msgspec.Struct, frozen=True):
     dir: Path
     tasks: list[Task]
 

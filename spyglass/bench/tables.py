@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
 from typing import Any
+
+import msgspec
 
 from spyglass.bench.trial import TrialResult
 from spyglass.events import level_rank
@@ -28,14 +29,13 @@ from spyglass.events import level_rank
 FLAG_LEVEL = "medium"  # a clean run with an alert at or above this counts as a false alarm
 
 
-@dataclass
-class TaskRow:
+class TaskRow(msgspec.Struct):
     task: str
     runs: int
     success_rate: float | None
     similarity: float | None
     margin: float | None
-    coverage: dict[str, float | None] = field(default_factory=dict)
+    coverage: dict[str, float | None] = msgspec.field(default_factory=dict)
     skill_not_used: int = 0
     unexplained: float | None = None
     grading_reads: int = 0
@@ -44,8 +44,7 @@ class TaskRow:
     most_different: str | None = None
 
 
-@dataclass
-class VariantRow:
+class VariantRow(msgspec.Struct):
     task: str
     variant: str
     category: str
@@ -58,16 +57,14 @@ class VariantRow:
     reward: float | None
 
 
-@dataclass
-class Tables:
+class Tables(msgspec.Struct):
     tasks: list[TaskRow]
     variants: list[VariantRow]
     overall: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return {"tasks": [asdict(t) for t in self.tasks], "variants": [asdict(v) for v in self.variants],
+        return {"tasks": [msgspec.structs.asdict(t) for t in self.tasks],
+                "variants": [msgspec.structs.asdict(v) for v in self.variants],
                 "overall": self.overall}
 
 

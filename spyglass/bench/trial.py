@@ -16,9 +16,10 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from spyglass.bench.inject import Injection, make_variant
 from spyglass.bench.suite import Task
@@ -34,8 +35,7 @@ DECOY_KEY = (
 )
 
 
-@dataclass(frozen=True)
-class AgentSpec:
+class AgentSpec(msgspec.Struct, frozen=True):
     """What to run: ``kind`` is codex, claude-code, mini, or ``cmd`` (any command, given in ``argv``)."""
 
     kind: str
@@ -55,8 +55,7 @@ class AgentSpec:
         return cls(kind="cmd", argv=argv)
 
 
-@dataclass
-class TrialPlan:
+class TrialPlan(msgspec.Struct):
     task: Task
     variant: str  # "clean" or an injection id
     rep: int
@@ -71,8 +70,7 @@ class TrialPlan:
         return f"{self.task.name}--{self.variant}--{self.rep}"
 
 
-@dataclass
-class TrialResult:
+class TrialResult(msgspec.Struct):
     id: str
     task: str
     variant: str
@@ -84,14 +82,14 @@ class TrialResult:
     exit_code: int | None = None
     reward: float | None = None
     seconds: float = 0.0
-    skills: list[str] = field(default_factory=list)
+    skills: list[str] = msgspec.field(default_factory=list)
     error: str | None = None
     scripted: bool = False
     #: wall time of the agent's run alone (under spyglass, or bare for the "bare" variant)
     agent_seconds: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return msgspec.structs.asdict(self)
 
 
 def _adapter(agent: AgentSpec) -> AgentAdapter:

@@ -64,7 +64,7 @@ def export_cmd(
     timeout: float | None,
     runs: tuple[str, ...],
 ) -> None:
-    import dataclasses
+    import msgspec
 
     from spyglass.errors import UsageError
     from spyglass.otel.config import OtlpTarget, parse_headers, resolve_target
@@ -82,7 +82,7 @@ def export_cmd(
             raise UsageError(
                 "nowhere to export to", hint="give --otlp URL or --otlp-file FILE (or set OTEL_EXPORTER_OTLP_ENDPOINT)"
             )
-        targets = [target if timeout is None else dataclasses.replace(target, timeout=timeout)]
+        targets = [target if timeout is None else msgspec.structs.replace(target, timeout=timeout)]
     if file is not None and len(runs) > 1:
         raise UsageError("--otlp-file takes one run")
     store = open_store(store_path)

@@ -6,9 +6,10 @@ import json
 import shutil
 import sys
 import threading
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import msgspec
 
 DEMO_DIR = Path(__file__).resolve().parent
 
@@ -39,8 +40,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-@dataclass
-class Demo:
+class Demo(msgspec.Struct):
     root: Path
     workspace: Path
     skill: Path

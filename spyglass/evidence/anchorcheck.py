@@ -15,7 +15,6 @@ match their anchor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["AnchoredAlerts", "anchor_mismatch", "anchored_alerts", "index_anchors"]
 
 
-@dataclass(frozen=True)
-class AnchoredAlerts:
+class AnchoredAlerts(msgspec.Struct, frozen=True):
     """The alerts as the index recorded them at the end of the run."""
 
     count: int

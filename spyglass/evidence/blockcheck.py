@@ -15,17 +15,17 @@ the line of the file (1-based; seal lines count as lines).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.events.codec import SEAL_PREFIX
 from spyglass.evidence.chaincheck import MAX_PROBLEMS, Problem, StreamCheck, StreamResult, _int, _seq_of
 from spyglass.store.chain import Seal, block_link, genesis, parse_seal, record_crcs
 
 
-@dataclass
-class _Block:
+class _Block(msgspec.Struct):
     data: bytes  # the record lines as stored (what the seal hashes)
     first: int  # line number of its first record
     seal_at: int | None = None  # line number of its seal (None: the unsealed tail)
@@ -136,18 +136,17 @@ def _describe(stream: str, b: _Block, prev_seq: int | None) -> list[Problem]:
                     "and sealed again", line=first_line, seq=seq(0))]
 
 
-@dataclass
-class _Walk:
+class _Walk(msgspec.Struct):
     records: int = 0  # record lines on disk
     sealed: int = 0  # records followed by a seal
     linked: int = 0  # records of blocks whose seal matches
     head: str = ""
-    head_at: dict[int, str] = field(default_factory=dict)  # records sealed so far -> chain value
-    line_of: dict[int, int] = field(default_factory=dict)  # records sealed so far -> line of the next record
+    head_at: dict[int, str] = msgspec.field(default_factory=dict)  # records sealed so far -> chain value
+    line_of: dict[int, int] = msgspec.field(default_factory=dict)  # records sealed so far -> line of the next record
     tail: _Block | None = None  # records after the last seal
     cut_seal: _Block | None = None  # a seal line cut short at the end of the file
     last_line: int = 0
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Problem] = msgspec.field(default_factory=list)
 
 
 def _walk(stream: str, path: Path, start: str) -> _Walk:

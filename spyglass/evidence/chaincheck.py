@@ -15,7 +15,6 @@ the record by its line number (1-based) in the file.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,7 @@ from spyglass.store.chain import genesis, link, unseal
 MAX_PROBLEMS = 20
 
 
-@dataclass
-class Problem:
+class Problem(msgspec.Struct):
     """One thing that does not verify."""
 
     where: str  # "events", "alerts", "checkpoint", "run.json", "evidence/<file>"
@@ -42,8 +40,7 @@ class Problem:
         return f"{loc}: {self.message}"
 
 
-@dataclass
-class StreamResult:
+class StreamResult(msgspec.Struct):
     name: str
     records: int = 0  # sealed records on disk
     linked: int = 0  # records whose chain value is right
@@ -68,8 +65,7 @@ def _seq_of(canonical: bytes | None) -> int | None:
 
 
 # -- one stream -----------------------------------------------------------------
-@dataclass
-class _Line:
+class _Line(msgspec.Struct):
     n: int
     canonical: bytes | None  # None: not a sealed record
     stored: str | None
@@ -92,12 +88,11 @@ def _lines(path: Path) -> Iterator[_Line]:
                 yield _Line(n, sealed[0], sealed[1], complete)
 
 
-@dataclass
-class _Pass:
+class _Pass(msgspec.Struct):
     records: int = 0
-    breaks: list[int] = field(default_factory=list)  # line numbers whose link is wrong
-    unsealed: list[int] = field(default_factory=list)
-    head_at: dict[int, str] = field(default_factory=dict)  # line -> stored chain value (wanted lines)
+    breaks: list[int] = msgspec.field(default_factory=list)  # line numbers whose link is wrong
+    unsealed: list[int] = msgspec.field(default_factory=list)
+    head_at: dict[int, str] = msgspec.field(default_factory=dict)  # line -> stored chain value (wanted lines)
     last_head: str = ""
     last_partial: bool = False  # the last line has no newline and is not a record (cut short)
 
@@ -257,11 +252,10 @@ def _describe_breaks(stream: str, path: Path, start: str, p: _Pass) -> list[Prob
     return out[:MAX_PROBLEMS]
 
 
-@dataclass
-class StreamCheck:
+class StreamCheck(msgspec.Struct):
     result: StreamResult
-    problems: list[Problem] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    problems: list[Problem] = msgspec.field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
 
 
 def _block_format(stream: str, path: Path, cp: dict[str, Any] | None) -> bool:

@@ -37,9 +37,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.agents.agent_logs import AgentLog
 from spyglass.errors import SourceError
@@ -72,33 +73,30 @@ _ALIASES: dict[str, str] = {
 }
 
 
-@dataclass
-class ClaimedCommand:
+class ClaimedCommand(msgspec.Struct):
     command: str  # as the agent wrote it
     argv: list[str] | None  # when given as a list, or split from the text
     exit_code: int | None = None
     where: str = ""
 
 
-@dataclass
-class ClaimedFile:
+class ClaimedFile(msgspec.Struct):
     path: str
     kind: str  # changed | added | deleted
     where: str = ""
 
 
-@dataclass
-class Claims:
+class Claims(msgspec.Struct):
     source: str
     format: str  # json | codex-jsonl
     tests_passed: bool | None = None
     tests_passed_from: str = ""
     tests_run: bool | None = None
     tests_run_from: str = ""
-    files: list[ClaimedFile] = field(default_factory=list)
-    commands: list[ClaimedCommand] = field(default_factory=list)
+    files: list[ClaimedFile] = msgspec.field(default_factory=list)
+    commands: list[ClaimedCommand] = msgspec.field(default_factory=list)
     final_message: str | None = None
-    unchecked: dict[str, Any] = field(default_factory=dict)
+    unchecked: dict[str, Any] = msgspec.field(default_factory=dict)
     skipped_lines: int = 0
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -52,16 +51,14 @@ class SkillAccess(msgspec.Struct, kw_only=True):
     pid: int
 
 
-@dataclass
-class FactOptions:
+class FactOptions(msgspec.Struct):
     test_patterns: Sequence[str] = DEFAULT_TEST_PATTERNS
     edit_ignore: Sequence[str] = DEFAULT_EDIT_IGNORE
     outside_allowed: Sequence[str] = ()
     skill_dirs: Sequence[str] = ()
 
 
-@dataclass
-class RunFacts:
+class RunFacts(msgspec.Struct):
     workspace: list[str]
     tests: TestEvidence
     outside_writes: list[OutsideWrite]
@@ -69,7 +66,7 @@ class RunFacts:
     workspace_writes: dict[str, PathTouch]  # every successful change inside the workspace, by path
     skill_access: dict[str, list[SkillAccess]]  # skill dir -> reads and execs of its files
     events: int = 0
-    procs: ProcessTable = field(default_factory=ProcessTable)
+    procs: ProcessTable = msgspec.field(default_factory=ProcessTable)
 
 
 def _skill_dir(s: str) -> str:

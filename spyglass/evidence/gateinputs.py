@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from spyglass.events import Alert
 from spyglass.evidence.changes import WorkspaceChanges
@@ -27,15 +28,13 @@ if TYPE_CHECKING:
 MAX_LISTED = 20
 
 
-@dataclass
-class GateOptions:
+class GateOptions(msgspec.Struct):
     test_patterns: Sequence[str] = DEFAULT_TEST_PATTERNS
     edit_ignore: Sequence[str] = DEFAULT_EDIT_IGNORE
     pubkey_raw: bytes | None = None
 
 
-@dataclass
-class GateInputs:
+class GateInputs(msgspec.Struct):
     """What the requirements look at, loaded once and only when needed."""
 
     reader: RunReader
@@ -46,7 +45,7 @@ class GateInputs:
     _verify: VerifyResult | None = None
     _alerts: list[Alert] | None = None
     _anchor_problem: str | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
 
     @property
     def workspace(self) -> list[str]:

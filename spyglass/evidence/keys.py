@@ -20,8 +20,9 @@ import binascii
 import hashlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from spyglass.errors import SpyglassError, UsageError
 from spyglass.evidence import DEFAULT_KEY as _DEFAULT_KEY
@@ -51,8 +52,7 @@ def fingerprint(public_raw: bytes) -> str:
     return "SHA256:" + base64.b64encode(digest).decode("ascii").rstrip("=")
 
 
-@dataclass(frozen=True)
-class KeyPairFiles:
+class KeyPairFiles(msgspec.Struct, frozen=True):
     """The files of a generated key pair and the public key's fingerprint."""
 
     private: Path
@@ -211,8 +211,7 @@ def make_signer(private_key_path: Path, passphrase: bytes | None = None) -> Sign
     return sign
 
 
-@dataclass(frozen=True)
-class SignatureCheck:
+class SignatureCheck(msgspec.Struct, frozen=True):
     """The outcome of checking a checkpoint's signature."""
 
     valid: bool  # the signature matches the signed bytes and the key named in it

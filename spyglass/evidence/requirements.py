@@ -10,8 +10,9 @@ A new requirement is one more class here with ``@register`` (copy
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
+
+import msgspec
 
 from spyglass.errors import UsageError
 from spyglass.events import LEVELS, level_rank
@@ -19,8 +20,7 @@ from spyglass.evidence.gateinputs import MAX_LISTED, GateInputs, tests_outcome
 from spyglass.evidence.outcome import Evidence, Outcome, judged
 
 
-@dataclass(frozen=True)
-class Requirement:
+class Requirement(msgspec.Struct, frozen=True):
     name: str
     arg: str | None
     text: str

@@ -14,8 +14,9 @@ that evidence does not load analysis until a gate asks for a skill).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from spyglass.evidence.facts import RunFacts
 from spyglass.evidence.outcome import Evidence, Outcome, judged
@@ -26,12 +27,11 @@ if TYPE_CHECKING:
 SKILL_FILE = "SKILL.md"
 
 
-@dataclass
-class _SkillUse:
+class _SkillUse(msgspec.Struct):
     name: str
     dir: str
     files: list[str]  # relative
-    touched: dict[str, list[str]] = field(default_factory=dict)  # rel -> verbs
+    touched: dict[str, list[str]] = msgspec.field(default_factory=dict)  # rel -> verbs
 
 
 def _skill_uses(reader: RunReader) -> list[_SkillUse]:

@@ -25,7 +25,6 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import msgspec
 
@@ -91,8 +90,7 @@ def _contains(seq: Sequence[str], sub: Sequence[str]) -> bool:
     return any(list(seq[i : i + n]) == list(sub) for i in range(len(seq) - n + 1))
 
 
-@dataclass(frozen=True)
-class TestPattern:
+class TestPattern(msgspec.Struct, frozen=True):
     __test__ = False  # not a pytest test class
 
     text: str
@@ -196,27 +194,23 @@ class TestEvidence(msgspec.Struct, kw_only=True):
         return [r for r in self.runs if r.after_last_edit]
 
 
-@dataclass
 class TestRunTracker:
     """Feed it every event in order (``feed``), then read ``result()``."""
 
     __test__ = False  # not a pytest test class
 
-    workspace: Sequence[str]
-    patterns: Sequence[str] = DEFAULT_TEST_PATTERNS
-    edit_ignore: Sequence[str] = DEFAULT_EDIT_IGNORE
-    _compiled: list[TestPattern] = field(default_factory=list, init=False)
-    _ignore: GlobSet = field(init=False)
-    _runs: list[TestRun] = field(default_factory=list, init=False)
-    _run_of: dict[int, int] = field(default_factory=dict, init=False)  # live pid -> index in _runs
-    _last_edit: Edit | None = field(default=None, init=False)
-    _not_counted: list[NotCounted] = field(default_factory=list, init=False)
-    _roots: list[str] = field(default_factory=list, init=False)
-
-    def __post_init__(self) -> None:
-        self._compiled = compile_patterns(self.patterns)
-        self._ignore = GlobSet(list(self.edit_ignore))
-        self._roots = [r.rstrip("/") for r in self.workspace]
+    def __init__(self, workspace: Sequence[str], patterns: Sequence[str] = DEFAULT_TEST_PATTERNS,
+                 edit_ignore: Sequence[str] = DEFAULT_EDIT_IGNORE) -> None:
+        self.workspace = workspace
+        self.patterns = patterns
+        self.edit_ignore = edit_ignore
+        self._compiled: list[TestPattern] = compile_patterns(patterns)
+        self._ignore = GlobSet(list(edit_ignore))
+        self._runs: list[TestRun] = []
+        self._run_of: dict[int, int] = {}  # live pid -> index in _runs
+        self._last_edit: Edit | None = None
+        self._not_counted: list[NotCounted] = []
+        self._roots = [r.rstrip("/") for r in workspace]
 
     def _rel(self, path: str) -> str | None:
         for root in self._roots:

@@ -20,7 +20,6 @@ directory was deleted during the run) is not ``verified``.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +38,14 @@ EXIT_CODES = {VERIFIED: EXIT_OK, TAMPERED: EXIT_TAMPERED, INCOMPLETE: EXIT_INCOM
 __all__ = ["Problem", "StreamResult", "VerifyResult", "checkpoint_signed_bytes", "verify_run"]
 
 
-@dataclass
-class VerifyResult:
+class VerifyResult(msgspec.Struct):
     run_id: str
     status: str = VERIFIED
-    problems: list[Problem] = field(default_factory=list)
-    streams: dict[str, StreamResult] = field(default_factory=dict)
+    problems: list[Problem] = msgspec.field(default_factory=list)
+    streams: dict[str, StreamResult] = msgspec.field(default_factory=dict)
     checkpoint: dict[str, Any] | None = None
     signature: dict[str, Any] | None = None  # {"valid", "pinned", "key", "problem"}
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     #: {"actual", "expected", "source", "matches"}: the final checkpoint against its anchor
     anchor: dict[str, Any] | None = None
 

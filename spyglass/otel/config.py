@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
+
+import msgspec
 
 from spyglass.errors import UsageError
 
@@ -21,13 +22,12 @@ PROTOCOLS: Final = ("http/protobuf", "grpc")
 DEFAULT_TIMEOUT: Final = 5.0
 
 
-@dataclass(frozen=True)
-class OtlpTarget:
+class OtlpTarget(msgspec.Struct, frozen=True):
     """Where and how the OpenTelemetry export goes."""
 
     endpoint: str | None = None  # base URL: http://host:4318 (http/protobuf) or http://host:4317 (grpc)
     protocol: str = "http/protobuf"
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT  # seconds per export request
     file: Path | None = None  # OTLP/JSON lines instead of a network endpoint
     source: str = "option"  # where the endpoint came from: option, environment, policy

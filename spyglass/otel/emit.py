@@ -17,10 +17,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import msgspec
 from opentelemetry import trace
 from opentelemetry._logs import LogRecord, SeverityNumber
 from opentelemetry.context import Context
@@ -43,15 +43,14 @@ _SCOPE = InstrumentationScope("spyglass", __version__)
 _NO_SPAN = Context()  # a record outside any span (never the caller's current context)
 
 
-@dataclass
-class Tally:
+class Tally(msgspec.Struct):
     """What one signal's exporter did: items handed to it, sent, failed, and the last failure."""
 
     emitted: int = 0
     sent: int = 0
     failed: int = 0
     error: str | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    lock: threading.Lock = msgspec.field(default_factory=threading.Lock)
 
     def count(self, n: int, ok: bool, error: str | None = None) -> None:
         with self.lock:
@@ -251,8 +250,7 @@ class _RunResource(Resource):
         return self is other or super().__eq__(other)
 
 
-@dataclass
-class ExportStats:
+class ExportStats(msgspec.Struct):
     target: str
     spans: Tally
     logs: Tally

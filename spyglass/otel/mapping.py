@@ -22,7 +22,6 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import msgspec
@@ -47,19 +46,17 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 Attrs = dict[str, Any]
 
 
-@dataclass(slots=True)
-class SpanRec:
+class SpanRec(msgspec.Struct):
     name: str
     span_id: int
     parent_id: int | None
     start: int
     end: int
-    attributes: Attrs = field(default_factory=dict)
+    attributes: Attrs = msgspec.field(default_factory=dict)
     error: str | None = None  # set: the span's status is ERROR with this description
 
 
-@dataclass(slots=True)
-class LogRec:
+class LogRec(msgspec.Struct):
     ts: int
     event_name: str
     severity: int
@@ -174,8 +171,7 @@ def alert_log(alert: Alert, run: Any, span_id: int | None) -> LogRec:
     return LogRec(alert.ts, ALERT_EVENT, sev, text, body, attrs, span_id)
 
 
-@dataclass(slots=True)
-class _Proc:
+class _Proc(msgspec.Struct):
     pid: int
     span_id: int
     start: int

@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.events import Alert, Event
 from spyglass.report.describe import category, command_text
@@ -33,8 +34,7 @@ _BUCKET_NS = 10_000_000
 _MAX_BUCKETS = 20_000
 
 
-@dataclass
-class ProxyDecision:
+class ProxyDecision(msgspec.Struct):
     host: str
     port: int | None
     method: str | None
@@ -43,13 +43,12 @@ class ProxyDecision:
     count: int = 0
 
 
-@dataclass
-class Timeline:
-    events: list[Event] = field(default_factory=list)
+class Timeline(msgspec.Struct):
+    events: list[Event] = msgspec.field(default_factory=list)
     total: int = 0
     noise: int = 0  # loader/locale/cache reads, never embedded
-    by_type_total: Counter[str] = field(default_factory=Counter)
-    by_type_embedded: Counter[str] = field(default_factory=Counter)
+    by_type_total: Counter[str] = msgspec.field(default_factory=Counter)
+    by_type_embedded: Counter[str] = msgspec.field(default_factory=Counter)
 
     @property
     def omitted(self) -> dict[str, int]:
@@ -60,33 +59,31 @@ class Timeline:
         }
 
 
-@dataclass
-class Histogram:
+class Histogram(msgspec.Struct):
     start_ns: int = 0
     bin_ns: int = 0
     #: category -> counts per bin
-    series: dict[str, list[int]] = field(default_factory=dict)
+    series: dict[str, list[int]] = msgspec.field(default_factory=dict)
 
 
-@dataclass
-class ReportData:
+class ReportData(msgspec.Struct):
     reader_dir: Path
     digest: RunDigest
     timeline: Timeline
     histogram: Histogram
-    alert_events: dict[int, Event] = field(default_factory=dict)
-    proc_counts: dict[int, Counter[str]] = field(default_factory=dict)
-    proc_alerts: Counter[int] = field(default_factory=Counter)
-    proxy: list[ProxyDecision] = field(default_factory=list)
+    alert_events: dict[int, Event] = msgspec.field(default_factory=dict)
+    proc_counts: dict[int, Counter[str]] = msgspec.field(default_factory=dict)
+    proc_alerts: Counter[int] = msgspec.field(default_factory=Counter)
+    proxy: list[ProxyDecision] = msgspec.field(default_factory=list)
     profile: Any = None  # spyglass.analysis.profile.Profile when available
     profile_note: str = ""
     verify: Any = None  # spyglass.evidence.verify.VerifyResult when available
     verify_note: str = ""
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, Any] = msgspec.field(default_factory=dict)
     #: (kind, profile name) of the commands, files and hosts that alert events touched
-    alert_resources: set[tuple[str, str]] = field(default_factory=set)
+    alert_resources: set[tuple[str, str]] = msgspec.field(default_factory=set)
     #: skill coverage (spyglass.analysis.coverage.SkillCoverage) where the run recorded skills
-    coverage: list[Any] = field(default_factory=list)
+    coverage: list[Any] = msgspec.field(default_factory=list)
     #: why the run's files do not match the anchor the index keeps ("": they match, or no anchor)
     anchor_problem: str = ""
     #: the alerts as the index recorded them (spyglass.evidence.anchorcheck.AnchoredAlerts), with anchor_problem

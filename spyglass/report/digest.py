@@ -4,8 +4,9 @@ the reports are drawn from.  Built in one streaming pass over the events."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event
 from spyglass.events.devices import is_device_path
@@ -39,8 +40,7 @@ def is_noise_path(path: str) -> bool:
     return path.startswith(_NOISE_PREFIXES) or "/__pycache__/" in path or path.endswith(".pyc")
 
 
-@dataclass
-class HostContact:
+class HostContact(msgspec.Struct):
     address: str
     port: int | None
     domain: str | None
@@ -50,17 +50,16 @@ class HostContact:
     decision: str | None = None  # proxy decision where one was recorded
 
 
-@dataclass
-class RunDigest:
+class RunDigest(msgspec.Struct):
     meta: RunMeta
-    counts: Counter[str] = field(default_factory=Counter)
-    procs: ProcessTable = field(default_factory=ProcessTable)
-    writes: dict[str, list[str]] = field(default_factory=dict)  # type -> paths (first seen order)
-    reads: list[str] = field(default_factory=list)
-    hosts: dict[tuple[str, int | None], HostContact] = field(default_factory=dict)
-    dns: dict[str, list[str]] = field(default_factory=dict)
-    alerts: list[Alert] = field(default_factory=list)
-    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+    counts: Counter[str] = msgspec.field(default_factory=Counter)
+    procs: ProcessTable = msgspec.field(default_factory=ProcessTable)
+    writes: dict[str, list[str]] = msgspec.field(default_factory=dict)  # type -> paths (first seen order)
+    reads: list[str] = msgspec.field(default_factory=list)
+    hosts: dict[tuple[str, int | None], HostContact] = msgspec.field(default_factory=dict)
+    dns: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    alerts: list[Alert] = msgspec.field(default_factory=list)
+    bad_lines: list[tuple[int, str]] = msgspec.field(default_factory=list)
     failed: int = 0
     #: failed probes (opens of files that are not there), folded in what is shown
     probes: int = 0
@@ -90,7 +89,7 @@ class RunDigest:
             ],
             "files_written": self.writes,
             "files_read": self.reads,
-            "hosts": [vars(h) for h in self.hosts.values()],
+            "hosts": [msgspec.structs.asdict(h) for h in self.hosts.values()],
             "dns": self.dns,
             "alerts": [msgspec.to_builtins(a) for a in self.alerts],
             "unreadable_lines": [{"line": n, "error": e} for n, e in self.bad_lines],

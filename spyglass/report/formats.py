@@ -19,8 +19,9 @@ costs nothing to import.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 if TYPE_CHECKING:
     from spyglass.store import RunReader
@@ -28,8 +29,7 @@ if TYPE_CHECKING:
 Render = Callable[["RunReader", Any], bytes]
 
 
-@dataclass(frozen=True)
-class OutputFormat:
+class OutputFormat(msgspec.Struct, frozen=True):
     name: str
     description: str
     #: file name suffix a user would give it

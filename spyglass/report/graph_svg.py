@@ -10,9 +10,10 @@ alert points at are drawn in red.  Pure: takes leaves, returns markup.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from html import escape
 from typing import Final
+
+import msgspec
 
 KIND_COLOURS: Final = {"command": "#3566c8", "file": "#2b8a55", "host": "#c7741c"}
 ALERT_COLOUR: Final = "#c62828"
@@ -21,11 +22,10 @@ ROW: Final = 24
 CHAR_W: Final = 6.4  # average width of a character at the label font size
 
 
-@dataclass
-class Leaf:
+class Leaf(msgspec.Struct):
     kind: str  # command | file | host
     name: str
-    ops: dict[str, int] = field(default_factory=dict)
+    ops: dict[str, int] = msgspec.field(default_factory=dict)
     alert: bool = False
     denied: bool = False
 
@@ -38,8 +38,7 @@ class Leaf:
         return ", ".join(f"{op} ×{n}" for op, n in sorted(self.ops.items(), key=lambda kv: -kv[1]))
 
 
-@dataclass
-class GraphInput:
+class GraphInput(msgspec.Struct):
     title: str
     subtitle: str
     leaves: dict[str, list[Leaf]]  # kind -> every leaf of that kind

@@ -23,8 +23,9 @@ The condition is Sigma's text (the grammars agree: ``and``, ``or``,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 #: log source category -> (event types, Sigma field -> spyglass field)
 LOGSOURCES: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -53,17 +54,15 @@ LOGSOURCES: dict[str, tuple[list[str], dict[str, str]]] = {
 LEVELS = {"informational": "info", "low": "low", "medium": "medium", "high": "high", "critical": "critical"}
 
 
-@dataclass
-class Converted:
+class Converted(msgspec.Struct):
     source: str
     title: str
     rule: dict[str, Any] | None = None
     reason: str = ""
 
 
-@dataclass
-class _Ctx:
-    reasons: list[str] = field(default_factory=list)
+class _Ctx(msgspec.Struct):
+    reasons: list[str] = msgspec.field(default_factory=list)
 
 
 def pipeline(category: str) -> Any:

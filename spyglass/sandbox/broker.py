@@ -27,9 +27,10 @@ import os
 import secrets as _secrets
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.errors import SpyglassError
 from spyglass.events import Alert, Event, LineageEntry
@@ -46,18 +47,17 @@ class BrokerError(SpyglassError):
     exit_code = 5  # the run cannot start as asked
 
 
-@dataclass
-class Secret:
+class Secret(msgspec.Struct):
     name: str
     env: str
     hosts: tuple[str, ...]
     header: str
     scheme: str
     placeholder: str
-    value: str = field(repr=False, default="")
+    value: str = ""
     revoke: str | None = None
     minted: bool = False
-    policy: EgressPolicy | None = field(default=None, repr=False)
+    policy: EgressPolicy | None = None
 
     def allows(self, host: str, port: int) -> bool:
         assert self.policy is not None

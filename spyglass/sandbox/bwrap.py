@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+
+import msgspec
 
 #: kinds of mount: how bwrap spells them and what they mean for path mapping
 BIND = "bind"  # read-write bind of src at dest
@@ -40,8 +41,7 @@ RELAY_PATH = RELAY_DIR + "/relay.py"
 SOCKET_PATH = RELAY_DIR + "/proxy.sock"
 
 
-@dataclass(frozen=True, slots=True)
-class Mount:
+class Mount(msgspec.Struct, frozen=True):
     kind: str
     dest: str
     src: str | None = None
@@ -65,8 +65,7 @@ class Mount:
         raise ValueError(f"unknown mount kind {self.kind}")
 
 
-@dataclass
-class SandboxOptions:
+class SandboxOptions(msgspec.Struct):
     """Everything :func:`build_argv` needs besides the mount plan."""
 
     cwd: str
@@ -78,7 +77,7 @@ class SandboxOptions:
     #: the command is the PID namespace's init (no bwrap reaper): the kernel then drops every
     #: SIGKILL and SIGSTOP sent to it from inside, and ``kill(-1)`` inside never reaches it
     as_pid_1: bool = False
-    extra_args: list[str] = field(default_factory=list)
+    extra_args: list[str] = msgspec.field(default_factory=list)
 
 
 def _real(p: str) -> str:

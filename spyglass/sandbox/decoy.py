@@ -24,8 +24,9 @@ import secrets
 import string
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 CANARY_ALPHABET = string.ascii_letters + string.digits
 CANARY_LENGTH = 24  # a multiple of 4: spliced into base64 text it stays aligned
@@ -148,18 +149,16 @@ def openssh_private_key(keytype: str, comment: str, canary: str) -> tuple[str, s
 
 
 # ---------------------------------------------------------------- the files
-@dataclass(frozen=True, slots=True)
-class Honeytoken:
+class Honeytoken(msgspec.Struct, frozen=True):
     rel: str  # path relative to the home directory
     kind: str  # what it imitates
     read_by: tuple[str, ...] = ()  # programs that read it on their own (a read by them is weaker evidence)
 
 
-@dataclass
-class DecoyHome:
+class DecoyHome(msgspec.Struct):
     path: Path  # the directory on the host
     canary: str
-    honeytokens: list[Honeytoken] = field(default_factory=list)
+    honeytokens: list[Honeytoken] = msgspec.field(default_factory=list)
 
     def honeytoken_paths(self, base: str | Path | None = None) -> list[str]:
         """Absolute paths of the honeytokens under ``base`` (default: the host directory)."""

@@ -13,15 +13,15 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+
+import msgspec
 
 from spyglass.capture.base import BackendStatus
 from spyglass.errors import SandboxError
 from spyglass.sandbox import seccomp
 
 
-@dataclass(slots=True)
-class Check:
+class Check(msgspec.Struct):
     name: str
     ok: bool
     detail: str = ""

@@ -25,7 +25,8 @@ import ipaddress
 import re
 import socket
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+import msgspec
 
 from spyglass.errors import UsageError
 from spyglass.policy.hosts import HostPattern, parse_host_pattern
@@ -46,8 +47,7 @@ ALLOWED = "allowed-by-rule"
 PUBLIC = "public-address"
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True):
     allow: bool
     reason: str
     rule: str | None = None  # the policy entry that decided, if one did

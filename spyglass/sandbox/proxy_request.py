@@ -6,7 +6,8 @@ import asyncio
 import concurrent.futures
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+
+import msgspec
 
 from spyglass.events import Event
 from spyglass.sandbox import wire
@@ -35,11 +36,10 @@ class _CanaryFound(Exception):
     pass
 
 
-@dataclass
-class _Request:
+class _Request(msgspec.Struct):
     """What one client connection asked for and what became of it."""
 
-    started: int = field(default_factory=time.time_ns)
+    started: int = msgspec.field(default_factory=time.time_ns)
     pid: int = 0
     relay_pid: int | None = None
     client_port: int | None = None

@@ -31,7 +31,8 @@ import platform
 import struct
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 # classic BPF opcodes (linux/filter.h)
 BPF_LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
@@ -65,8 +66,7 @@ _ARCHES: dict[str, tuple[int, int | None, bool]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Insn:
+class Insn(msgspec.Struct, frozen=True):
     """One BPF instruction; ``jt``/``jf`` may name a label until assembled."""
 
     code: int

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import struct
-from dataclasses import dataclass
+
+import msgspec
 
 MAX_HEAD_BYTES = 65536
 MAX_HEAD_LINES = 200
@@ -51,8 +52,7 @@ def bad() -> Refused:
     return Refused(400, "bad-request")
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHead:
+class RequestHead(msgspec.Struct, frozen=True):
     method: str  # upper case
     target: str
     version: str

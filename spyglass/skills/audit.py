@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
+
+import msgspec
 
 AUDIT_DIR: Final = ".spyglass-audit"
 
@@ -89,8 +90,7 @@ del _spyglass_install
 """
 
 
-@dataclass
-class AuditRecord:
+class AuditRecord(msgspec.Struct):
     event: str
     args: list[Any]
     file: str

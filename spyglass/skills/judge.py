@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+import msgspec
 
 from spyglass.events import Alert, Event
 from spyglass.events.alert import level_rank
@@ -43,8 +44,7 @@ RULE_LEVEL: Final = "high"
 _IGNORED_PREFIXES: Final = ("/dev/", "/proc/", "/sys/")
 
 
-@dataclass
-class Violation:
+class Violation(msgspec.Struct):
     kind: str
     rule: str  # the spec entry or rule broken
     message: str
@@ -55,7 +55,7 @@ class Violation:
     source: str | None = None  # file:line that made the call
     run: str = ""
     mode: str = ""
-    rules: list[str] = field(default_factory=list)  # rule pack alerts on the same event
+    rules: list[str] = msgspec.field(default_factory=list)  # rule pack alerts on the same event
 
     def key(self) -> tuple[str, str]:
         return (self.kind, self.message)
@@ -76,8 +76,7 @@ class Violation:
         }
 
 
-@dataclass
-class RunJudgement:
+class RunJudgement(msgspec.Struct):
     violations: list[Violation]
     facts: dict[str, list[str]]  # behaviour, for comparing repeats
     executed: set[str]  # skill files executed or read (relative)

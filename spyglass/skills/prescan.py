@@ -13,9 +13,10 @@ the user").
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+import msgspec
 
 from spyglass.skills.skillmd import SKILL_FILE, parse_skill_md
 
@@ -23,8 +24,7 @@ MAX_FILE_BYTES: Final = 2 * 1024 * 1024
 _TEXT_EXT: Final = frozenset({".py", ".sh", ".bash", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".md", ".txt", ""})
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(msgspec.Struct, frozen=True):
     check: str
     severity: str  # "warn" raises to uncertain; "info" does not
     file: str  # relative to the skill directory

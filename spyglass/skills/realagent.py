@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import shlex
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+import msgspec
 
 from spyglass.errors import UsageError
 from spyglass.skills.workspace import Workspace
@@ -33,12 +34,11 @@ MODEL_URL: Final = f"http://{MODEL_HOST}/v1"
 _REPO_AGENTS: Final = Path(__file__).resolve().parents[2] / ".cache" / "agents"
 
 
-@dataclass
-class AgentPlan:
+class AgentPlan(msgspec.Struct):
     argv: list[str]
     env: dict[str, str]
     script: dict[str, Any]
-    readonly: list[str] = field(default_factory=list)
+    readonly: list[str] = msgspec.field(default_factory=list)
 
 
 def _find(name: str, *fallbacks: Path) -> str:

@@ -7,9 +7,9 @@ file, so every derived fact can say ``SKILL.md:LINE``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Final
 
+import msgspec
 import yaml
 
 from spyglass.errors import UsageError
@@ -19,8 +19,7 @@ _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 SHELL_LANGS: Final = frozenset({"", "sh", "bash", "shell", "console", "zsh"})
 
 
-@dataclass
-class CodeBlock:
+class CodeBlock(msgspec.Struct):
     lang: str
     line: int  # line of the first line of code (after the fence)
     lines: list[str]
@@ -35,15 +34,14 @@ class CodeBlock:
         return self.lang.lower() in SHELL_LANGS
 
 
-@dataclass
-class SkillDoc:
+class SkillDoc(msgspec.Struct):
     path: str
     front: dict[str, Any]
     front_lines: dict[str, int]  # top-level key -> line
     lines: list[str]  # every line of the file
     body_start: int  # first line of the body
-    blocks: list[CodeBlock] = field(default_factory=list)
-    hidden_lines: set[int] = field(default_factory=set)  # lines inside HTML comments
+    blocks: list[CodeBlock] = msgspec.field(default_factory=list)
+    hidden_lines: set[int] = msgspec.field(default_factory=set)  # lines inside HTML comments
 
     @property
     def name(self) -> str | None:

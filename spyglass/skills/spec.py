@@ -19,10 +19,10 @@ from __future__ import annotations
 import fnmatch
 import re
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
 import yaml
 
 from spyglass.errors import UsageError
@@ -47,8 +47,7 @@ _ITEM_KEY: Final = {
 }
 
 
-@dataclass
-class Entry:
+class Entry(msgspec.Struct):
     value: str
     source: str  # "SKILL.md:12", "capabilities (SKILL.md:5)", "spec"
 
@@ -56,22 +55,21 @@ class Entry:
         return {key: self.value, "from": self.source}
 
 
-@dataclass
-class Spec:
+class Spec(msgspec.Struct):
     skill: str
-    allowed_tools: list[str] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    hosts: list[Entry] = field(default_factory=list)
-    read: list[Entry] = field(default_factory=list)
-    write: list[Entry] = field(default_factory=list)
-    delete: list[Entry] = field(default_factory=list)
-    commands: list[Entry] = field(default_factory=list)
-    secrets: list[Entry] = field(default_factory=list)  # empty: "secrets: none"
-    sequences: list[Entry] = field(default_factory=list)
-    inputs: list[Entry] = field(default_factory=list)
-    run: list[Entry] = field(default_factory=list)  # command lines that exercise the skill
+    allowed_tools: list[str] = msgspec.field(default_factory=list)
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    hosts: list[Entry] = msgspec.field(default_factory=list)
+    read: list[Entry] = msgspec.field(default_factory=list)
+    write: list[Entry] = msgspec.field(default_factory=list)
+    delete: list[Entry] = msgspec.field(default_factory=list)
+    commands: list[Entry] = msgspec.field(default_factory=list)
+    secrets: list[Entry] = msgspec.field(default_factory=list)  # empty: "secrets: none"
+    sequences: list[Entry] = msgspec.field(default_factory=list)
+    inputs: list[Entry] = msgspec.field(default_factory=list)
+    run: list[Entry] = msgspec.field(default_factory=list)  # command lines that exercise the skill
     #: declared explicitly in ``capabilities`` (not only derived): the judge is strict about them
-    declared: list[str] = field(default_factory=list)
+    declared: list[str] = msgspec.field(default_factory=list)
 
     def values(self, key: str) -> list[str]:
         entries: list[Entry] = getattr(self, key)

@@ -12,27 +12,26 @@ from __future__ import annotations
 import http.server
 import json
 import threading
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from spyglass.sandbox.resolve import Resolver, static_resolver
 
 BODY = {"ok": True, "items": [{"id": 1, "name": "alpha", "value": 3.5}, {"id": 2, "name": "beta", "value": 7.25}]}
 
 
-@dataclass
-class Request:
+class Request(msgspec.Struct):
     method: str
     host: str
     path: str
     body_bytes: int
 
 
-@dataclass
-class StandIn:
+class StandIn(msgspec.Struct):
     server: http.server.ThreadingHTTPServer
     thread: threading.Thread
-    received: list[Request] = field(default_factory=list)
+    received: list[Request] = msgspec.field(default_factory=list)
 
     @property
     def port(self) -> int:

@@ -18,9 +18,10 @@ import shlex
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+import msgspec
 
 from spyglass.errors import UsageError
 from spyglass.skills import audit
@@ -36,8 +37,7 @@ VERDICT_EXIT: Final = {"compliant": 0, "violations": 1, "uncertain": 3}
 BUILTIN_AGENTS: Final = ("compliant", "mini", "codex")
 
 
-@dataclass
-class RunRecord:
+class RunRecord(msgspec.Struct):
     mode: str
     repeat: int
     run_id: str
@@ -50,15 +50,14 @@ class RunRecord:
     workspace: str | None = None  # kept with --keep
 
 
-@dataclass
-class SkillResult:
+class SkillResult(msgspec.Struct):
     skill: str
     dir: str
     verdict: str
-    violations: list[Violation] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)  # why uncertain
-    findings: list[Finding] = field(default_factory=list)
-    runs: list[RunRecord] = field(default_factory=list)
+    violations: list[Violation] = msgspec.field(default_factory=list)
+    reasons: list[str] = msgspec.field(default_factory=list)  # why uncertain
+    findings: list[Finding] = msgspec.field(default_factory=list)
+    runs: list[RunRecord] = msgspec.field(default_factory=list)
     spec: Spec | None = None
     seconds: float = 0.0
     error: str | None = None
@@ -76,7 +75,7 @@ class SkillResult:
             "violations": [v.to_dict() for v in self.violations],
             "uncertain_because": self.reasons,
             "prescan": [f.to_dict() for f in self.findings],
-            "runs": [r.__dict__ for r in self.runs],
+            "runs": [msgspec.structs.asdict(r) for r in self.runs],
             "seconds": round(self.seconds, 3),
             "spec": self.spec.to_dict() if self.spec else None,
         }

@@ -25,9 +25,10 @@ import re
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
+
+import msgspec
 
 from spyglass.skills import audit
 from spyglass.skills.samples import write_sample
@@ -40,17 +41,15 @@ _PLACEHOLDERS: Final = ("{baseDir}", "${SKILL_DIR}", "$SKILL_DIR", "${CLAUDE_SKI
 _PART_REF: Final = re.compile(r"(?<![\w./$-])((?:scripts|references|assets)/[\w./-]+)")
 
 
-@dataclass
-class Step:
+class Step(msgspec.Struct):
     index: int
     file: Path
     origin: str  # "SKILL.md:12" or "scripts/x.py"
     text: str
-    lines: list[tuple[str, str]] = field(default_factory=list)  # (origin of the line, its text)
+    lines: list[tuple[str, str]] = msgspec.field(default_factory=list)  # (origin of the line, its text)
 
 
-@dataclass
-class Workspace:
+class Workspace(msgspec.Struct):
     base: Path
     root: Path
     skill: Path

@@ -21,17 +21,17 @@ import os
 import shutil
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from spyglass.events import LEVELS, level_rank
 from spyglass.store.store import Store
 from spyglass.units import parse_age, parse_size
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     max_age: int | None = None  # seconds
     max_total_bytes: int | None = None
     max_runs_per_task: int | None = None
@@ -56,8 +56,7 @@ class Limits:
         return self.max_age is None and self.max_total_bytes is None and self.max_runs_per_task is None
 
 
-@dataclass
-class RunEntry:
+class RunEntry(msgspec.Struct):
     id: str
     task: str | None
     status: str
@@ -66,16 +65,14 @@ class RunEntry:
     size: int
 
 
-@dataclass
-class Decision:
+class Decision(msgspec.Struct):
     run: RunEntry
     reason: str
 
 
-@dataclass
-class Plan:
-    delete: list[Decision] = field(default_factory=list)
-    kept_protected: list[Decision] = field(default_factory=list)
+class Plan(msgspec.Struct):
+    delete: list[Decision] = msgspec.field(default_factory=list)
+    kept_protected: list[Decision] = msgspec.field(default_factory=list)
     total_before: int = 0
     total_after: int = 0
     runs_before: int = 0

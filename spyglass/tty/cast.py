@@ -11,15 +11,15 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+import msgspec
 
 from spyglass.tty.redact import Redactor
 
 
-@dataclass(frozen=True, slots=True)
-class CastEvent:
+class CastEvent(msgspec.Struct, frozen=True):
     t: float  # seconds since the recording started
     code: str  # o, i, r, m
     data: str

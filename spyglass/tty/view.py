@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from spyglass.tty.cast import read_cast
 
@@ -15,8 +16,7 @@ _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 CAST_FILE = "terminal.cast"
 
 
-@dataclass(frozen=True, slots=True)
-class TermLine:
+class TermLine(msgspec.Struct, frozen=True):
     t: float  # seconds since the recording started
     who: str  # "agent" (output) or "operator" (typed input)
     text: str

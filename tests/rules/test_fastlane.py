@@ -282,7 +282,7 @@ def test_a_secret_read_seen_ahead_of_an_exec_is_printed_once() -> None:
     printer = AlertPrinter(out, color=False)
     pipe = Pipeline([engine, printer], RunContext(root_cwd=WS, workspace=[WS]))
     pipe.start()
-    for ev in events[:4] + [events[5]]:  # ahead: the read of 101 before its second exec
+    for ev in [*events[:4], events[5]]:  # ahead: the read of 101 before its second exec
         engine.lookout(msgspec.structs.replace(ev))
     recorded = _play(engine, pipe, events)
     reads = [a for a in recorded if a["rule_id"] == "cred-secret-read"]

@@ -117,7 +117,8 @@ def test_a_run_builds_no_dataclass(tmp_path: Path, capture_backend: str) -> None
         assert res.returncode == 0, res.stderr
     assert out.read_text().split() == []
     # the spy sees a dataclass built after it is installed (the check can fail)
-    spied = code.replace("from spyglass.cli.main", "import spyglass.otel.config\nfrom spyglass.cli.main")
+    probe = "class Probe:\n    a: int\nProbe.__module__ = 'spyglass.probe'\ndataclasses.dataclass(Probe)\n"
+    spied = code.replace("from spyglass.cli.main", probe + "from spyglass.cli.main")
     res = subprocess.run([sys.executable, "-c", spied, capture_backend], cwd=work, env=env, capture_output=True,
                          text=True, timeout=180, check=False)
     assert res.returncode == 0, res.stderr
