@@ -12,11 +12,17 @@ one of them by a process of the run (``witness-tamper``, critical; the agent
 is stopped in enforce mode) and any read of the signing key
 (``witness-key-read``, high) is an alert.  The guard stats paths of the live
 filesystem, so it runs live only; ``check`` leaves its alerts as recorded.
+
+Spyglass's own ``__pycache__`` is no alert (any Python process of the run that
+imports spyglass writes there), but what the run wrote there is removed when
+the run ends (``run.json`` ``extra.own_bytecode``): a forged byte-code file
+would otherwise run in the next spyglass.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -36,6 +42,11 @@ FileId = tuple[int, int]
 OWN_SOURCE = "spyglass's own source"
 #: alerts of one rule per process (an ``rm -rf`` of the store is one story, not a thousand)
 MAX_PER_PROCESS = 5
+#: names in spyglass's own ``__pycache__`` the run wrote, kept to be removed at its end (at most)
+MAX_BYTECODE = 10_000
+#: how far a file's status change time may lag behind the clock read when the run started (s): the
+#: kernel stamps it from a coarse clock, a tick behind at most
+CTIME_SLACK = 0.1
 
 
 def file_id(path: str | Path, follow: bool = True) -> FileId | None:
@@ -244,9 +255,68 @@ class WitnessGuard(Sink):
         self.alerts: list[Alert] = []
         self._seen: set[tuple[str, int, str]] = set()
         self._per_proc: dict[tuple[str, int], int] = {}
+        #: names the run wrote in spyglass's own ``__pycache__`` (removed when the run ends)
+        self.bytecode: dict[str, None] = {}
+        self.bytecode_overflow = False
+        self._started = time.time()
 
     def start(self, ctx: RunContext) -> None:
         self.ctx = ctx
+        self._started = time.time()
+
+    def done(self, ctx: RunContext) -> None:
+        """Remove what the run wrote in spyglass's own ``__pycache__``: a byte-code file forged with
+        the source's size and time in its header would run in the next spyglass.  A Python process
+        of the run that imports spyglass writes there too; what it wrote is compiled again at the
+        next import.  Only names in a ``__pycache__`` directory of the source itself go (the
+        directory resolved; the name unlinked, not followed)."""
+        if not self.bytecode and not self.bytecode_overflow:
+            return
+        roots = {os.path.realpath(r) for r, what in self.protected.trees.items() if what == OWN_SOURCE}
+        removed: list[str] = []
+        failed: list[str] = []
+        names = [*self.bytecode, *(self._changed_bytecode(roots) if self.bytecode_overflow else ())]
+        for name in dict.fromkeys(names):
+            where = os.path.realpath(os.path.dirname(name))
+            if os.path.basename(where) != "__pycache__" or not any(where.startswith(r + "/") for r in roots):
+                continue
+            try:
+                os.unlink(os.path.join(where, os.path.basename(name)))
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                failed.append(f"{name}: {exc.strerror or exc}")
+                continue
+            removed.append(name)
+        if removed or failed:
+            ctx.note_fact("own_bytecode", {"removed": removed, "failed": failed})
+
+    def _note_bytecode(self, *names: str | None) -> None:
+        for name in names:
+            if name and "/__pycache__/" in name:
+                p = os.path.normpath(name)
+                if self.protected._which(p, follow=False) != OWN_SOURCE:
+                    continue
+                if len(self.bytecode) >= MAX_BYTECODE:  # too many to keep: every file changed since the start goes
+                    self.bytecode_overflow = True
+                    return
+                self.bytecode[p] = None
+
+    def _changed_bytecode(self, roots: set[str]) -> list[str]:
+        """Every file in the ``__pycache__`` directories of ``roots`` changed since the run started
+        (its status change time, which no process can set)."""
+        found: list[str] = []
+        for root in roots:
+            for top, _dirs, files in os.walk(root):
+                if os.path.basename(top) == "__pycache__":
+                    for f in files:
+                        path = os.path.join(top, f)
+                        try:
+                            if os.lstat(path).st_ctime >= self._started - CTIME_SLACK:
+                                found.append(path)
+                        except OSError:
+                            continue
+        return found
 
     def event(self, ev: Event) -> None:
         if not ev.path or not ev.path.startswith("/"):
@@ -269,6 +339,8 @@ class WitnessGuard(Sink):
             what = self.protected.which(ev.path, follow=t not in ("file.rename", "file.link", "file.symlink"))
             if what is None and ev.target and t in ("file.rename", "file.link"):
                 what = self.protected.which(ev.target)
+            if what is None and "/__pycache__/" in ev.path + (ev.target or ""):
+                self._note_bytecode(ev.path, ev.target if t == "file.rename" else None)
             if what is not None:
                 if not ev.ok:
                     pass
