@@ -14,13 +14,15 @@ is stopped in enforce mode) and any read of the signing key
 filesystem, so it runs live only; ``check`` leaves its alerts as recorded.
 
 Spyglass's own ``__pycache__`` is no alert (any Python process of the run that
-imports spyglass writes there), but what the run wrote there is removed when
-the run ends (``run.json`` ``extra.own_bytecode``): a forged byte-code file
-would otherwise run in the next spyglass.
+imports spyglass writes there), but what the run wrote there (by its events'
+names and by status change time) is removed when the run ends (``run.json``
+``extra.own_bytecode``): a forged byte-code file would otherwise run in the
+next spyglass.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -42,11 +44,9 @@ FileId = tuple[int, int]
 OWN_SOURCE = "spyglass's own source"
 #: alerts of one rule per process (an ``rm -rf`` of the store is one story, not a thousand)
 MAX_PER_PROCESS = 5
-#: names in spyglass's own ``__pycache__`` the run wrote, kept to be removed at its end (at most)
+#: names in spyglass's own ``__pycache__`` the run wrote, kept to be removed at its end (at most;
+#: the files among the rest are found by their status change time)
 MAX_BYTECODE = 10_000
-#: how far a file's status change time may lag behind the clock read when the run started (s): the
-#: kernel stamps it from a coarse clock, a tick behind at most
-CTIME_SLACK = 0.1
 
 
 def file_id(path: str | Path, follow: bool = True) -> FileId | None:
@@ -257,54 +257,88 @@ class WitnessGuard(Sink):
         self._per_proc: dict[tuple[str, int], int] = {}
         #: names the run wrote in spyglass's own ``__pycache__`` (removed when the run ends)
         self.bytecode: dict[str, None] = {}
-        self.bytecode_overflow = False
         self._started = time.time()
 
     def start(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        self._started = time.time()
+        self._started = _stamp(ctx.run_dir)
 
     def done(self, ctx: RunContext) -> None:
         """Remove what the run wrote in spyglass's own ``__pycache__``: a byte-code file forged with
         the source's size and time in its header would run in the next spyglass.  A Python process
         of the run that imports spyglass writes there too; what it wrote is compiled again at the
-        next import.  Only names in a ``__pycache__`` directory of the source itself go (the
-        directory resolved; the name unlinked, not followed)."""
-        if not self.bytecode and not self.bytecode_overflow:
-            return
+        next import.  What goes: the names the run's events gave, and every file there whose
+        status change time is after the run's start (a name that no longer resolves, a lost
+        event); only in a ``__pycache__`` directory of the source itself (its directory resolved,
+        the name itself unlinked, never followed); a ``__pycache__`` the run replaced (moved in,
+        or made a symlink) loses its files (the symlink itself)."""
         roots = {os.path.realpath(r) for r, what in self.protected.trees.items() if what == OWN_SOURCE}
+        if not roots:
+            return
+
+        def inside(d: str) -> bool:
+            return os.path.basename(d) == "__pycache__" and any(d.startswith(r + "/") for r in roots)
+
         removed: list[str] = []
         failed: list[str] = []
-        names = [*self.bytecode, *(self._changed_bytecode(roots) if self.bytecode_overflow else ())]
+        # what the events name, and every file there changed since the start: a write the events
+        # named by a path that no longer resolves (a symlink gone by then), or that the capture lost
+        names = [*self.bytecode, *self._changed_bytecode(roots)]
         for name in dict.fromkeys(names):
-            where = os.path.realpath(os.path.dirname(name))
-            if os.path.basename(where) != "__pycache__" or not any(where.startswith(r + "/") for r in roots):
-                continue
-            try:
-                os.unlink(os.path.join(where, os.path.basename(name)))
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                failed.append(f"{name}: {exc.strerror or exc}")
-                continue
-            removed.append(name)
+            if name.endswith("/"):  # a __pycache__ the run replaced: the link, or every file in it
+                where = os.path.join(os.path.realpath(os.path.dirname(name[:-1])), "__pycache__")
+                if not inside(where):
+                    continue
+                if os.path.islink(where):
+                    targets = [where]
+                else:
+                    try:
+                        with os.scandir(where) as it:
+                            targets = [e.path for e in it if not e.is_dir(follow_symlinks=False)]
+                    except OSError:
+                        continue
+            else:
+                where = os.path.realpath(os.path.dirname(name))
+                if not inside(where):
+                    continue
+                targets = [os.path.join(where, os.path.basename(name))]
+            for target in targets:
+                try:
+                    _unlink_in(os.path.dirname(target), os.path.basename(target))
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    failed.append(f"{target}: {exc.strerror or exc}")
+                    continue
+                removed.append(target)
         if removed or failed:
             ctx.note_fact("own_bytecode", {"removed": removed, "failed": failed})
 
-    def _note_bytecode(self, *names: str | None) -> None:
+    def _note_bytecode(self, *names: str | None, resolve: bool = False) -> None:
+        """Keep what the run wrote in spyglass's own ``__pycache__``, by the real path of its
+        directory (a symlink on the way may be gone at the end).  ``resolve``: a name the guard
+        found protected by other means (a symlinked directory; a ``__pycache__`` moved in or made
+        a symlink: then the directory itself); otherwise a name must say ``/__pycache__/``."""
         for name in names:
-            if name and "/__pycache__/" in name:
-                p = os.path.normpath(name)
-                if self.protected._which(p, follow=False) != OWN_SOURCE:
-                    continue
-                if len(self.bytecode) >= MAX_BYTECODE:  # too many to keep: every file changed since the start goes
-                    self.bytecode_overflow = True
-                    return
-                self.bytecode[p] = None
+            if not name or not (resolve or "/__pycache__/" in name):
+                continue
+            p = os.path.normpath(name)
+            where = os.path.realpath(os.path.dirname(p))
+            if os.path.basename(where) == "__pycache__":
+                keep = os.path.join(where, os.path.basename(p))
+            elif resolve and os.path.basename(p) == "__pycache__":
+                keep = os.path.join(where, "__pycache__") + "/"
+            else:
+                continue
+            if self.protected._which(keep.rstrip("/"), follow=False) != OWN_SOURCE:
+                continue
+            if len(self.bytecode) >= MAX_BYTECODE:  # enough: the files among them are found by time anyway
+                return
+            self.bytecode[keep] = None
 
     def _changed_bytecode(self, roots: set[str]) -> list[str]:
         """Every file in the ``__pycache__`` directories of ``roots`` changed since the run started
-        (its status change time, which no process can set)."""
+        (its status change time, which no process can set; about 2 ms for spyglass's tree)."""
         found: list[str] = []
         for root in roots:
             for top, _dirs, files in os.walk(root):
@@ -312,7 +346,7 @@ class WitnessGuard(Sink):
                     for f in files:
                         path = os.path.join(top, f)
                         try:
-                            if os.lstat(path).st_ctime >= self._started - CTIME_SLACK:
+                            if os.lstat(path).st_ctime > self._started:
                                 found.append(path)
                         except OSError:
                             continue
@@ -353,6 +387,8 @@ class WitnessGuard(Sink):
                 verb = "opened by file handle" if handle and not writes else _verb(t)
                 self._raise(ev, TAMPER_RULE, "critical", "kill", "Witness tampered with",
                             f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + _as(ev) + failed)
+                if what == OWN_SOURCE:  # a byte-code file reached another way (a symlinked directory)
+                    self._note_bytecode(ev.path, ev.target if t == "file.rename" else None, resolve=True)
                 return
         if t == "file.read" or handle:
             what = self.protected.secret(ev.path)
@@ -394,6 +430,31 @@ class WitnessGuard(Sink):
         self.ctx.raise_alert(alert)
         if action == "kill" and self.mode == "enforce" and self.ctx.stop_agent is not None:
             self.ctx.stop_agent(rule)
+
+
+def _unlink_in(directory: str, name: str) -> None:
+    """Unlink ``name`` in ``directory`` (a real path, checked) as it still is: opened without
+    following a symlink put in its place since, the name removed relative to it."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if os.path.realpath(f"/proc/self/fd/{fd}") != directory:
+            raise OSError(errno.ESTALE, "moved while it was being cleaned")
+        os.unlink(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _stamp(run_dir: Path | None) -> float:
+    """The kernel's time now, as it stamps a file's status change (a coarse clock, up to a tick
+    behind ``time.time()``): the run directory's, touched now.  Spyglass's own byte-code written
+    before (its imports) is not newer; the agent starts later."""
+    if run_dir is not None:
+        try:
+            os.utime(run_dir)
+            return os.stat(run_dir).st_ctime
+        except OSError:
+            pass
+    return time.time()
 
 
 def _as(ev: Event) -> str:

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import spyglass.termcolor
 
 SOURCE = Path(spyglass.termcolor.__file__).resolve()
@@ -115,12 +117,12 @@ def test_benign_twin_byte_code_of_the_workspace_stays(setup: Any) -> None:
     assert os.path.exists(kept[0])
 
 
-def test_too_many_names_remove_every_byte_code_file_changed_during_the_run(tmp_path: Path,
-                                                                          monkeypatch: Any) -> None:
-    """Past the names it keeps, the guard removes every file of spyglass's ``__pycache__`` changed
-    since the run started (by status change time, which no process can set): an agent cannot
-    hide its forgery behind many other writes.  Files from before the run stay.  (The guard is
-    fed events here; the two tests above run it under both backends.)"""
+def test_every_byte_code_file_changed_during_the_run_goes_named_or_not(tmp_path: Path, monkeypatch: Any) -> None:
+    """Besides the names its events gave, the guard removes every file of spyglass's
+    ``__pycache__`` whose status change time (which no process can set) is after the run's start:
+    a write the events named by a path that no longer resolves, one the capture lost, one past the
+    names it keeps.  Files from before the run stay.  (The guard is fed events here; the tests
+    above run it under both backends.)"""
     import time
 
     from spyglass.events import Event
@@ -134,18 +136,92 @@ def test_too_many_names_remove_every_byte_code_file_changed_during_the_run(tmp_p
     (own / "pkg" / "m.py").write_text("X = 1\n")
     before = cache / "old.cpython-311.pyc"
     before.write_bytes(b"old")
-    time.sleep(3 * g.CTIME_SLACK)  # the run starts later than its status change time, and its clock's tick
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
     prot = g.Protected()
     prot.add_place(own, g.OWN_SOURCE, tree=True)
     guard = g.WitnessGuard(prot)
-    ctx = RunContext(run=RunMeta(id="r"))
+    ctx = RunContext(run=RunMeta(id="r"), run_dir=run_dir)
     guard.start(ctx)
+    time.sleep(0.05)  # the agent starts later (the kernel's file clock moves by ticks of a few ms)
     monkeypatch.setattr(g, "MAX_BYTECODE", 2)
     names = [cache / f"n{i}.cpython-311.pyc" for i in range(5)]
     for i, name in enumerate(names):
         name.write_bytes(b"forged")
-        guard.event(Event(type="file.create", pid=7, path=str(name), seq=i + 1))
-    assert guard.bytecode_overflow and len(guard.bytecode) == 2
+        if i != 3:  # the fourth one's event was lost
+            guard.event(Event(type="file.create", pid=7, path=str(name), seq=i + 1))
+    assert len(guard.bytecode) == 2
     guard.done(ctx)
     assert not any(n.exists() for n in names) and before.exists()
+    assert ctx.run is not None
     assert sorted(ctx.run.extra["own_bytecode"]["removed"]) == sorted(str(n) for n in names)
+
+
+ASIDE = r"""
+import os, shutil, sys
+own_cache, forged, how = sys.argv[1:4]
+evil = os.path.join(os.environ["TMPDIR"], "evil")
+os.makedirs(evil)
+shutil.copy(forged, os.path.join(evil, os.path.basename(forged)))
+if how == "link-dir":  # the forged file written through a symlink to the directory, the link then gone
+    link = os.path.join(os.environ["TMPDIR"], "lnk")
+    os.symlink(own_cache, link)
+    shutil.copy(forged, os.path.join(link, os.path.basename(forged)))
+    os.unlink(link)
+else:
+    os.rename(own_cache, own_cache + ".aside")
+    if how == "moved-in":  # a directory of forged files takes the place of __pycache__
+        os.rename(evil, own_cache)
+    else:  # "symlink": __pycache__ becomes a symlink to it
+        os.symlink(evil, own_cache)
+"""
+
+
+def _forged_file(tmp: Path, marker: Path) -> Path:
+    """A forged ``termcolor`` byte-code file, made outside any run."""
+    import subprocess
+    import sys
+
+    script = tmp / "forge.py"
+    script.write_text(FORGE)
+    out = tmp / "forged" / CACHED.name
+    out.parent.mkdir()
+    subprocess.run([sys.executable, str(script), str(SOURCE), str(out), str(marker), "write"], check=True,
+                   timeout=60, env={**os.environ, "TMPDIR": str(tmp)})
+    return out
+
+
+@pytest.mark.parametrize("how", ["link-dir", "moved-in", "symlink"])
+def test_byte_code_put_in_place_another_way_is_removed_too(setup: Any, how: str) -> None:
+    """The forged file reached through a symlink to the directory (both backends record the file's
+    real path: a write in ``__pycache__``, no alert), a directory of forged files moved in place of
+    ``__pycache__``, or ``__pycache__`` made a symlink (each a ``witness-tamper`` alert: a change
+    to spyglass's own source): the forgery is gone when the run ends."""
+    import shutil
+
+    marker = setup.ws.parent / "marker"
+    forged = _forged_file(setup.ws.parent, marker)
+    tmp = setup.ws.parent / "tmp"
+    tmp.mkdir()
+    setup.env["TMPDIR"] = str(tmp)
+    script = setup.ws.parent / "aside.py"
+    script.write_text(ASIDE)
+    aside = Path(str(CACHED.parent) + ".aside")
+    try:
+        res = setup.spyglass("run", "--backend", setup.backend, "--store", str(setup.store), "--",
+                             setup.python, str(script), str(CACHED.parent), str(forged), how)
+        assert res.returncode == 0, res.stderr
+        assert ("witness-tamper" in res.stderr) == (how != "link-dir"), res.stderr
+        facts = _own_bytecode(setup)
+        assert facts.get("removed") and not facts.get("failed"), facts
+        assert not CACHED.exists() and not CACHED.parent.is_symlink()
+        _next_spyglass_runs_clean(setup, marker)
+    finally:
+        if CACHED.parent.is_symlink():
+            CACHED.parent.unlink()
+        CACHED.unlink(missing_ok=True)
+        if aside.exists():
+            if CACHED.parent.exists():
+                shutil.rmtree(aside)
+            else:
+                aside.rename(CACHED.parent)
