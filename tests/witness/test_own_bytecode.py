@@ -225,3 +225,85 @@ def test_byte_code_put_in_place_another_way_is_removed_too(setup: Any, how: str)
                 shutil.rmtree(aside)
             else:
                 aside.rename(CACHED.parent)
+
+
+SOURCE_VIA_CACHE = r"""
+import os, sys
+src, how, marker = sys.argv[1:4]
+own = os.path.dirname(src)
+if how.startswith("in-cache"):  # a symlink in spyglass's own __pycache__ to the source
+    link = os.path.join(own, "__pycache__", "l.py")
+    os.symlink(os.path.join("..", os.path.basename(src)), link)
+    name = link
+else:  # a directory called __pycache__ elsewhere: a symlink to spyglass's own package
+    link = os.path.join(os.environ["TMPDIR"], "__pycache__")
+    os.symlink(own, link)
+    name = os.path.join(link, os.path.basename(src))
+with open(name, "a") as f:
+    f.write(f"\nopen({marker!r}, 'w').write('ran')\n")
+if how.endswith("-gone"):  # the link removed at once: nothing left to resolve when the event is read
+    os.unlink(link)
+"""
+
+
+@pytest.mark.parametrize("how", ["in-cache", "in-cache-gone", "elsewhere", "elsewhere-gone"])
+def test_source_written_through_a_name_in_a_pycache_is_a_tamper(setup: Any, how: str) -> None:
+    """Spyglass's own source written through a name that says ``/__pycache__/`` (a symlink in its
+    ``__pycache__`` to the source, or a symlink called ``__pycache__`` to its package) is a change
+    to its source (``witness-tamper``), not a write of byte-code: the guard removes the name at the
+    end, not the change, and the next spyglass runs the changed source."""
+    marker = setup.ws.parent / "marker"
+    tmp = setup.ws.parent / "tmp"
+    tmp.mkdir()
+    setup.env["TMPDIR"] = str(tmp)
+    script = setup.ws.parent / "via_cache.py"
+    script.write_text(SOURCE_VIA_CACHE)
+    CACHED.parent.mkdir(exist_ok=True)
+    before, st = SOURCE.read_bytes(), SOURCE.stat()
+    try:
+        res = setup.spyglass("run", "--backend", setup.backend, "--store", str(setup.store), "--",
+                             setup.python, str(script), str(SOURCE), how, str(marker))
+        assert res.returncode == 0, res.stderr
+        assert SOURCE.read_bytes() != before  # the attack did change the source
+        assert "witness-tamper" in res.stderr, res.stderr
+    finally:
+        if SOURCE.read_bytes() != before:  # put the source back as it was (size and time: its byte-code stays valid)
+            SOURCE.write_bytes(before)
+            os.utime(SOURCE, ns=(st.st_atime_ns, st.st_mtime_ns))
+        (CACHED.parent / "l.py").unlink(missing_ok=True)
+
+
+DIR_IN_PLACE = r"""
+import os, sys
+cached, how = sys.argv[1:3]
+if os.path.lexists(cached):
+    os.unlink(cached)
+os.mkdir(cached)
+if how == "full":  # not empty: a plain rmdir cannot remove it
+    os.mkdir(os.path.join(cached, "d"))
+    open(os.path.join(cached, "d", "f"), "w").write("x")
+"""
+
+
+@pytest.mark.parametrize("how", ["empty", "full"])
+def test_a_directory_in_place_of_byte_code_is_removed_too(setup: Any, how: str) -> None:
+    """A directory in the place of a byte-code file makes Python compile that module again at every
+    start of every later spyglass (it can neither read nor write its cache): it goes at the end of
+    the run like a file."""
+    import shutil
+
+    script = setup.ws.parent / "dir_in_place.py"
+    script.write_text(DIR_IN_PLACE)
+    CACHED.parent.mkdir(exist_ok=True)
+    try:
+        res = setup.spyglass("run", "--backend", setup.backend, "--store", str(setup.store), "--",
+                             setup.python, str(script), str(CACHED), how)
+        assert res.returncode == 0, res.stderr
+        facts = _own_bytecode(setup)
+        assert not CACHED.is_dir(), facts
+        assert facts.get("failed") == [], facts
+    finally:
+        if CACHED.is_dir() and not CACHED.is_symlink():
+            shutil.rmtree(CACHED)
+        for aside in CACHED.parent.glob(".*"):
+            shutil.rmtree(aside) if aside.is_dir() else aside.unlink()
