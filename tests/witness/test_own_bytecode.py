@@ -239,19 +239,26 @@ else:  # a directory called __pycache__ elsewhere: a symlink to spyglass's own p
     link = os.path.join(os.environ["TMPDIR"], "__pycache__")
     os.symlink(own, link)
     name = os.path.join(link, os.path.basename(src))
-with open(name, "a") as f:
-    f.write(f"\nopen({marker!r}, 'w').write('ran')\n")
+changed = open(src).read() + f"\nopen({marker!r}, 'w').write('ran')\n"
+if how.startswith("renamed"):  # a changed copy moved over the source through the symlink
+    tmp = os.path.join(os.environ["TMPDIR"], "new.py")
+    open(tmp, "w").write(changed)
+    os.rename(tmp, name)
+else:
+    with open(name, "w") as f:
+        f.write(changed)
 if how.endswith("-gone"):  # the link removed at once: nothing left to resolve when the event is read
     os.unlink(link)
 """
 
 
-@pytest.mark.parametrize("how", ["in-cache", "in-cache-gone", "elsewhere", "elsewhere-gone"])
+@pytest.mark.parametrize("how", ["in-cache", "in-cache-gone", "elsewhere", "elsewhere-gone", "renamed-gone"])
 def test_source_written_through_a_name_in_a_pycache_is_a_tamper(setup: Any, how: str) -> None:
     """Spyglass's own source written through a name that says ``/__pycache__/`` (a symlink in its
-    ``__pycache__`` to the source, or a symlink called ``__pycache__`` to its package) is a change
-    to its source (``witness-tamper``), not a write of byte-code: the guard removes the name at the
-    end, not the change, and the next spyglass runs the changed source."""
+    ``__pycache__`` to the source, or a symlink called ``__pycache__`` to its package; a changed
+    copy moved over it through that symlink, removed at once) is a change to its source
+    (``witness-tamper``), not a write of byte-code: the guard removes the name at the end, not
+    the change, and the next spyglass runs the changed source."""
     marker = setup.ws.parent / "marker"
     tmp = setup.ws.parent / "tmp"
     tmp.mkdir()
@@ -307,3 +314,31 @@ def test_a_directory_in_place_of_byte_code_is_removed_too(setup: Any, how: str) 
             shutil.rmtree(CACHED)
         for aside in CACHED.parent.glob(".*"):
             shutil.rmtree(aside) if aside.is_dir() else aside.unlink()
+
+
+def test_benign_twin_a_python_of_the_run_caches_spyglass_where_it_had_no_cache(setup: Any, tmp_path: Path) -> None:
+    """A Python process of the run that imports a subpackage of spyglass whose ``__pycache__`` is
+    not there yet (an install without byte-code) makes that directory and writes there: no alert
+    (spyglass's source is not changed), and what it wrote goes at the end of the run."""
+    import shutil
+
+    pkg = SOURCE.parent / "bench"
+    cache = pkg / "__pycache__"
+    aside = tmp_path / "cache-aside"
+    if cache.exists():
+        shutil.move(str(cache), aside)
+    env = {k: v for k, v in setup.env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    try:
+        res = setup.spyglass("run", "--backend", setup.backend, "--store", str(setup.store), "--",
+                             setup.python, "-c", "import spyglass.bench", env=env)
+        assert res.returncode == 0, res.stderr
+        assert "witness" not in res.stderr, res.stderr
+        (run,) = (setup.store / "runs").iterdir()
+        extra = json.loads((run / "run.json").read_text()).get("extra", {})
+        assert "own_source_changed" not in extra, extra
+        assert any(p.startswith(str(cache) + "/") for p in extra["own_bytecode"]["removed"]), extra
+    finally:
+        if cache.exists():
+            shutil.rmtree(cache)
+        if aside.exists():
+            shutil.move(str(aside), cache)
