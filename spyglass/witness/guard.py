@@ -22,7 +22,6 @@ next spyglass.
 
 from __future__ import annotations
 
-import errno
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -32,6 +31,7 @@ import msgspec
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
+from spyglass.witness.bytecode import changed_since, leaves_cache, stamp, unlink_in
 
 TAMPER_RULE = "witness-tamper"
 KEY_READ_RULE = "witness-key-read"
@@ -57,9 +57,10 @@ def file_id(path: str | Path, follow: bool = True) -> FileId | None:
     return st.st_dev, st.st_ino
 
 
-def _tree_ids(root: str) -> Iterator[FileId]:
+def _tree_ids(root: str) -> Iterator[tuple[FileId, str | None]]:
     """Device and inode of every file and directory below ``root`` (symlinks: of what they name;
-    not descended into), one ``stat`` each (spyglass's own source is walked at every run's start)."""
+    not descended into), one ``stat`` each (spyglass's own source is walked at every run's start),
+    with the path of each regular file outside a ``__pycache__`` (None for the rest)."""
     stack = [root]
     while stack:
         try:
@@ -69,14 +70,17 @@ def _tree_ids(root: str) -> Iterator[FileId]:
             continue
         for entry in entries:
             try:
+                real_file = False
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    real_file = "/__pycache__/" not in entry.path
                 elif not (entry.is_file() or entry.is_dir()):
                     continue
                 st = entry.stat()
             except OSError:
                 continue
-            yield st.st_dev, st.st_ino
+            yield (st.st_dev, st.st_ino), entry.path if real_file else None
 
 
 class Protected(msgspec.Struct):
@@ -124,8 +128,10 @@ class Protected(msgspec.Struct):
         if os.path.exists(path):
             self.add(path, what)
             if tree and os.path.isdir(path):
-                for fid in _tree_ids(str(path)):
+                for fid, name in _tree_ids(str(path)):
                     self.ids.setdefault(fid, what)
+                    if name is not None:  # the capture names it so, whatever name reaches it (a symlink)
+                        self.paths.setdefault(fid, os.path.normpath(name))
         for p in {os.path.normpath(os.path.abspath(path)), os.path.realpath(path)}:
             (self.trees if tree else self.files).setdefault(p, what)
 
@@ -167,7 +173,7 @@ class Protected(msgspec.Struct):
     def which(self, path: str, *, follow: bool = True) -> str | None:
         """What protected thing ``path`` is or lies in, by name or by device and inode."""
         what = self._which(path, follow=follow)
-        if what == OWN_SOURCE and "/__pycache__/" in path:
+        if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
             return None  # Python's byte-code cache, written by any process of the run that imports spyglass
         return what
 
@@ -261,7 +267,7 @@ class WitnessGuard(Sink):
 
     def start(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        self._started = _stamp(ctx.run_dir)
+        self._started = stamp(ctx.run_dir)
 
     def done(self, ctx: RunContext) -> None:
         """Remove what the run wrote in spyglass's own ``__pycache__``: a byte-code file forged with
@@ -283,7 +289,8 @@ class WitnessGuard(Sink):
         failed: list[str] = []
         # what the events name, and every file there changed since the start: a write the events
         # named by a path that no longer resolves (a symlink gone by then), or that the capture lost
-        names = [*self.bytecode, *self._changed_bytecode(roots)]
+        changed, source = changed_since(roots, self._started, self.protected.ids)
+        names = [*self.bytecode, *changed]
         for name in dict.fromkeys(names):
             if name.endswith("/"):  # a __pycache__ the run replaced: the link, or every file in it
                 where = os.path.join(os.path.realpath(os.path.dirname(name[:-1])), "__pycache__")
@@ -294,7 +301,7 @@ class WitnessGuard(Sink):
                 else:
                     try:
                         with os.scandir(where) as it:
-                            targets = [e.path for e in it if not e.is_dir(follow_symlinks=False)]
+                            targets = [e.path for e in it]
                     except OSError:
                         continue
             else:
@@ -304,7 +311,7 @@ class WitnessGuard(Sink):
                 targets = [os.path.join(where, os.path.basename(name))]
             for target in targets:
                 try:
-                    _unlink_in(os.path.dirname(target), os.path.basename(target))
+                    unlink_in(os.path.dirname(target), os.path.basename(target))
                 except FileNotFoundError:
                     continue
                 except OSError as exc:
@@ -313,6 +320,14 @@ class WitnessGuard(Sink):
                 removed.append(target)
         if removed or failed:
             ctx.note_fact("own_bytecode", {"removed": removed, "failed": failed})
+        if source:  # a change the events did not show (a name through a symlink gone since): too late to stop
+            ctx.note_fact("own_source_changed", source)
+            for path in source[:MAX_PER_PROCESS]:
+                alert = Alert(ts=time.time_ns(), rule_id=TAMPER_RULE, title="Witness tampered with",
+                              level="critical", message=f"{OWN_SOURCE} changed during the run "
+                              f"(found at its end): {path}", tags=["attack.defense_evasion", "attack.t1070"])
+                self.alerts.append(alert)
+                ctx.raise_alert(alert)
 
     def _note_bytecode(self, *names: str | None, resolve: bool = False) -> None:
         """Keep what the run wrote in spyglass's own ``__pycache__``, by the real path of its
@@ -336,22 +351,6 @@ class WitnessGuard(Sink):
                 return
             self.bytecode[keep] = None
 
-    def _changed_bytecode(self, roots: set[str]) -> list[str]:
-        """Every file in the ``__pycache__`` directories of ``roots`` changed since the run started
-        (its status change time, which no process can set; about 2 ms for spyglass's tree)."""
-        found: list[str] = []
-        for root in roots:
-            for top, _dirs, files in os.walk(root):
-                if os.path.basename(top) == "__pycache__":
-                    for f in files:
-                        path = os.path.join(top, f)
-                        try:
-                            if os.lstat(path).st_ctime > self._started:
-                                found.append(path)
-                        except OSError:
-                            continue
-        return found
-
     def event(self, ev: Event) -> None:
         if not ev.path or not ev.path.startswith("/"):
             return
@@ -371,6 +370,8 @@ class WitnessGuard(Sink):
         if writes or handle:
             # a link or rename is judged on its source without following it (the link itself may be the store)
             what = self.protected.which(ev.path, follow=t not in ("file.rename", "file.link", "file.symlink"))
+            if what == OWN_SOURCE and t == "file.mkdir" and os.path.basename(ev.path) == "__pycache__":
+                what = None  # Python making the cache of a subpackage that had none (what it writes there goes)
             if what is None and ev.target and t in ("file.rename", "file.link"):
                 what = self.protected.which(ev.target)
             if what is None and "/__pycache__/" in ev.path + (ev.target or ""):
@@ -430,31 +431,6 @@ class WitnessGuard(Sink):
         self.ctx.raise_alert(alert)
         if action == "kill" and self.mode == "enforce" and self.ctx.stop_agent is not None:
             self.ctx.stop_agent(rule)
-
-
-def _unlink_in(directory: str, name: str) -> None:
-    """Unlink ``name`` in ``directory`` (a real path, checked) as it still is: opened without
-    following a symlink put in its place since, the name removed relative to it."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        if os.path.realpath(f"/proc/self/fd/{fd}") != directory:
-            raise OSError(errno.ESTALE, "moved while it was being cleaned")
-        os.unlink(name, dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
-def _stamp(run_dir: Path | None) -> float:
-    """The kernel's time now, as it stamps a file's status change (a coarse clock, up to a tick
-    behind ``time.time()``): the run directory's, touched now.  Spyglass's own byte-code written
-    before (its imports) is not newer; the agent starts later."""
-    if run_dir is not None:
-        try:
-            os.utime(run_dir)
-            return os.stat(run_dir).st_ctime
-        except OSError:
-            pass
-    return time.time()
 
 
 def _as(ev: Event) -> str:

@@ -1,0 +1,92 @@
+"""Spyglass's own ``__pycache__`` at the end of a run (spyglass.witness.guard): what changed there
+and in the source since the run's start, and removing a name there as it still is."""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from collections.abc import Container, Iterable, Iterator
+from pathlib import Path
+
+
+def changed_since(roots: Iterable[str], started: float,
+                  known: Container[tuple[int, int]]) -> tuple[list[str], list[str]]:
+    """Every file in the ``__pycache__`` directories of ``roots`` changed since ``started`` (its
+    status change time, which no process can set; about 2 ms for spyglass's tree), and every file
+    of the source itself changed since or not ``known`` at the start by device and inode (an older
+    file moved in; a directory moved in)."""
+    found: list[str] = []
+    source: list[str] = []
+    for root in roots:
+        for top, dirs, files in os.walk(root):
+            cache = os.path.basename(top) == "__pycache__"
+            if cache or "/__pycache__/" in top + "/":
+                if cache:
+                    found.extend(_newer(top, [*files, *dirs], started))  # a directory in place blocks a file
+                continue
+            source.extend(_newer(top, files, started, known))
+            for d in dirs:
+                if d != "__pycache__" and _id(os.path.join(top, d)) not in known:
+                    source.append(os.path.join(top, d))
+    return found, source
+
+
+def _id(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _newer(top: str, names: Iterable[str], started: float,
+           known: Container[tuple[int, int]] | None = None) -> Iterator[str]:
+    for f in names:
+        path = os.path.join(top, f)
+        try:
+            if os.lstat(path).st_ctime > started or (known is not None and _id(path) not in known):
+                yield path
+        except OSError:
+            continue
+
+
+def unlink_in(directory: str, name: str) -> None:
+    """Unlink ``name`` in ``directory`` (a real path, checked) as it still is: opened without
+    following a symlink put in its place since, the name removed relative to it.  A directory
+    (no byte-code file can be read or written in its place) is removed when empty, else moved
+    aside under a hidden name in the same directory (never descended into: it may be a mount)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if os.path.realpath(f"/proc/self/fd/{fd}") != directory:
+            raise OSError(errno.ESTALE, "moved while it was being cleaned")
+        try:
+            os.unlink(name, dir_fd=fd)
+        except IsADirectoryError:
+            try:
+                os.rmdir(name, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                os.rename(name, f".removed-{os.urandom(6).hex()}-{name}", src_dir_fd=fd, dst_dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def leaves_cache(path: str) -> bool:
+    """Whether a name in a ``__pycache__`` reaches, symlinks followed, a file outside one (the
+    source itself, through a symlink there or a symlink called ``__pycache__``)."""
+    return os.path.basename(os.path.dirname(os.path.realpath(path))) != "__pycache__"
+
+
+def stamp(run_dir: Path | None) -> float:
+    """The kernel's time now, as it stamps a file's status change (a coarse clock, up to a tick
+    behind ``time.time()``): the run directory's, touched now.  Spyglass's own byte-code written
+    before (its imports) is not newer; the agent starts later."""
+    if run_dir is not None:
+        try:
+            os.utime(run_dir)
+            return os.stat(run_dir).st_ctime
+        except OSError:
+            pass
+    return time.time()
