@@ -342,3 +342,96 @@ def test_benign_twin_a_python_of_the_run_caches_spyglass_where_it_had_no_cache(s
             shutil.rmtree(cache)
         if aside.exists():
             shutil.move(str(aside), cache)
+
+
+MOUNT = r"""
+import ctypes, fcntl, os, struct, sys
+how, source, target = sys.argv[1:4]
+libc = ctypes.CDLL(None, use_errno=True)
+def sc(nr, *a):
+    r = libc.syscall(nr, *a)
+    if r < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return r
+if how == "bind":  # the user's files, their status change time now, bound on spyglass's __pycache__
+    for f in os.listdir(source):
+        os.utime(os.path.join(source, f))
+    tree = sc(428, -100, source.encode(), 1 | 0o2000000)  # open_tree(OPEN_TREE_CLONE | O_CLOEXEC)
+else:  # "image": an ext4 image whose byte-code files say they last changed in 2020, read-only
+    ctl = os.open("/dev/loop-control", os.O_RDWR)
+    dev = f"/dev/loop{fcntl.ioctl(ctl, 0x4C82)}"  # LOOP_CTL_GET_FREE
+    loop, img = os.open(dev, os.O_RDWR), os.open(source, os.O_RDONLY)
+    fcntl.ioctl(loop, 0x4C00, img)  # LOOP_SET_FD
+    info = bytearray(232)
+    struct.pack_into("I", info, 52, 5)  # lo_flags: LO_FLAGS_AUTOCLEAR | LO_FLAGS_READ_ONLY
+    fcntl.ioctl(loop, 0x4C04, bytes(info))  # LOOP_SET_STATUS64
+    fs = sc(430, b"ext4", 1)  # fsopen
+    sc(431, fs, 1, b"source", dev.encode(), 0)  # fsconfig(FSCONFIG_SET_STRING)
+    sc(431, fs, 0, b"ro", None, 0)  # fsconfig(FSCONFIG_SET_FLAG)
+    sc(431, fs, 6, None, None, 0)  # fsconfig(FSCONFIG_CMD_CREATE)
+    tree = sc(432, fs, 1, 1)  # fsmount(FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY)
+sc(429, tree, b"", -100, target.encode(), 4)  # move_mount(MOVE_MOUNT_F_EMPTY_PATH): no mount(2)
+"""
+
+
+def _unmount(path: Path) -> None:
+    """Every mount left on ``path`` (stacked ones too) detached: never a mount left behind."""
+    import subprocess
+
+    for _ in range(16):
+        if subprocess.run(["umount", "-l", str(path)], check=False, timeout=60, capture_output=True).returncode:
+            return
+
+
+def _mount_run(setup: Any, how: str, source: Path) -> Any:
+    if os.geteuid() != 0:
+        pytest.skip("mounting needs root")
+    script = setup.ws.parent / "mount.py"
+    script.write_text(MOUNT)
+    CACHED.parent.mkdir(exist_ok=True)
+    res = setup.spyglass("run", "--backend", setup.backend, "--store", str(setup.store), "--",
+                         setup.python, str(script), how, str(source), str(CACHED.parent))
+    assert res.returncode == 0, res.stderr
+    return res
+
+
+def test_the_users_files_bound_on_the_pycache_are_not_removed(setup: Any) -> None:
+    """The user's directory bind-mounted on spyglass's ``__pycache__`` (``open_tree`` and
+    ``move_mount``: no ``mount`` call), its files touched first: the end of the run removes
+    nothing of it (it is not spyglass's), detaches the mount and says so (``witness-tamper``)."""
+    victim = setup.ws.parent / "thesis"
+    victim.mkdir()
+    (victim / "thesis.tex").write_text("precious\n")
+    try:
+        res = _mount_run(setup, "bind", victim)
+        assert (victim / "thesis.tex").read_text() == "precious\n", _own_bytecode(setup)
+        assert "witness-tamper" in res.stderr, res.stderr
+        (run,) = (setup.store / "runs").iterdir()
+        extra = json.loads((run / "run.json").read_text()).get("extra", {})
+        assert any("mounted" in s for s in extra.get("own_source_changed", [])), extra
+    finally:
+        _unmount(CACHED.parent)
+
+
+def test_byte_code_on_a_file_system_mounted_on_the_pycache_does_not_run(setup: Any) -> None:
+    """A read-only ext4 image mounted on spyglass's ``__pycache__`` (no ``mount`` call) whose forged
+    byte-code says it last changed in 2020 (set with debugfs before): neither the run's events nor
+    the status change time find it; the mount itself is what the end of the run finds."""
+    import shutil
+    import subprocess
+
+    if not (shutil.which("mkfs.ext4") and shutil.which("debugfs")) or not os.path.exists("/dev/loop-control"):
+        pytest.skip("needs mkfs.ext4, debugfs and loop devices")
+    marker = setup.ws.parent / "marker"
+    forged = _forged_file(setup.ws.parent, marker)
+    img = setup.ws.parent / "img"
+    subprocess.run(["mkfs.ext4", "-q", "-d", str(forged.parent), str(img), "2M"], check=True, timeout=60)
+    subprocess.run(["debugfs", "-w", "-R", f"sif /{forged.name} ctime 20200101000000", str(img)],
+                   check=True, timeout=60, capture_output=True)
+    try:
+        res = _mount_run(setup, "image", img)
+        assert "witness-tamper" in res.stderr, res.stderr
+        _next_spyglass_runs_clean(setup, marker)
+    finally:
+        _unmount(CACHED.parent)
