@@ -3,23 +3,27 @@ and in the source since the run's start, and removing a name there as it still i
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
+import re
 import time
 from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
 
 
-def changed_since(roots: Iterable[str], started: float,
-                  known: Container[tuple[int, int]]) -> tuple[list[str], list[str]]:
+def changed_since(roots: Iterable[str], started: float, known: Container[tuple[int, int]],
+                  skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:
     """Every file in the ``__pycache__`` directories of ``roots`` changed since ``started`` (its
     status change time, which no process can set; about 2 ms for spyglass's tree), and every file
     of the source itself changed since or not ``known`` at the start by device and inode (an older
-    file moved in; a directory moved in)."""
+    file moved in; a directory moved in).  Not below the directories ``skip`` (mount points)."""
     found: list[str] = []
     source: list[str] = []
+    skipped = set(skip)
     for root in roots:
         for top, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if os.path.join(top, d) not in skipped]
             cache = os.path.basename(top) == "__pycache__"
             if cache or "/__pycache__/" in top + "/":
                 if cache:
@@ -90,3 +94,34 @@ def stamp(run_dir: Path | None) -> float:
         except OSError:
             pass
     return time.time()
+
+
+def mounts_below(roots: Iterable[str]) -> set[str]:
+    """Mount points strictly below ``roots`` (this process's view, /proc/self/mountinfo)."""
+    tops = [r.rstrip("/") + "/" for r in roots]
+    if not tops:
+        return set()
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return set()
+    found: set[str] = set()
+    for line in lines:
+        parts = line.split(" ")
+        if len(parts) > 4:
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4])
+            if any(point.startswith(t) for t in tops):
+                found.add(point)
+    return found
+
+
+def detach(point: str) -> bool:
+    """Detach the mount on ``point`` (``umount2(MNT_DETACH)``; as root only), each one stacked there."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for _ in range(16):
+        if point not in mounts_below([os.path.dirname(point)]):
+            return True
+        if libc.umount2(os.fsencode(point), 2) != 0:
+            return False
+    return point not in mounts_below([os.path.dirname(point)])

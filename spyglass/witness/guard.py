@@ -31,7 +31,7 @@ import msgspec
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
-from spyglass.witness.bytecode import changed_since, leaves_cache, stamp, unlink_in
+from spyglass.witness.bytecode import changed_since, detach, leaves_cache, mounts_below, stamp, unlink_in
 
 TAMPER_RULE = "witness-tamper"
 KEY_READ_RULE = "witness-key-read"
@@ -264,10 +264,15 @@ class WitnessGuard(Sink):
         #: names the run wrote in spyglass's own ``__pycache__`` (removed when the run ends)
         self.bytecode: dict[str, None] = {}
         self._started = time.time()
+        self._mounts: set[str] = set()
 
     def start(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self._started = stamp(ctx.run_dir)
+        self._mounts = mounts_below(self._own_roots())
+
+    def _own_roots(self) -> set[str]:
+        return {os.path.realpath(r) for r, what in self.protected.trees.items() if what == OWN_SOURCE}
 
     def done(self, ctx: RunContext) -> None:
         """Remove what the run wrote in spyglass's own ``__pycache__``: a byte-code file forged with
@@ -278,18 +283,26 @@ class WitnessGuard(Sink):
         event); only in a ``__pycache__`` directory of the source itself (its directory resolved,
         the name itself unlinked, never followed); a ``__pycache__`` the run replaced (moved in,
         or made a symlink) loses its files (the symlink itself)."""
-        roots = {os.path.realpath(r) for r, what in self.protected.trees.items() if what == OWN_SOURCE}
+        roots = self._own_roots()
         if not roots:
             return
+        # a file system mounted on the source during the run: what is below it is not spyglass's (a
+        # bind mount of the user's files would be cleaned), and what it shows would run next: detached
+        mounts = sorted(mounts_below(roots) - self._mounts)
+        source_facts: list[str] = []
+        for mp in mounts:
+            source_facts.append(f"{mp}: a file system mounted on it" + ("" if detach(mp) else " (still there)"))
 
         def inside(d: str) -> bool:
-            return os.path.basename(d) == "__pycache__" and any(d.startswith(r + "/") for r in roots)
+            return (os.path.basename(d) == "__pycache__" and any(d.startswith(r + "/") for r in roots)
+                    and not any(d == m or d.startswith(m + "/") for m in mounts))
 
         removed: list[str] = []
         failed: list[str] = []
         # what the events name, and every file there changed since the start: a write the events
         # named by a path that no longer resolves (a symlink gone by then), or that the capture lost
-        changed, source = changed_since(roots, self._started, self.protected.ids)
+        changed, source = changed_since(roots, self._started, self.protected.ids, skip=mounts)
+        source = source_facts + source
         names = [*self.bytecode, *changed]
         for name in dict.fromkeys(names):
             if name.endswith("/"):  # a __pycache__ the run replaced: the link, or every file in it
