@@ -435,3 +435,27 @@ def test_byte_code_on_a_file_system_mounted_on_the_pycache_does_not_run(setup: A
         _next_spyglass_runs_clean(setup, marker)
     finally:
         _unmount(CACHED.parent)
+
+
+def test_a_copy_of_spyglass_mounted_on_its_package_is_detached(setup: Any) -> None:
+    """A changed copy of the whole package bind-mounted on spyglass's own package (no ``mount``
+    call): the next spyglass would run the copy; the end of the run detaches it and says so."""
+    import shutil
+
+    marker = setup.ws.parent / "marker"
+    fake = setup.ws.parent / "fake"
+    shutil.copytree(SOURCE.parent, fake, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(fake / SOURCE.name, "a") as f:
+        f.write(f"\nopen({str(marker)!r}, 'w').write('ran')\n")
+    try:
+        if os.geteuid() != 0:
+            pytest.skip("mounting needs root")
+        script = setup.ws.parent / "mount.py"
+        script.write_text(MOUNT)
+        res = setup.spyglass("run", "--backend", setup.backend, "--store", str(setup.store), "--",
+                             setup.python, str(script), "bind", str(fake), str(SOURCE.parent))
+        assert res.returncode == 0, res.stderr
+        assert "witness-tamper" in res.stderr, res.stderr
+        _next_spyglass_runs_clean(setup, marker)
+    finally:
+        _unmount(SOURCE.parent)
