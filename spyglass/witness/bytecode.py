@@ -96,9 +96,10 @@ def stamp(run_dir: Path | None) -> float:
     return time.time()
 
 
-def mounts_below(roots: Iterable[str]) -> set[str]:
-    """Mount points strictly below ``roots`` (this process's view, /proc/self/mountinfo)."""
-    tops = [r.rstrip("/") + "/" for r in roots]
+def mounts_on(roots: Iterable[str]) -> set[str]:
+    """Mount points at, below or above ``roots`` (this process's view, /proc/self/mountinfo):
+    what would put other files in place of the source."""
+    tops = [r.rstrip("/") for r in roots]
     if not tops:
         return set()
     try:
@@ -111,17 +112,21 @@ def mounts_below(roots: Iterable[str]) -> set[str]:
         parts = line.split(" ")
         if len(parts) > 4:
             point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4])
-            if any(point.startswith(t) for t in tops):
+            if any(point == t or point.startswith(t + "/") or _above(point, t) for t in tops):
                 found.add(point)
     return found
 
 
+def _above(point: str, top: str) -> bool:
+    return point == "/" or top.startswith(point.rstrip("/") + "/")
+
+
 def detach(point: str) -> bool:
-    """Detach the mount on ``point`` (``umount2(MNT_DETACH)``; as root only), each one stacked there."""
+    """Detach the mounts on ``point`` (``umount2(MNT_DETACH)``; as root only), each one stacked there."""
     libc = ctypes.CDLL(None, use_errno=True)
     for _ in range(16):
-        if point not in mounts_below([os.path.dirname(point)]):
+        if point not in mounts_on([point]):
             return True
         if libc.umount2(os.fsencode(point), 2) != 0:
             return False
-    return point not in mounts_below([os.path.dirname(point)])
+    return point not in mounts_on([point])

@@ -31,7 +31,7 @@ import msgspec
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
-from spyglass.witness.bytecode import changed_since, detach, leaves_cache, mounts_below, stamp, unlink_in
+from spyglass.witness.bytecode import changed_since, detach, leaves_cache, mounts_on, stamp, unlink_in
 
 TAMPER_RULE = "witness-tamper"
 KEY_READ_RULE = "witness-key-read"
@@ -269,7 +269,7 @@ class WitnessGuard(Sink):
     def start(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self._started = stamp(ctx.run_dir)
-        self._mounts = mounts_below(self._own_roots())
+        self._mounts = mounts_on(self._own_roots())
 
     def _own_roots(self) -> set[str]:
         return {os.path.realpath(r) for r, what in self.protected.trees.items() if what == OWN_SOURCE}
@@ -286,16 +286,20 @@ class WitnessGuard(Sink):
         roots = self._own_roots()
         if not roots:
             return
-        # a file system mounted on the source during the run: what is below it is not spyglass's (a
-        # bind mount of the user's files would be cleaned), and what it shows would run next: detached
-        mounts = sorted(mounts_below(roots) - self._mounts)
+        # a file system mounted on the source (or above it) during the run: what it shows would run
+        # next, and what is below it is not spyglass's (a bind mount of the user's files would be
+        # cleaned): detached when on the source, else left (it may be the user's) and nothing cleaned
+        mounts: list[str] = []
         source_facts: list[str] = []
-        for mp in mounts:
-            source_facts.append(f"{mp}: a file system mounted on it" + ("" if detach(mp) else " (still there)"))
+        for mp in sorted(mounts_on(roots) - self._mounts):
+            on_source = any(mp == r or mp.startswith(r + "/") for r in roots)
+            if not (on_source and detach(mp)):
+                mounts.append(mp)
+            source_facts.append(f"{mp}: a file system mounted on it" + ("" if mp not in mounts else " (still there)"))
 
         def inside(d: str) -> bool:
             return (os.path.basename(d) == "__pycache__" and any(d.startswith(r + "/") for r in roots)
-                    and not any(d == m or d.startswith(m + "/") for m in mounts))
+                    and not any(d == m or d.startswith(m.rstrip("/") + "/") for m in mounts))
 
         removed: list[str] = []
         failed: list[str] = []
