@@ -459,3 +459,38 @@ def test_a_copy_of_spyglass_mounted_on_its_package_is_detached(setup: Any) -> No
         _next_spyglass_runs_clean(setup, marker)
     finally:
         _unmount(SOURCE.parent)
+
+
+def test_a_change_under_a_clock_set_back_is_found_by_the_start_snapshot(tmp_path: Path) -> None:
+    """Root can set the clock back (``clock_settime`` is no event) while it writes, so that the
+    status change times it leaves are before the run's start stamp.  What the end of the run
+    compares is also the files' state at the start: a file not there then, or whose status change
+    time moved, changed.  (The clock of this shared machine is not moved: the stamp is moved
+    forward instead, which is what a clock set back during the writes looks like to the guard.)"""
+    from spyglass.pipeline import RunContext
+    from spyglass.store.meta import RunMeta
+    from spyglass.witness import guard as g
+
+    own = tmp_path / "own"
+    cache = own / "pkg" / "__pycache__"
+    cache.mkdir(parents=True)
+    src = own / "pkg" / "m.py"
+    src.write_text("X = 1\n")
+    kept = cache / "old.cpython-311.pyc"
+    kept.write_bytes(b"old")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    prot = g.Protected()
+    prot.add_place(own, g.OWN_SOURCE, tree=True)
+    guard = g.WitnessGuard(prot)
+    ctx = RunContext(run=RunMeta(id="r"), run_dir=run_dir)
+    guard.start(ctx)
+    forged = cache / "m.cpython-311.pyc"
+    forged.write_bytes(b"forged")
+    src.write_text("X = 2\n")
+    guard._started += 3600  # every change of the run now looks older than the start
+    guard.done(ctx)
+    assert not forged.exists() and kept.exists()
+    assert ctx.run is not None
+    assert ctx.run.extra["own_bytecode"]["removed"] == [str(forged)]
+    assert ctx.run.extra["own_source_changed"] == [str(src)]
