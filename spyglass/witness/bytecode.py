@@ -7,17 +7,35 @@ import ctypes
 import errno
 import os
 import re
+import stat
 import time
 from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
 
 
+def snapshot(roots: Iterable[str]) -> dict[tuple[int, int], int]:
+    """Device and inode -> status change time (ns) of every file below ``roots`` (not directories)."""
+    seen: dict[tuple[int, int], int] = {}
+    for root in roots:
+        for top, _dirs, files in os.walk(root):
+            for f in files:
+                try:
+                    st = os.lstat(os.path.join(top, f))
+                except OSError:
+                    continue
+                seen[st.st_dev, st.st_ino] = st.st_ctime_ns
+    return seen
+
+
 def changed_since(roots: Iterable[str], started: float, known: Container[tuple[int, int]],
-                  skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+                  skip: Iterable[str] = (), before: dict[tuple[int, int], int] | None = None,
+                  ) -> tuple[list[str], list[str]]:
     """Every file in the ``__pycache__`` directories of ``roots`` changed since ``started`` (its
     status change time, which no process can set; about 2 ms for spyglass's tree), and every file
     of the source itself changed since or not ``known`` at the start by device and inode (an older
-    file moved in; a directory moved in).  Not below the directories ``skip`` (mount points)."""
+    file moved in; a directory moved in).  Not below the directories ``skip`` (mount points).
+    ``before``: the files at the start (:func:`snapshot`): one not there then, or whose status
+    change time is not the same, changed too, whatever the clock said (set back by root meanwhile)."""
     found: list[str] = []
     source: list[str] = []
     skipped = set(skip)
@@ -27,9 +45,9 @@ def changed_since(roots: Iterable[str], started: float, known: Container[tuple[i
             cache = os.path.basename(top) == "__pycache__"
             if cache or "/__pycache__/" in top + "/":
                 if cache:
-                    found.extend(_newer(top, [*files, *dirs], started))  # a directory in place blocks a file
+                    found.extend(_newer(top, [*files, *dirs], started, before=before))  # a directory blocks a file
                 continue
-            source.extend(_newer(top, files, started, known))
+            source.extend(_newer(top, files, started, known, before))
             for d in dirs:
                 if d != "__pycache__" and _id(os.path.join(top, d)) not in known:
                     source.append(os.path.join(top, d))
@@ -44,15 +62,18 @@ def _id(path: str) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def _newer(top: str, names: Iterable[str], started: float,
-           known: Container[tuple[int, int]] | None = None) -> Iterator[str]:
+def _newer(top: str, names: Iterable[str], started: float, known: Container[tuple[int, int]] | None = None,
+           before: dict[tuple[int, int], int] | None = None) -> Iterator[str]:
     for f in names:
         path = os.path.join(top, f)
         try:
-            if os.lstat(path).st_ctime > started or (known is not None and _id(path) not in known):
-                yield path
+            st = os.lstat(path)
         except OSError:
             continue
+        fid = (st.st_dev, st.st_ino)
+        if (st.st_ctime > started or (known is not None and _id(path) not in known)
+                or (before is not None and not stat.S_ISDIR(st.st_mode) and before.get(fid) != st.st_ctime_ns)):
+            yield path
 
 
 def unlink_in(directory: str, name: str) -> None:

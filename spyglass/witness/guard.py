@@ -31,7 +31,7 @@ import msgspec
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
-from spyglass.witness.bytecode import changed_since, detach, leaves_cache, mounts_on, stamp, unlink_in
+from spyglass.witness.bytecode import changed_since, detach, leaves_cache, mounts_on, snapshot, stamp, unlink_in
 
 TAMPER_RULE = "witness-tamper"
 KEY_READ_RULE = "witness-key-read"
@@ -265,11 +265,15 @@ class WitnessGuard(Sink):
         self.bytecode: dict[str, None] = {}
         self._started = time.time()
         self._mounts: set[str] = set()
+        #: the files of spyglass's own source and cache at the start (device and inode -> ctime)
+        self._before: dict[FileId, int] | None = None
 
     def start(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self._started = stamp(ctx.run_dir)
-        self._mounts = mounts_on(self._own_roots())
+        roots = self._own_roots()
+        self._mounts = mounts_on(roots)
+        self._before = snapshot(roots) if roots else None
 
     def _own_roots(self) -> set[str]:
         return {os.path.realpath(r) for r, what in self.protected.trees.items() if what == OWN_SOURCE}
@@ -305,7 +309,7 @@ class WitnessGuard(Sink):
         failed: list[str] = []
         # what the events name, and every file there changed since the start: a write the events
         # named by a path that no longer resolves (a symlink gone by then), or that the capture lost
-        changed, source = changed_since(roots, self._started, self.protected.ids, skip=mounts)
+        changed, source = changed_since(roots, self._started, self.protected.ids, skip=mounts, before=self._before)
         source = source_facts + source
         names = [*self.bytecode, *changed]
         for name in dict.fromkeys(names):
