@@ -71,7 +71,8 @@ def _newer(top: str, names: Iterable[str], started: float, known: Container[tupl
         except OSError:
             continue
         fid = (st.st_dev, st.st_ino)
-        if (st.st_ctime > started or (known is not None and _id(path) not in known)
+        named = _id(path) if stat.S_ISLNK(st.st_mode) else fid  # what the start's walk knew it by
+        if (st.st_ctime > started or (known is not None and named not in known)
                 or (before is not None and not stat.S_ISDIR(st.st_mode) and before.get(fid) != st.st_ctime_ns)):
             yield path
 
