@@ -265,6 +265,8 @@ class WitnessGuard(Sink):
         self.bytecode: dict[str, None] = {}
         self._started = time.time()
         self._mounts: set[str] = set()
+        #: paths of spyglass's own source the run's alerts named
+        self._told: set[str] = set()
         #: the files of spyglass's own source and cache at the start (device and inode -> ctime)
         self._before: dict[FileId, int] | None = None
 
@@ -343,7 +345,8 @@ class WitnessGuard(Sink):
             ctx.note_fact("own_bytecode", {"removed": removed, "failed": failed})
         if source:  # a change the events did not show (a name through a symlink gone since): too late to stop
             ctx.note_fact("own_source_changed", source)
-            for path in source[:MAX_PER_PROCESS]:
+            untold = [p for p in source if p not in self._told]  # not said by an alert of the run already
+            for path in untold[:MAX_PER_PROCESS]:
                 alert = Alert(ts=time.time_ns(), rule_id=TAMPER_RULE, title="Witness tampered with",
                               level="critical", message=f"{OWN_SOURCE} changed during the run "
                               f"(found at its end): {path}", tags=["attack.defense_evasion", "attack.t1070"])
@@ -410,6 +413,7 @@ class WitnessGuard(Sink):
                 self._raise(ev, TAMPER_RULE, "critical", "kill", "Witness tampered with",
                             f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + _as(ev) + failed)
                 if what == OWN_SOURCE:  # a byte-code file reached another way (a symlinked directory)
+                    self._told.update(os.path.normpath(p) for p in (ev.path, ev.target) if p)
                     self._note_bytecode(ev.path, ev.target if t == "file.rename" else None, resolve=True)
                 return
         if t == "file.read" or handle:
