@@ -31,6 +31,7 @@ import msgspec
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
+from spyglass.witness import endcheck
 from spyglass.witness.bytecode import changed_since, detach, leaves_cache, mounts_on, snapshot, stamp, unlink_in
 
 TAMPER_RULE = "witness-tamper"
@@ -267,6 +268,7 @@ class WitnessGuard(Sink):
         self._mounts: set[str] = set()
         #: paths of spyglass's own source the run's alerts named
         self._told: set[str] = set()
+        self._places: dict[str, endcheck.State | None] | None = None
         #: the files of spyglass's own source and cache at the start (device and inode -> ctime)
         self._before: dict[FileId, int] | None = None
 
@@ -276,6 +278,14 @@ class WitnessGuard(Sink):
         roots = self._own_roots()
         self._mounts = mounts_on(roots)
         self._before = snapshot(roots) if roots else None
+        self._places = endcheck.snapshot(self._place_list(), self._allowed)
+
+    def _place_list(self) -> list[tuple[str, str, bool]]:
+        prot = self.protected
+        return [*((p, w, True) for p, w in prot.trees.items()), *((p, w, False) for p, w in prot.files.items())]
+
+    def _allowed(self, path: str) -> bool:
+        return bool(self.protected.allowed) and self.protected._allowed(os.path.normpath(path))
 
     def _own_roots(self) -> set[str]:
         return {os.path.realpath(r) for r, what in self.protected.trees.items() if what == OWN_SOURCE}
@@ -289,6 +299,10 @@ class WitnessGuard(Sink):
         event); only in a ``__pycache__`` directory of the source itself (its directory resolved,
         the name itself unlinked, never followed); a ``__pycache__`` the run replaced (moved in,
         or made a symlink) loses its files (the symlink itself)."""
+        if self._places is not None:  # the policy and rule files, the key, the policy locations
+            for path, what in endcheck.changed(self._places, self._place_list(), self._allowed):
+                if os.path.normpath(path) not in self._told:
+                    self._end_alert(ctx, f"{what} changed during the run (found at its end): {path}")
         roots = self._own_roots()
         if not roots:
             return
@@ -347,11 +361,13 @@ class WitnessGuard(Sink):
             ctx.note_fact("own_source_changed", source)
             untold = [p for p in source if p not in self._told]  # not said by an alert of the run already
             for path in untold[:MAX_PER_PROCESS]:
-                alert = Alert(ts=time.time_ns(), rule_id=TAMPER_RULE, title="Witness tampered with",
-                              level="critical", message=f"{OWN_SOURCE} changed during the run "
-                              f"(found at its end): {path}", tags=["attack.defense_evasion", "attack.t1070"])
-                self.alerts.append(alert)
-                ctx.raise_alert(alert)
+                self._end_alert(ctx, f"{OWN_SOURCE} changed during the run (found at its end): {path}")
+
+    def _end_alert(self, ctx: RunContext, message: str) -> None:
+        alert = Alert(ts=time.time_ns(), rule_id=TAMPER_RULE, title="Witness tampered with", level="critical",
+                      message=message, tags=["attack.defense_evasion", "attack.t1070"])
+        self.alerts.append(alert)
+        ctx.raise_alert(alert)
 
     def _note_bytecode(self, *names: str | None, resolve: bool = False) -> None:
         """Keep what the run wrote in spyglass's own ``__pycache__``, by the real path of its
@@ -412,8 +428,8 @@ class WitnessGuard(Sink):
                 verb = "opened by file handle" if handle and not writes else _verb(t)
                 self._raise(ev, TAMPER_RULE, "critical", "kill", "Witness tampered with",
                             f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + _as(ev) + failed)
+                self._told.update(os.path.normpath(p) for p in (ev.path, ev.target) if p)
                 if what == OWN_SOURCE:  # a byte-code file reached another way (a symlinked directory)
-                    self._told.update(os.path.normpath(p) for p in (ev.path, ev.target) if p)
                     self._note_bytecode(ev.path, ev.target if t == "file.rename" else None, resolve=True)
                 return
         if t == "file.read" or handle:
