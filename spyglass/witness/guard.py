@@ -22,7 +22,6 @@ next spyglass.
 
 from __future__ import annotations
 
-import errno
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -32,6 +31,8 @@ import msgspec
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
+from spyglass.witness import endcheck
+from spyglass.witness.bytecode import changed_since, detach, leaves_cache, mounts_on, snapshot, stamp, unlink_in
 
 TAMPER_RULE = "witness-tamper"
 KEY_READ_RULE = "witness-key-read"
@@ -57,9 +58,10 @@ def file_id(path: str | Path, follow: bool = True) -> FileId | None:
     return st.st_dev, st.st_ino
 
 
-def _tree_ids(root: str) -> Iterator[FileId]:
+def _tree_ids(root: str) -> Iterator[tuple[FileId, str | None]]:
     """Device and inode of every file and directory below ``root`` (symlinks: of what they name;
-    not descended into), one ``stat`` each (spyglass's own source is walked at every run's start)."""
+    not descended into), one ``stat`` each (spyglass's own source is walked at every run's start),
+    with the path of each regular file outside a ``__pycache__`` (None for the rest)."""
     stack = [root]
     while stack:
         try:
@@ -69,14 +71,17 @@ def _tree_ids(root: str) -> Iterator[FileId]:
             continue
         for entry in entries:
             try:
+                real_file = False
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    real_file = "/__pycache__/" not in entry.path
                 elif not (entry.is_file() or entry.is_dir()):
                     continue
                 st = entry.stat()
             except OSError:
                 continue
-            yield st.st_dev, st.st_ino
+            yield (st.st_dev, st.st_ino), entry.path if real_file else None
 
 
 class Protected(msgspec.Struct):
@@ -124,8 +129,10 @@ class Protected(msgspec.Struct):
         if os.path.exists(path):
             self.add(path, what)
             if tree and os.path.isdir(path):
-                for fid in _tree_ids(str(path)):
+                for fid, name in _tree_ids(str(path)):
                     self.ids.setdefault(fid, what)
+                    if name is not None:  # the capture names it so, whatever name reaches it (a symlink)
+                        self.paths.setdefault(fid, os.path.normpath(name))
         for p in {os.path.normpath(os.path.abspath(path)), os.path.realpath(path)}:
             (self.trees if tree else self.files).setdefault(p, what)
 
@@ -167,7 +174,7 @@ class Protected(msgspec.Struct):
     def which(self, path: str, *, follow: bool = True) -> str | None:
         """What protected thing ``path`` is or lies in, by name or by device and inode."""
         what = self._which(path, follow=follow)
-        if what == OWN_SOURCE and "/__pycache__/" in path:
+        if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
             return None  # Python's byte-code cache, written by any process of the run that imports spyglass
         return what
 
@@ -258,10 +265,30 @@ class WitnessGuard(Sink):
         #: names the run wrote in spyglass's own ``__pycache__`` (removed when the run ends)
         self.bytecode: dict[str, None] = {}
         self._started = time.time()
+        self._mounts: set[str] = set()
+        #: paths of spyglass's own source the run's alerts named
+        self._told: set[str] = set()
+        self._places: dict[str, endcheck.State | None] | None = None
+        #: the files of spyglass's own source and cache at the start (device and inode -> ctime)
+        self._before: dict[FileId, int] | None = None
 
     def start(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        self._started = _stamp(ctx.run_dir)
+        self._started = stamp(ctx.run_dir)
+        roots = self._own_roots()
+        self._mounts = mounts_on(roots)
+        self._before = snapshot(roots) if roots else None
+        self._places = endcheck.snapshot(self._place_list(), self._allowed)
+
+    def _place_list(self) -> list[tuple[str, str, bool]]:
+        prot = self.protected
+        return [*((p, w, True) for p, w in prot.trees.items()), *((p, w, False) for p, w in prot.files.items())]
+
+    def _allowed(self, path: str) -> bool:
+        return bool(self.protected.allowed) and self.protected._allowed(os.path.normpath(path))
+
+    def _own_roots(self) -> set[str]:
+        return {os.path.realpath(r) for r, what in self.protected.trees.items() if what == OWN_SOURCE}
 
     def done(self, ctx: RunContext) -> None:
         """Remove what the run wrote in spyglass's own ``__pycache__``: a byte-code file forged with
@@ -272,18 +299,35 @@ class WitnessGuard(Sink):
         event); only in a ``__pycache__`` directory of the source itself (its directory resolved,
         the name itself unlinked, never followed); a ``__pycache__`` the run replaced (moved in,
         or made a symlink) loses its files (the symlink itself)."""
-        roots = {os.path.realpath(r) for r, what in self.protected.trees.items() if what == OWN_SOURCE}
+        if self._places is not None:  # the policy and rule files, the key, the policy locations
+            for path, what in endcheck.changed(self._places, self._place_list(), self._allowed):
+                if os.path.normpath(path) not in self._told:
+                    self._end_alert(ctx, f"{what} changed during the run (found at its end): {path}")
+        roots = self._own_roots()
         if not roots:
             return
+        # a file system mounted on the source (or above it) during the run: what it shows would run
+        # next, and what is below it is not spyglass's (a bind mount of the user's files would be
+        # cleaned): detached when on the source, else left (it may be the user's) and nothing cleaned
+        mounts: list[str] = []
+        source_facts: list[str] = []
+        for mp in sorted(mounts_on(roots) - self._mounts):
+            on_source = any(mp == r or mp.startswith(r + "/") for r in roots)
+            if not (on_source and detach(mp)):
+                mounts.append(mp)
+            source_facts.append(f"{mp}: a file system mounted on it" + ("" if mp not in mounts else " (still there)"))
 
         def inside(d: str) -> bool:
-            return os.path.basename(d) == "__pycache__" and any(d.startswith(r + "/") for r in roots)
+            return (os.path.basename(d) == "__pycache__" and any(d.startswith(r + "/") for r in roots)
+                    and not any(d == m or d.startswith(m.rstrip("/") + "/") for m in mounts))
 
         removed: list[str] = []
         failed: list[str] = []
         # what the events name, and every file there changed since the start: a write the events
         # named by a path that no longer resolves (a symlink gone by then), or that the capture lost
-        names = [*self.bytecode, *self._changed_bytecode(roots)]
+        changed, source = changed_since(roots, self._started, self.protected.ids, skip=mounts, before=self._before)
+        source = source_facts + source
+        names = [*self.bytecode, *changed]
         for name in dict.fromkeys(names):
             if name.endswith("/"):  # a __pycache__ the run replaced: the link, or every file in it
                 where = os.path.join(os.path.realpath(os.path.dirname(name[:-1])), "__pycache__")
@@ -294,7 +338,7 @@ class WitnessGuard(Sink):
                 else:
                     try:
                         with os.scandir(where) as it:
-                            targets = [e.path for e in it if not e.is_dir(follow_symlinks=False)]
+                            targets = [e.path for e in it]
                     except OSError:
                         continue
             else:
@@ -304,7 +348,7 @@ class WitnessGuard(Sink):
                 targets = [os.path.join(where, os.path.basename(name))]
             for target in targets:
                 try:
-                    _unlink_in(os.path.dirname(target), os.path.basename(target))
+                    unlink_in(os.path.dirname(target), os.path.basename(target))
                 except FileNotFoundError:
                     continue
                 except OSError as exc:
@@ -313,6 +357,17 @@ class WitnessGuard(Sink):
                 removed.append(target)
         if removed or failed:
             ctx.note_fact("own_bytecode", {"removed": removed, "failed": failed})
+        if source:  # a change the events did not show (a name through a symlink gone since): too late to stop
+            ctx.note_fact("own_source_changed", source)
+            untold = [p for p in source if p not in self._told]  # not said by an alert of the run already
+            for path in untold[:MAX_PER_PROCESS]:
+                self._end_alert(ctx, f"{OWN_SOURCE} changed during the run (found at its end): {path}")
+
+    def _end_alert(self, ctx: RunContext, message: str) -> None:
+        alert = Alert(ts=time.time_ns(), rule_id=TAMPER_RULE, title="Witness tampered with", level="critical",
+                      message=message, tags=["attack.defense_evasion", "attack.t1070"])
+        self.alerts.append(alert)
+        ctx.raise_alert(alert)
 
     def _note_bytecode(self, *names: str | None, resolve: bool = False) -> None:
         """Keep what the run wrote in spyglass's own ``__pycache__``, by the real path of its
@@ -336,22 +391,6 @@ class WitnessGuard(Sink):
                 return
             self.bytecode[keep] = None
 
-    def _changed_bytecode(self, roots: set[str]) -> list[str]:
-        """Every file in the ``__pycache__`` directories of ``roots`` changed since the run started
-        (its status change time, which no process can set; about 2 ms for spyglass's tree)."""
-        found: list[str] = []
-        for root in roots:
-            for top, _dirs, files in os.walk(root):
-                if os.path.basename(top) == "__pycache__":
-                    for f in files:
-                        path = os.path.join(top, f)
-                        try:
-                            if os.lstat(path).st_ctime > self._started:
-                                found.append(path)
-                        except OSError:
-                            continue
-        return found
-
     def event(self, ev: Event) -> None:
         if not ev.path or not ev.path.startswith("/"):
             return
@@ -371,6 +410,8 @@ class WitnessGuard(Sink):
         if writes or handle:
             # a link or rename is judged on its source without following it (the link itself may be the store)
             what = self.protected.which(ev.path, follow=t not in ("file.rename", "file.link", "file.symlink"))
+            if what == OWN_SOURCE and t == "file.mkdir" and os.path.basename(ev.path) == "__pycache__":
+                what = None  # Python making the cache of a subpackage that had none (what it writes there goes)
             if what is None and ev.target and t in ("file.rename", "file.link"):
                 what = self.protected.which(ev.target)
             if what is None and "/__pycache__/" in ev.path + (ev.target or ""):
@@ -387,6 +428,7 @@ class WitnessGuard(Sink):
                 verb = "opened by file handle" if handle and not writes else _verb(t)
                 self._raise(ev, TAMPER_RULE, "critical", "kill", "Witness tampered with",
                             f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + _as(ev) + failed)
+                self._told.update(os.path.normpath(p) for p in (ev.path, ev.target) if p)
                 if what == OWN_SOURCE:  # a byte-code file reached another way (a symlinked directory)
                     self._note_bytecode(ev.path, ev.target if t == "file.rename" else None, resolve=True)
                 return
@@ -430,31 +472,6 @@ class WitnessGuard(Sink):
         self.ctx.raise_alert(alert)
         if action == "kill" and self.mode == "enforce" and self.ctx.stop_agent is not None:
             self.ctx.stop_agent(rule)
-
-
-def _unlink_in(directory: str, name: str) -> None:
-    """Unlink ``name`` in ``directory`` (a real path, checked) as it still is: opened without
-    following a symlink put in its place since, the name removed relative to it."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        if os.path.realpath(f"/proc/self/fd/{fd}") != directory:
-            raise OSError(errno.ESTALE, "moved while it was being cleaned")
-        os.unlink(name, dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
-def _stamp(run_dir: Path | None) -> float:
-    """The kernel's time now, as it stamps a file's status change (a coarse clock, up to a tick
-    behind ``time.time()``): the run directory's, touched now.  Spyglass's own byte-code written
-    before (its imports) is not newer; the agent starts later."""
-    if run_dir is not None:
-        try:
-            os.utime(run_dir)
-            return os.stat(run_dir).st_ctime
-        except OSError:
-            pass
-    return time.time()
 
 
 def _as(ev: Event) -> str:

@@ -225,3 +225,272 @@ def test_byte_code_put_in_place_another_way_is_removed_too(setup: Any, how: str)
                 shutil.rmtree(aside)
             else:
                 aside.rename(CACHED.parent)
+
+
+SOURCE_VIA_CACHE = r"""
+import os, sys
+src, how, marker = sys.argv[1:4]
+own = os.path.dirname(src)
+if how.startswith("in-cache"):  # a symlink in spyglass's own __pycache__ to the source
+    link = os.path.join(own, "__pycache__", "l.py")
+    os.symlink(os.path.join("..", os.path.basename(src)), link)
+    name = link
+else:  # a directory called __pycache__ elsewhere: a symlink to spyglass's own package
+    link = os.path.join(os.environ["TMPDIR"], "__pycache__")
+    os.symlink(own, link)
+    name = os.path.join(link, os.path.basename(src))
+changed = open(src).read() + f"\nopen({marker!r}, 'w').write('ran')\n"
+if how.startswith("renamed"):  # a changed copy moved over the source through the symlink
+    tmp = os.path.join(os.environ["TMPDIR"], "new.py")
+    open(tmp, "w").write(changed)
+    os.rename(tmp, name)
+else:
+    with open(name, "w") as f:
+        f.write(changed)
+if how.endswith("-gone"):  # the link removed at once: nothing left to resolve when the event is read
+    os.unlink(link)
+"""
+
+
+@pytest.mark.parametrize("how", ["in-cache", "in-cache-gone", "elsewhere", "elsewhere-gone", "renamed-gone"])
+def test_source_written_through_a_name_in_a_pycache_is_a_tamper(setup: Any, how: str) -> None:
+    """Spyglass's own source written through a name that says ``/__pycache__/`` (a symlink in its
+    ``__pycache__`` to the source, or a symlink called ``__pycache__`` to its package; a changed
+    copy moved over it through that symlink, removed at once) is a change to its source
+    (``witness-tamper``), not a write of byte-code: the guard removes the name at the end, not
+    the change, and the next spyglass runs the changed source."""
+    marker = setup.ws.parent / "marker"
+    tmp = setup.ws.parent / "tmp"
+    tmp.mkdir()
+    setup.env["TMPDIR"] = str(tmp)
+    script = setup.ws.parent / "via_cache.py"
+    script.write_text(SOURCE_VIA_CACHE)
+    CACHED.parent.mkdir(exist_ok=True)
+    before, st = SOURCE.read_bytes(), SOURCE.stat()
+    try:
+        res = setup.spyglass("run", "--backend", setup.backend, "--store", str(setup.store), "--",
+                             setup.python, str(script), str(SOURCE), how, str(marker))
+        assert res.returncode == 0, res.stderr
+        assert SOURCE.read_bytes() != before  # the attack did change the source
+        assert "witness-tamper" in res.stderr, res.stderr
+    finally:
+        if SOURCE.read_bytes() != before:  # put the source back as it was (size and time: its byte-code stays valid)
+            SOURCE.write_bytes(before)
+            os.utime(SOURCE, ns=(st.st_atime_ns, st.st_mtime_ns))
+        (CACHED.parent / "l.py").unlink(missing_ok=True)
+
+
+DIR_IN_PLACE = r"""
+import os, sys
+cached, how = sys.argv[1:3]
+if os.path.lexists(cached):
+    os.unlink(cached)
+os.mkdir(cached)
+if how == "full":  # not empty: a plain rmdir cannot remove it
+    os.mkdir(os.path.join(cached, "d"))
+    open(os.path.join(cached, "d", "f"), "w").write("x")
+"""
+
+
+@pytest.mark.parametrize("how", ["empty", "full"])
+def test_a_directory_in_place_of_byte_code_is_removed_too(setup: Any, how: str) -> None:
+    """A directory in the place of a byte-code file makes Python compile that module again at every
+    start of every later spyglass (it can neither read nor write its cache): it goes at the end of
+    the run like a file."""
+    import shutil
+
+    script = setup.ws.parent / "dir_in_place.py"
+    script.write_text(DIR_IN_PLACE)
+    CACHED.parent.mkdir(exist_ok=True)
+    try:
+        res = setup.spyglass("run", "--backend", setup.backend, "--store", str(setup.store), "--",
+                             setup.python, str(script), str(CACHED), how)
+        assert res.returncode == 0, res.stderr
+        facts = _own_bytecode(setup)
+        assert not CACHED.is_dir(), facts
+        assert facts.get("failed") == [], facts
+    finally:
+        if CACHED.is_dir() and not CACHED.is_symlink():
+            shutil.rmtree(CACHED)
+        for aside in CACHED.parent.glob(".*"):
+            shutil.rmtree(aside) if aside.is_dir() else aside.unlink()
+
+
+def test_benign_twin_a_python_of_the_run_caches_spyglass_where_it_had_no_cache(setup: Any, tmp_path: Path) -> None:
+    """A Python process of the run that imports a subpackage of spyglass whose ``__pycache__`` is
+    not there yet (an install without byte-code) makes that directory and writes there: no alert
+    (spyglass's source is not changed), and what it wrote goes at the end of the run."""
+    import shutil
+
+    pkg = SOURCE.parent / "bench"
+    cache = pkg / "__pycache__"
+    aside = tmp_path / "cache-aside"
+    if cache.exists():
+        shutil.move(str(cache), aside)
+    env = {k: v for k, v in setup.env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    try:
+        res = setup.spyglass("run", "--backend", setup.backend, "--store", str(setup.store), "--",
+                             setup.python, "-c", "import spyglass.bench", env=env)
+        assert res.returncode == 0, res.stderr
+        assert "witness" not in res.stderr, res.stderr
+        (run,) = (setup.store / "runs").iterdir()
+        extra = json.loads((run / "run.json").read_text()).get("extra", {})
+        assert "own_source_changed" not in extra, extra
+        assert any(p.startswith(str(cache) + "/") for p in extra["own_bytecode"]["removed"]), extra
+    finally:
+        if cache.exists():
+            shutil.rmtree(cache)
+        if aside.exists():
+            shutil.move(str(aside), cache)
+
+
+MOUNT = r"""
+import ctypes, fcntl, os, struct, sys
+how, source, target = sys.argv[1:4]
+libc = ctypes.CDLL(None, use_errno=True)
+def sc(nr, *a):
+    r = libc.syscall(nr, *a)
+    if r < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return r
+if how == "bind":  # the user's files, their status change time now, bound on spyglass's __pycache__
+    for f in os.listdir(source):
+        os.utime(os.path.join(source, f))
+    tree = sc(428, -100, source.encode(), 1 | 0o2000000)  # open_tree(OPEN_TREE_CLONE | O_CLOEXEC)
+else:  # "image": an ext4 image whose byte-code files say they last changed in 2020, read-only
+    ctl = os.open("/dev/loop-control", os.O_RDWR)
+    dev = f"/dev/loop{fcntl.ioctl(ctl, 0x4C82)}"  # LOOP_CTL_GET_FREE
+    loop, img = os.open(dev, os.O_RDWR), os.open(source, os.O_RDONLY)
+    fcntl.ioctl(loop, 0x4C00, img)  # LOOP_SET_FD
+    info = bytearray(232)
+    struct.pack_into("I", info, 52, 5)  # lo_flags: LO_FLAGS_AUTOCLEAR | LO_FLAGS_READ_ONLY
+    fcntl.ioctl(loop, 0x4C04, bytes(info))  # LOOP_SET_STATUS64
+    fs = sc(430, b"ext4", 1)  # fsopen
+    sc(431, fs, 1, b"source", dev.encode(), 0)  # fsconfig(FSCONFIG_SET_STRING)
+    sc(431, fs, 0, b"ro", None, 0)  # fsconfig(FSCONFIG_SET_FLAG)
+    sc(431, fs, 6, None, None, 0)  # fsconfig(FSCONFIG_CMD_CREATE)
+    tree = sc(432, fs, 1, 1)  # fsmount(FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY)
+sc(429, tree, b"", -100, target.encode(), 4)  # move_mount(MOVE_MOUNT_F_EMPTY_PATH): no mount(2)
+"""
+
+
+def _unmount(path: Path) -> None:
+    """Every mount left on ``path`` (stacked ones too) detached: never a mount left behind."""
+    import subprocess
+
+    for _ in range(16):
+        if subprocess.run(["umount", "-l", str(path)], check=False, timeout=60, capture_output=True).returncode:
+            return
+
+
+def _mount_run(setup: Any, how: str, source: Path) -> Any:
+    if os.geteuid() != 0:
+        pytest.skip("mounting needs root")
+    script = setup.ws.parent / "mount.py"
+    script.write_text(MOUNT)
+    CACHED.parent.mkdir(exist_ok=True)
+    res = setup.spyglass("run", "--backend", setup.backend, "--store", str(setup.store), "--",
+                         setup.python, str(script), how, str(source), str(CACHED.parent))
+    assert res.returncode == 0, res.stderr
+    return res
+
+
+def test_the_users_files_bound_on_the_pycache_are_not_removed(setup: Any) -> None:
+    """The user's directory bind-mounted on spyglass's ``__pycache__`` (``open_tree`` and
+    ``move_mount``: no ``mount`` call), its files touched first: the end of the run removes
+    nothing of it (it is not spyglass's), detaches the mount and says so (``witness-tamper``)."""
+    victim = setup.ws.parent / "thesis"
+    victim.mkdir()
+    (victim / "thesis.tex").write_text("precious\n")
+    try:
+        res = _mount_run(setup, "bind", victim)
+        assert (victim / "thesis.tex").read_text() == "precious\n", _own_bytecode(setup)
+        assert "witness-tamper" in res.stderr, res.stderr
+        (run,) = (setup.store / "runs").iterdir()
+        extra = json.loads((run / "run.json").read_text()).get("extra", {})
+        assert any("mounted" in s for s in extra.get("own_source_changed", [])), extra
+    finally:
+        _unmount(CACHED.parent)
+
+
+def test_byte_code_on_a_file_system_mounted_on_the_pycache_does_not_run(setup: Any) -> None:
+    """A read-only ext4 image mounted on spyglass's ``__pycache__`` (no ``mount`` call) whose forged
+    byte-code says it last changed in 2020 (set with debugfs before): neither the run's events nor
+    the status change time find it; the mount itself is what the end of the run finds."""
+    import shutil
+    import subprocess
+
+    if not (shutil.which("mkfs.ext4") and shutil.which("debugfs")) or not os.path.exists("/dev/loop-control"):
+        pytest.skip("needs mkfs.ext4, debugfs and loop devices")
+    marker = setup.ws.parent / "marker"
+    forged = _forged_file(setup.ws.parent, marker)
+    img = setup.ws.parent / "img"
+    subprocess.run(["mkfs.ext4", "-q", "-d", str(forged.parent), str(img), "2M"], check=True, timeout=60)
+    subprocess.run(["debugfs", "-w", "-R", f"sif /{forged.name} ctime 20200101000000", str(img)],
+                   check=True, timeout=60, capture_output=True)
+    try:
+        res = _mount_run(setup, "image", img)
+        assert "witness-tamper" in res.stderr, res.stderr
+        _next_spyglass_runs_clean(setup, marker)
+    finally:
+        _unmount(CACHED.parent)
+
+
+def test_a_copy_of_spyglass_mounted_on_its_package_is_detached(setup: Any) -> None:
+    """A changed copy of the whole package bind-mounted on spyglass's own package (no ``mount``
+    call): the next spyglass would run the copy; the end of the run detaches it and says so."""
+    import shutil
+
+    marker = setup.ws.parent / "marker"
+    fake = setup.ws.parent / "fake"
+    shutil.copytree(SOURCE.parent, fake, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(fake / SOURCE.name, "a") as f:
+        f.write(f"\nopen({str(marker)!r}, 'w').write('ran')\n")
+    try:
+        if os.geteuid() != 0:
+            pytest.skip("mounting needs root")
+        script = setup.ws.parent / "mount.py"
+        script.write_text(MOUNT)
+        res = setup.spyglass("run", "--backend", setup.backend, "--store", str(setup.store), "--",
+                             setup.python, str(script), "bind", str(fake), str(SOURCE.parent))
+        assert res.returncode == 0, res.stderr
+        assert "witness-tamper" in res.stderr, res.stderr
+        _next_spyglass_runs_clean(setup, marker)
+    finally:
+        _unmount(SOURCE.parent)
+
+
+def test_a_change_under_a_clock_set_back_is_found_by_the_start_snapshot(tmp_path: Path) -> None:
+    """Root can set the clock back (``clock_settime`` is no event) while it writes, so that the
+    status change times it leaves are before the run's start stamp.  What the end of the run
+    compares is also the files' state at the start: a file not there then, or whose status change
+    time moved, changed.  (The clock of this shared machine is not moved: the stamp is moved
+    forward instead, which is what a clock set back during the writes looks like to the guard.)"""
+    from spyglass.pipeline import RunContext
+    from spyglass.store.meta import RunMeta
+    from spyglass.witness import guard as g
+
+    own = tmp_path / "own"
+    cache = own / "pkg" / "__pycache__"
+    cache.mkdir(parents=True)
+    src = own / "pkg" / "m.py"
+    src.write_text("X = 1\n")
+    kept = cache / "old.cpython-311.pyc"
+    kept.write_bytes(b"old")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    prot = g.Protected()
+    prot.add_place(own, g.OWN_SOURCE, tree=True)
+    guard = g.WitnessGuard(prot)
+    ctx = RunContext(run=RunMeta(id="r"), run_dir=run_dir)
+    guard.start(ctx)
+    forged = cache / "m.cpython-311.pyc"
+    forged.write_bytes(b"forged")
+    src.write_text("X = 2\n")
+    guard._started += 3600  # every change of the run now looks older than the start
+    guard.done(ctx)
+    assert not forged.exists() and kept.exists()
+    assert ctx.run is not None
+    assert ctx.run.extra["own_bytecode"]["removed"] == [str(forged)]
+    assert ctx.run.extra["own_source_changed"] == [str(src)]

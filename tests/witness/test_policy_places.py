@@ -121,3 +121,18 @@ def test_a_protected_tree_knows_every_file_and_directory_below_it(tmp_path: Path
     assert want <= set(prot.ids)
     assert file_id(outside) in prot.ids and file_id(outside / "deep" / "hidden.txt") not in prot.ids
     assert all(prot.ids[f] == "a tree" for f in want)
+
+
+def test_a_policy_moved_in_through_a_symlink_removed_at_once_is_critical(setup: Any) -> None:
+    """The user's policy replaced by a rename through a symlink to its directory, the symlink
+    removed at once: the event names a path that no longer leads there when it is read; the end
+    of the run finds the policy file not as it was at the start."""
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "spyglass" / "policy.yaml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text("mode: observe\n")
+    script = (f'ln -s "{user.parent}" lnk && printf "{EVIL}" > new.yaml && mv new.yaml lnk/policy.yaml '
+              "&& rm lnk")
+    res = setup.run(script)
+    assert "disable" in user.read_text()  # the attack did replace it
+    lines = _tamper(res.stderr)
+    assert lines and "a policy location" in lines[0], res.stderr

@@ -1,0 +1,154 @@
+"""Spyglass's own ``__pycache__`` at the end of a run (spyglass.witness.guard): what changed there
+and in the source since the run's start, and removing a name there as it still is."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import re
+import stat
+import time
+from collections.abc import Container, Iterable, Iterator
+from pathlib import Path
+
+
+def snapshot(roots: Iterable[str]) -> dict[tuple[int, int], int]:
+    """Device and inode -> status change time (ns) of every file below ``roots`` (not directories)."""
+    seen: dict[tuple[int, int], int] = {}
+    for root in roots:
+        for top, _dirs, files in os.walk(root):
+            for f in files:
+                try:
+                    st = os.lstat(os.path.join(top, f))
+                except OSError:
+                    continue
+                seen[st.st_dev, st.st_ino] = st.st_ctime_ns
+    return seen
+
+
+def changed_since(roots: Iterable[str], started: float, known: Container[tuple[int, int]],
+                  skip: Iterable[str] = (), before: dict[tuple[int, int], int] | None = None,
+                  ) -> tuple[list[str], list[str]]:
+    """Every file in the ``__pycache__`` directories of ``roots`` changed since ``started`` (its
+    status change time, which no process can set; about 2 ms for spyglass's tree), and every file
+    of the source itself changed since or not ``known`` at the start by device and inode (an older
+    file moved in; a directory moved in).  Not below the directories ``skip`` (mount points).
+    ``before``: the files at the start (:func:`snapshot`): one not there then, or whose status
+    change time is not the same, changed too, whatever the clock said (set back by root meanwhile)."""
+    found: list[str] = []
+    source: list[str] = []
+    skipped = set(skip)
+    for root in roots:
+        for top, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if os.path.join(top, d) not in skipped]
+            cache = os.path.basename(top) == "__pycache__"
+            if cache or "/__pycache__/" in top + "/":
+                if cache:
+                    found.extend(_newer(top, [*files, *dirs], started, before=before))  # a directory blocks a file
+                continue
+            source.extend(_newer(top, files, started, known, before))
+            for d in dirs:
+                if d != "__pycache__" and _id(os.path.join(top, d)) not in known:
+                    source.append(os.path.join(top, d))
+    return found, source
+
+
+def _id(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _newer(top: str, names: Iterable[str], started: float, known: Container[tuple[int, int]] | None = None,
+           before: dict[tuple[int, int], int] | None = None) -> Iterator[str]:
+    for f in names:
+        path = os.path.join(top, f)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        fid = (st.st_dev, st.st_ino)
+        named = _id(path) if stat.S_ISLNK(st.st_mode) else fid  # what the start's walk knew it by
+        if (st.st_ctime > started or (known is not None and named not in known)
+                or (before is not None and not stat.S_ISDIR(st.st_mode) and before.get(fid) != st.st_ctime_ns)):
+            yield path
+
+
+def unlink_in(directory: str, name: str) -> None:
+    """Unlink ``name`` in ``directory`` (a real path, checked) as it still is: opened without
+    following a symlink put in its place since, the name removed relative to it.  A directory
+    (no byte-code file can be read or written in its place) is removed when empty, else moved
+    aside under a hidden name in the same directory (never descended into: it may be a mount)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if os.path.realpath(f"/proc/self/fd/{fd}") != directory:
+            raise OSError(errno.ESTALE, "moved while it was being cleaned")
+        try:
+            os.unlink(name, dir_fd=fd)
+        except IsADirectoryError:
+            try:
+                os.rmdir(name, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                os.rename(name, f".removed-{os.urandom(6).hex()}-{name}", src_dir_fd=fd, dst_dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def leaves_cache(path: str) -> bool:
+    """Whether a name in a ``__pycache__`` reaches, symlinks followed, a file outside one (the
+    source itself, through a symlink there or a symlink called ``__pycache__``)."""
+    return os.path.basename(os.path.dirname(os.path.realpath(path))) != "__pycache__"
+
+
+def stamp(run_dir: Path | None) -> float:
+    """The kernel's time now, as it stamps a file's status change (a coarse clock, up to a tick
+    behind ``time.time()``): the run directory's, touched now.  Spyglass's own byte-code written
+    before (its imports) is not newer; the agent starts later."""
+    if run_dir is not None:
+        try:
+            os.utime(run_dir)
+            return os.stat(run_dir).st_ctime
+        except OSError:
+            pass
+    return time.time()
+
+
+def mounts_on(roots: Iterable[str]) -> set[str]:
+    """Mount points at, below or above ``roots`` (this process's view, /proc/self/mountinfo):
+    what would put other files in place of the source."""
+    tops = [r.rstrip("/") for r in roots]
+    if not tops:
+        return set()
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return set()
+    found: set[str] = set()
+    for line in lines:
+        parts = line.split(" ")
+        if len(parts) > 4:
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4])
+            if any(point == t or point.startswith(t + "/") or _above(point, t) for t in tops):
+                found.add(point)
+    return found
+
+
+def _above(point: str, top: str) -> bool:
+    return point == "/" or top.startswith(point.rstrip("/") + "/")
+
+
+def detach(point: str) -> bool:
+    """Detach the mounts on ``point`` (``umount2(MNT_DETACH)``; as root only), each one stacked there."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for _ in range(16):
+        if point not in mounts_on([point]):
+            return True
+        if libc.umount2(os.fsencode(point), 2) != 0:
+            return False
+    return point not in mounts_on([point])
