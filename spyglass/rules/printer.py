@@ -17,12 +17,15 @@ _COLORS = {"info": "2", "low": "36", "medium": "33", "high": "31", "critical": "
 
 
 def format_alert_line(alert: Alert, color: bool = False) -> str:
-    """``spyglass: HIGH cred-secret-read pid 4242 (cat /h/.ssh/id_rsa): read secret ...``"""
+    """``spyglass: HIGH cred-secret-read pid 4242 (cat /h/.ssh/id_rsa): read secret ...``; an alert
+    of no process (found at the end of the run): ``spyglass: CRITICAL witness-tamper: ...``."""
     level = visible(alert.level.upper())
     if color:
         level = f"\033[{_COLORS.get(alert.level, '0')}m{level}\033[0m"
-    cmd = visible(short_command(alert.argv, alert.exe, 50))
     what = visible(alert.message)
+    if not alert.pid and not alert.argv and not alert.exe:
+        return f"spyglass: {level} {visible(alert.rule_id)}: {what}"
+    cmd = visible(short_command(alert.argv, alert.exe, 50))
     return f"spyglass: {level} {visible(alert.rule_id)} pid {alert.pid} ({cmd}): {what}"
 
 

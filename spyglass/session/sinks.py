@@ -88,8 +88,10 @@ def _policy_places(plan: Plan) -> list[tuple[str | Path, str, bool]]:
     own = Path(spyglass.__file__).resolve().parent
     roots = [Path(w).resolve() for w in plan.workspace]
     # spyglass's own source (its rule pack in it), unless the user runs it from a checkout that is
-    # the agent's own workspace, which puts it in the agent's reach on purpose
-    if not any(own == r or r in own.parents for r in roots):
+    # the agent's own workspace, which puts it in the agent's reach on purpose; an installed copy
+    # (site-packages: ~/.local, a venv, pipx) is guarded even in a workspace that holds it (`cd ~`)
+    installed = any(part in ("site-packages", "dist-packages") for part in own.parts)
+    if installed or not any(own == r or r in own.parents for r in roots):
         places.append((own / "rules" / "pack", "spyglass's rule pack", True))
         places.append((own, OWN_SOURCE, True))
     return places

@@ -136,3 +136,25 @@ def test_a_policy_moved_in_through_a_symlink_removed_at_once_is_critical(setup: 
     assert "disable" in user.read_text()  # the attack did replace it
     lines = _tamper(res.stderr)
     assert lines and "a policy location" in lines[0], res.stderr
+
+
+def test_an_installed_spyglass_is_guarded_even_in_a_workspace_that_holds_it(tmp_path: Path, monkeypatch: Any) -> None:
+    """A checkout of spyglass that is the agent's workspace is in its reach on purpose; an installed
+    copy (site-packages under ``~/.local``, a venv, pipx) stays guarded when the workspace holds it
+    (an agent run from ``~``)."""
+    from types import SimpleNamespace
+
+    from spyglass.session.sinks import _policy_places
+    from spyglass.witness.guard import OWN_SOURCE
+
+    home = tmp_path / "home"
+    installed = home / ".local" / "lib" / "python3.11" / "site-packages" / "spyglass"
+    checkout = home / "src" / "spyglass" / "spyglass"
+    for pkg in (installed, checkout):
+        (pkg / "rules" / "pack").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+    plan = SimpleNamespace(cwd=str(home), workspace=[str(home)])
+    monkeypatch.setattr(spyglass, "__file__", str(installed / "__init__.py"))
+    assert (installed, OWN_SOURCE, True) in _policy_places(plan)  # type: ignore[arg-type]
+    monkeypatch.setattr(spyglass, "__file__", str(checkout / "__init__.py"))
+    assert not any(what == OWN_SOURCE for _, what, _ in _policy_places(plan))  # type: ignore[arg-type]
