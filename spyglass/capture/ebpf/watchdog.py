@@ -309,7 +309,19 @@ class Watchdog:
         cfg = {**cfg, "sock": theirs.fileno(), "monitor": os.getpid(),
                "package_root": os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(script))))}  # fmt: skip
 
+        #: held while the watchdog is spawned, and by ``close``: once the run is over (its links and
+        #: maps about to be closed, their numbers free for other files) no watchdog is started
+        self._spawning = threading.Lock()
+        self._closed = False
+
         def spawn() -> None:
+            with self._spawning:
+                if self._closed:
+                    theirs.close()
+                    return
+                start()
+
+        def start() -> None:
             import subprocess
 
             try:
@@ -366,6 +378,8 @@ class Watchdog:
     def close(self) -> None:
         """The run is over: the watchdog exits as soon as it reads this, letting go of the program
         (not waited for: a watchdog still starting must not delay the end of a short run)."""
+        with self._spawning:  # a spawn under way ends first (milliseconds); one not begun never begins
+            self._closed = True
         sock, self._sock = self._sock, None
         if sock is None:
             return
