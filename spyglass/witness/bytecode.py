@@ -31,7 +31,7 @@ def changed_since(roots: Iterable[str], started: float, known: Container[tuple[i
                   skip: Iterable[str] = (), before: dict[tuple[int, int], int] | None = None,
                   ) -> tuple[list[str], list[str]]:
     """Every file in the ``__pycache__`` directories of ``roots`` changed since ``started`` (its
-    status change time, which no process can set; about 2 ms for spyglass's tree), and every file
+    status change time, which no process can set), and every file
     of the source itself changed since or not ``known`` at the start by device and inode (an older
     file moved in; a directory moved in).  Not below the directories ``skip`` (mount points).
     ``before``: the files at the start (:func:`snapshot`): one not there then, or whose status

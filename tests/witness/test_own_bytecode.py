@@ -126,23 +126,9 @@ def test_every_byte_code_file_changed_during_the_run_goes_named_or_not(tmp_path:
     import time
 
     from spyglass.events import Event
-    from spyglass.pipeline import RunContext
-    from spyglass.store.meta import RunMeta
     from spyglass.witness import guard as g
 
-    own = tmp_path / "own"
-    cache = own / "pkg" / "__pycache__"
-    cache.mkdir(parents=True)
-    (own / "pkg" / "m.py").write_text("X = 1\n")
-    before = cache / "old.cpython-311.pyc"
-    before.write_bytes(b"old")
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    prot = g.Protected()
-    prot.add_place(own, g.OWN_SOURCE, tree=True)
-    guard = g.WitnessGuard(prot)
-    ctx = RunContext(run=RunMeta(id="r"), run_dir=run_dir)
-    guard.start(ctx)
+    cache, before, guard, ctx = _fed_guard(tmp_path)
     time.sleep(0.05)  # the agent starts later (the kernel's file clock moves by ticks of a few ms)
     monkeypatch.setattr(g, "MAX_BYTECODE", 2)
     names = [cache / f"n{i}.cpython-311.pyc" for i in range(5)]
@@ -467,24 +453,8 @@ def test_a_change_under_a_clock_set_back_is_found_by_the_start_snapshot(tmp_path
     compares is also the files' state at the start: a file not there then, or whose status change
     time moved, changed.  (The clock of this shared machine is not moved: the stamp is moved
     forward instead, which is what a clock set back during the writes looks like to the guard.)"""
-    from spyglass.pipeline import RunContext
-    from spyglass.store.meta import RunMeta
-    from spyglass.witness import guard as g
-
-    own = tmp_path / "own"
-    cache = own / "pkg" / "__pycache__"
-    cache.mkdir(parents=True)
-    src = own / "pkg" / "m.py"
-    src.write_text("X = 1\n")
-    kept = cache / "old.cpython-311.pyc"
-    kept.write_bytes(b"old")
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    prot = g.Protected()
-    prot.add_place(own, g.OWN_SOURCE, tree=True)
-    guard = g.WitnessGuard(prot)
-    ctx = RunContext(run=RunMeta(id="r"), run_dir=run_dir)
-    guard.start(ctx)
+    cache, kept, guard, ctx = _fed_guard(tmp_path)
+    src = cache.parent / "m.py"
     forged = cache / "m.cpython-311.pyc"
     forged.write_bytes(b"forged")
     src.write_text("X = 2\n")
@@ -494,3 +464,26 @@ def test_a_change_under_a_clock_set_back_is_found_by_the_start_snapshot(tmp_path
     assert ctx.run is not None
     assert ctx.run.extra["own_bytecode"]["removed"] == [str(forged)]
     assert ctx.run.extra["own_source_changed"] == [str(src)]
+
+
+def _fed_guard(tmp_path: Path) -> tuple[Path, Path, Any, Any]:
+    """A guard of a small source tree ``own/pkg`` (``m.py`` and an older byte-code file in its
+    ``__pycache__``), started: the cache directory, the older file, the guard and its run context."""
+    from spyglass.pipeline import RunContext
+    from spyglass.store.meta import RunMeta
+    from spyglass.witness import guard as g
+
+    own = tmp_path / "own"
+    cache = own / "pkg" / "__pycache__"
+    cache.mkdir(parents=True)
+    (own / "pkg" / "m.py").write_text("X = 1\n")
+    older = cache / "old.cpython-311.pyc"
+    older.write_bytes(b"old")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    prot = g.Protected()
+    prot.add_place(own, g.OWN_SOURCE, tree=True)
+    guard = g.WitnessGuard(prot)
+    ctx = RunContext(run=RunMeta(id="r"), run_dir=run_dir)
+    guard.start(ctx)
+    return cache, older, guard, ctx
