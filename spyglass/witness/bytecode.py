@@ -9,21 +9,63 @@ import os
 import re
 import stat
 import time
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Mapping
 from pathlib import Path
 
+FileId = tuple[int, int]
 
-def snapshot(roots: Iterable[str]) -> dict[tuple[int, int], int]:
-    """Device and inode -> status change time (ns) of every file below ``roots`` (not directories)."""
-    seen: dict[tuple[int, int], int] = {}
-    for root in roots:
-        for top, _dirs, files in os.walk(root):
-            for f in files:
-                try:
-                    st = os.lstat(os.path.join(top, f))
-                except OSError:
+
+def walk(root: str) -> tuple[list[tuple[FileId, str | None]], dict[FileId, int]]:
+    """One walk of ``root`` for both facts the guard takes at the start (symlinked directories not
+    descended into; one ``stat`` per entry, a second for a symlink): the device and inode of every
+    file and directory below it (a symlink: of what it names, if a file or directory), with the
+    path of each regular file outside a ``__pycache__`` (None for the rest); and device and inode
+    -> status change time (ns) of every entry that is not a directory (a symlink: its own; what
+    :func:`changed_since` compares at the end)."""
+    ids: list[tuple[FileId, str | None]] = []
+    states: dict[FileId, int] = {}
+    stack = [root]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    st = entry.stat()
+                    stack.append(entry.path)
+                    ids.append(((st.st_dev, st.st_ino), None))
                     continue
-                seen[st.st_dev, st.st_ino] = st.st_ctime_ns
+                lst = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            fid = (lst.st_dev, lst.st_ino)
+            if not stat.S_ISLNK(lst.st_mode):
+                states[fid] = lst.st_ctime_ns
+                if stat.S_ISREG(lst.st_mode):
+                    ids.append((fid, entry.path if "/__pycache__/" not in entry.path else None))
+                continue
+            try:
+                st = os.stat(entry.path)  # what the symlink names
+            except OSError:
+                states[fid] = lst.st_ctime_ns  # a dangling link is a file to os.walk
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                states[fid] = lst.st_ctime_ns
+            if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+                ids.append(((st.st_dev, st.st_ino), None))
+    return ids, states
+
+
+def snapshot(roots: Iterable[str], taken: Mapping[str, dict[FileId, int]] | None = None) -> dict[FileId, int]:
+    """Device and inode -> status change time (ns) of every file below ``roots`` (not directories),
+    from ``taken`` (root -> what :func:`walk` found there, taken already) or walked now."""
+    seen: dict[FileId, int] = {}
+    for root in roots:
+        states = taken.get(root) if taken is not None else None
+        seen.update(states if states is not None else walk(root)[1])
     return seen
 
 

@@ -14,17 +14,17 @@ is stopped in enforce mode) and any read of the signing key
 filesystem, so it runs live only; ``check`` leaves its alerts as recorded.
 
 Spyglass's own ``__pycache__`` is no alert (any Python process of the run that
-imports spyglass writes there), but what the run wrote there (by its events'
-names and by status change time) is removed when the run ends (``run.json``
-``extra.own_bytecode``): a forged byte-code file would otherwise run in the
-next spyglass.
+imports spyglass writes there), but what the run wrote there (every file not
+as it was at the start; a ``__pycache__`` the run replaced) is removed when the
+run ends (``run.json`` ``extra.own_bytecode``): a forged byte-code file would
+otherwise run in the next spyglass.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -32,7 +32,7 @@ import msgspec
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
 from spyglass.witness import endcheck
-from spyglass.witness.bytecode import changed_since, detach, leaves_cache, mounts_on, snapshot, stamp, unlink_in
+from spyglass.witness.bytecode import changed_since, detach, leaves_cache, mounts_on, snapshot, stamp, unlink_in, walk
 
 TAMPER_RULE = "witness-tamper"
 KEY_READ_RULE = "witness-key-read"
@@ -45,9 +45,8 @@ FileId = tuple[int, int]
 OWN_SOURCE = "spyglass's own source"
 #: alerts of one rule per process (an ``rm -rf`` of the store is one story, not a thousand)
 MAX_PER_PROCESS = 5
-#: names in spyglass's own ``__pycache__`` the run wrote, kept to be removed at its end (at most;
-#: the files among the rest are found by their status change time)
-MAX_BYTECODE = 10_000
+#: ``__pycache__`` directories of spyglass's own source the run replaced, kept to be emptied at its end (at most)
+MAX_CACHES = 1_000
 
 
 def file_id(path: str | Path, follow: bool = True) -> FileId | None:
@@ -56,32 +55,6 @@ def file_id(path: str | Path, follow: bool = True) -> FileId | None:
     except (OSError, ValueError):
         return None
     return st.st_dev, st.st_ino
-
-
-def _tree_ids(root: str) -> Iterator[tuple[FileId, str | None]]:
-    """Device and inode of every file and directory below ``root`` (symlinks: of what they name;
-    not descended into), one ``stat`` each (spyglass's own source is walked at every run's start),
-    with the path of each regular file outside a ``__pycache__`` (None for the rest)."""
-    stack = [root]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                real_file = False
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif entry.is_file(follow_symlinks=False):
-                    real_file = "/__pycache__/" not in entry.path
-                elif not (entry.is_file() or entry.is_dir()):
-                    continue
-                st = entry.stat()
-            except OSError:
-                continue
-            yield (st.st_dev, st.st_ino), entry.path if real_file else None
 
 
 class Protected(msgspec.Struct):
@@ -97,6 +70,11 @@ class Protected(msgspec.Struct):
     paths: dict[FileId, str] = msgspec.field(default_factory=dict)
     #: directories inside a protected tree that the run may write (the sandbox's decoy home and /tmp)
     allowed: set[str] = msgspec.field(default_factory=set)
+    #: protected directory (its real path) -> device and inode -> status change time (ns) of each file
+    #: below it when it was walked (:func:`~spyglass.witness.bytecode.walk`: the guard's start snapshot)
+    states: dict[str, dict[FileId, int]] = msgspec.field(default_factory=dict)
+    #: protected directories not walked yet (path, what): see :meth:`settle`
+    pending: list[tuple[str, str]] = msgspec.field(default_factory=list)
     #: directory -> what protected tree it lies in, as last seen; cleared by every rename, delete, mkdir, symlink
     _dirs: dict[str, str | None] = msgspec.field(default_factory=dict)
 
@@ -124,17 +102,34 @@ class Protected(msgspec.Struct):
             if secret:
                 self.secret_ids[fid] = what
 
-    def add_place(self, path: str | Path, what: str, *, tree: bool) -> None:
-        """A file or directory that need not exist yet: creating it is a change too."""
+    def add_place(self, path: str | Path, what: str, *, tree: bool, defer: bool = False) -> None:
+        """A file or directory that need not exist yet: creating it is a change too.  A directory's
+        files and directories are walked now, or with ``defer`` at the first need (:meth:`settle`)."""
         if os.path.exists(path):
             self.add(path, what)
             if tree and os.path.isdir(path):
-                for fid, name in _tree_ids(str(path)):
-                    self.ids.setdefault(fid, what)
-                    if name is not None:  # the capture names it so, whatever name reaches it (a symlink)
-                        self.paths.setdefault(fid, os.path.normpath(name))
+                self.pending.append((str(path), what))
+                if not defer:
+                    self.settle()
         for p in {os.path.normpath(os.path.abspath(path)), os.path.realpath(path)}:
             (self.trees if tree else self.files).setdefault(p, what)
+
+    def settle(self) -> None:
+        """Walk the directories added and not walked yet, once for both facts (spyglass's own source
+        is walked at every run's start): the device and inode of everything below them, and the
+        status change times of their files, which the end of the run compares with.  A run
+        settles when its capture is told the protected files or its guard starts (what comes
+        first), after spyglass's own imports for the run: their byte-code, written by then, is
+        then as at the start (a later walk would find it changed, remove it, and every run would
+        compile it again).  Whoever reads ``ids`` or ``paths`` settles first."""
+        while self.pending:
+            path, what = self.pending.pop(0)
+            ids, states = walk(path)
+            for fid, name in ids:
+                self.ids.setdefault(fid, what)
+                if name is not None:  # the capture names it so, whatever name reaches it (a symlink)
+                    self.paths.setdefault(fid, os.path.normpath(name))
+            self.states[os.path.realpath(path)] = states
 
     @classmethod
     def for_run(
@@ -150,7 +145,7 @@ class Protected(msgspec.Struct):
         locations of the precedence chain, spyglass's own rule pack and source)."""
         prot = cls()
         for path, what, tree in places:
-            prot.add_place(path, what, tree=tree)
+            prot.add_place(path, what, tree=tree, defer=True)
         prot.add(store_root, "the spyglass store")
         index = Path(store_root) / "index.sqlite"
         if index.exists():
@@ -173,6 +168,8 @@ class Protected(msgspec.Struct):
 
     def which(self, path: str, *, follow: bool = True) -> str | None:
         """What protected thing ``path`` is or lies in, by name or by device and inode."""
+        if self.pending:
+            self.settle()
         what = self._which(path, follow=follow)
         if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
             return None  # Python's byte-code cache, written by any process of the run that imports spyglass
@@ -262,14 +259,15 @@ class WitnessGuard(Sink):
         self.alerts: list[Alert] = []
         self._seen: set[tuple[str, int, str]] = set()
         self._per_proc: dict[tuple[str, int], int] = {}
-        #: names the run wrote in spyglass's own ``__pycache__`` (removed when the run ends)
-        self.bytecode: dict[str, None] = {}
+        #: spyglass's own ``__pycache__`` directories the run replaced (emptied, or unlinked, when it ends)
+        self.caches: dict[str, None] = {}
         self._started = time.time()
         self._mounts: set[str] = set()
         #: paths of spyglass's own source the run's alerts named
         self._told: set[str] = set()
         self._places: dict[str, endcheck.State | None] | None = None
-        #: the files of spyglass's own source and cache at the start (device and inode -> ctime)
+        #: the files of spyglass's own source and cache at the start (device and inode -> ctime), as
+        #: the walk that protected their inodes found them (:meth:`Protected.settle`)
         self._before: dict[FileId, int] | None = None
 
     def start(self, ctx: RunContext) -> None:
@@ -277,7 +275,8 @@ class WitnessGuard(Sink):
         self._started = stamp(ctx.run_dir)
         roots = self._own_roots()
         self._mounts = mounts_on(roots)
-        self._before = snapshot(roots) if roots else None
+        self.protected.settle()  # the one walk (unless the capture was told the protected files already)
+        self._before = snapshot(roots, self.protected.states) if roots else None
         self._places = endcheck.snapshot(self._place_list(), self._allowed)
 
     def _place_list(self) -> list[tuple[str, str, bool]]:
@@ -294,11 +293,12 @@ class WitnessGuard(Sink):
         """Remove what the run wrote in spyglass's own ``__pycache__``: a byte-code file forged with
         the source's size and time in its header would run in the next spyglass.  A Python process
         of the run that imports spyglass writes there too; what it wrote is compiled again at the
-        next import.  What goes: the names the run's events gave, and every file there whose
-        status change time is after the run's start (a name that no longer resolves, a lost
-        event); only in a ``__pycache__`` directory of the source itself (its directory resolved,
-        the name itself unlinked, never followed); a ``__pycache__`` the run replaced (moved in,
-        or made a symlink) loses its files (the symlink itself)."""
+        next import.  What goes: every file there that is not as it was at the start (not there
+        then, or its status change time moved: written, created, moved or linked in, whatever
+        name the run used) or whose status change time is after the run's start; only in a
+        ``__pycache__`` directory of the source itself (its directory resolved, the name itself
+        unlinked, never followed); a ``__pycache__`` the run replaced (moved in, or made a
+        symlink: by the events' names) loses its files (the symlink itself)."""
         if self._places is not None:  # the policy and rule files, the key, the policy locations
             for path, what in endcheck.changed(self._places, self._place_list(), self._allowed):
                 if os.path.normpath(path) not in self._told:
@@ -327,7 +327,7 @@ class WitnessGuard(Sink):
         # named by a path that no longer resolves (a symlink gone by then), or that the capture lost
         changed, source = changed_since(roots, self._started, self.protected.ids, skip=mounts, before=self._before)
         source = source_facts + source
-        names = [*self.bytecode, *changed]
+        names = [*(c + "/" for c in self.caches), *changed]
         for name in dict.fromkeys(names):
             if name.endswith("/"):  # a __pycache__ the run replaced: the link, or every file in it
                 where = os.path.join(os.path.realpath(os.path.dirname(name[:-1])), "__pycache__")
@@ -369,27 +369,23 @@ class WitnessGuard(Sink):
         self.alerts.append(alert)
         ctx.raise_alert(alert)
 
-    def _note_bytecode(self, *names: str | None, resolve: bool = False) -> None:
-        """Keep what the run wrote in spyglass's own ``__pycache__``, by the real path of its
-        directory (a symlink on the way may be gone at the end).  ``resolve``: a name the guard
-        found protected by other means (a symlinked directory; a ``__pycache__`` moved in or made
-        a symlink: then the directory itself); otherwise a name must say ``/__pycache__/``."""
+    def _note_cache(self, *names: str | None) -> None:
+        """Keep a ``__pycache__`` of spyglass's own source that the run replaced (moved in or away,
+        made a symlink), by the real path of the directory it is in (a symlink on the way may be
+        gone at the end).  The files the run wrote in a ``__pycache__`` need no name: the end of
+        the run finds every one that is not as it was at the start, whatever name reached it.
+        What it cannot find is this: the walk does not follow a symlink put in the place of
+        ``__pycache__``, and a directory moved there keeps the inodes and status change times of
+        its files (files of the source or of another ``__pycache__`` as they were at the start)."""
         for name in names:
-            if not name or not (resolve or "/__pycache__/" in name):
+            if not name or os.path.basename(os.path.normpath(name)) != "__pycache__":
                 continue
-            p = os.path.normpath(name)
-            where = os.path.realpath(os.path.dirname(p))
-            if os.path.basename(where) == "__pycache__":
-                keep = os.path.join(where, os.path.basename(p))
-            elif resolve and os.path.basename(p) == "__pycache__":
-                keep = os.path.join(where, "__pycache__") + "/"
-            else:
+            keep = os.path.join(os.path.realpath(os.path.dirname(os.path.normpath(name))), "__pycache__")
+            if keep in self.caches or self.protected._which(keep, follow=False) != OWN_SOURCE:
                 continue
-            if self.protected._which(keep.rstrip("/"), follow=False) != OWN_SOURCE:
-                continue
-            if len(self.bytecode) >= MAX_BYTECODE:  # enough: the files among them are found by time anyway
+            if len(self.caches) >= MAX_CACHES:
                 return
-            self.bytecode[keep] = None
+            self.caches[keep] = None
 
     def event(self, ev: Event) -> None:
         if not ev.path or not ev.path.startswith("/"):
@@ -414,8 +410,6 @@ class WitnessGuard(Sink):
                 what = None  # Python making the cache of a subpackage that had none (what it writes there goes)
             if what is None and ev.target and t in ("file.rename", "file.link"):
                 what = self.protected.which(ev.target)
-            if what is None and "/__pycache__/" in ev.path + (ev.target or ""):
-                self._note_bytecode(ev.path, ev.target if t == "file.rename" else None)
             if what is not None:
                 if not ev.ok:
                     pass
@@ -429,8 +423,8 @@ class WitnessGuard(Sink):
                 self._raise(ev, TAMPER_RULE, "critical", "kill", "Witness tampered with",
                             f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + _as(ev) + failed)
                 self._told.update(os.path.normpath(p) for p in (ev.path, ev.target) if p)
-                if what == OWN_SOURCE:  # a byte-code file reached another way (a symlinked directory)
-                    self._note_bytecode(ev.path, ev.target if t == "file.rename" else None, resolve=True)
+                if what == OWN_SOURCE:  # a __pycache__ moved in or made a symlink
+                    self._note_cache(ev.path, ev.target if t == "file.rename" else None)
                 return
         if t == "file.read" or handle:
             what = self.protected.secret(ev.path)

@@ -53,6 +53,7 @@ def protected_ids(prot: Protected, globs: Iterable[str] = (), exceptions: Iterab
                   home: str = "/") -> dict[FileId, str]:
     """(device, inode) -> canonical path of every protected and secret file that exists now."""
     ids: dict[FileId, str] = {}
+    prot.settle()  # its protected directories walked now, if not yet
     for f in secret_files(globs, exceptions, home):
         try:
             st = os.stat(f)
