@@ -1,5 +1,6 @@
-"""Spyglass's own ``__pycache__`` at the end of a run (spyglass.witness.guard): what changed there
-and in the source since the run's start, and removing a name there as it still is."""
+"""Spyglass's own source and ``__pycache__`` at a run's start and end: the one walk at the start
+(spyglass.witness.protected), what changed since (spyglass.witness.endofrun), and removing a name
+there as it still is."""
 
 from __future__ import annotations
 

@@ -505,7 +505,7 @@ def test_a_change_under_a_clock_set_back_is_found_by_the_start_snapshot(tmp_path
     forged = cache / "m.cpython-311.pyc"
     forged.write_bytes(b"forged")
     src.write_text("X = 2\n")
-    guard._started += 3600  # every change of the run now looks older than the start
+    guard.end.started += 3600  # every change of the run now looks older than the start
     guard.done(ctx)
     assert not forged.exists() and kept.exists()
     assert ctx.run is not None
