@@ -12,19 +12,30 @@ import stat
 import time
 from collections.abc import Container, Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 FileId = tuple[int, int]
 
 
-def walk(root: str) -> tuple[list[tuple[FileId, str | None]], dict[FileId, int]]:
+class Start(NamedTuple):
+    """What the walk at a run's start found below a root, for :func:`changed_since` at its end."""
+
+    #: device and inode -> status change time (ns) of every entry that is not a directory
+    files: dict[FileId, int]
+    #: the real path of each ``__pycache__`` (not inside another) -> its own device and inode
+    caches: dict[str, FileId]
+
+
+def walk(root: str) -> tuple[list[tuple[FileId, str | None]], Start]:
     """One walk of ``root`` for both facts the guard takes at the start (symlinked directories not
     descended into; one ``stat`` per entry, a second for a symlink): the device and inode of every
     file and directory below it (a symlink: of what it names, if a file or directory), with the
-    path of each regular file outside a ``__pycache__`` (None for the rest); and device and inode
-    -> status change time (ns) of every entry that is not a directory (a symlink: its own; what
-    :func:`changed_since` compares at the end)."""
+    path of each regular file outside a ``__pycache__`` (None for the rest); and what the end of
+    the run compares with (:class:`Start`)."""
     ids: list[tuple[FileId, str | None]] = []
     states: dict[FileId, int] = {}
+    caches: dict[str, FileId] = {}
+    real = os.path.realpath(root)
     stack = [root]
     while stack:
         try:
@@ -38,11 +49,15 @@ def walk(root: str) -> tuple[list[tuple[FileId, str | None]], dict[FileId, int]]
                     st = entry.stat()
                     stack.append(entry.path)
                     ids.append(((st.st_dev, st.st_ino), None))
+                    if entry.name == "__pycache__" and "/__pycache__/" not in entry.path:
+                        caches[real + entry.path[len(root):]] = (st.st_dev, st.st_ino)
                     continue
                 lst = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
             fid = (lst.st_dev, lst.st_ino)
+            if entry.name == "__pycache__" and "/__pycache__/" not in entry.path:
+                caches[real + entry.path[len(root):]] = fid
             if not stat.S_ISLNK(lst.st_mode):
                 states[fid] = lst.st_ctime_ns
                 if stat.S_ISREG(lst.st_mode):
@@ -57,28 +72,34 @@ def walk(root: str) -> tuple[list[tuple[FileId, str | None]], dict[FileId, int]]
                 states[fid] = lst.st_ctime_ns
             if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
                 ids.append(((st.st_dev, st.st_ino), None))
-    return ids, states
+    return ids, Start(states, caches)
 
 
-def snapshot(roots: Iterable[str], taken: Mapping[str, dict[FileId, int]] | None = None) -> dict[FileId, int]:
-    """Device and inode -> status change time (ns) of every file below ``roots`` (not directories),
-    from ``taken`` (root -> what :func:`walk` found there, taken already) or walked now."""
-    seen: dict[FileId, int] = {}
+def snapshot(roots: Iterable[str], taken: Mapping[str, Start] | None = None) -> Start:
+    """What :func:`walk` found below ``roots``: from ``taken`` (the real path of a root -> what
+    was found there already) or walked now."""
+    seen = Start({}, {})
     for root in roots:
-        states = taken.get(root) if taken is not None else None
-        seen.update(states if states is not None else walk(root)[1])
+        start = taken.get(root) if taken is not None else None
+        if start is None:
+            start = walk(root)[1]
+        seen.files.update(start.files)
+        seen.caches.update(start.caches)
     return seen
 
 
 def changed_since(roots: Iterable[str], started: float, known: Container[tuple[int, int]],
-                  skip: Iterable[str] = (), before: dict[tuple[int, int], int] | None = None,
+                  skip: Iterable[str] = (), before: Start | None = None,
                   ) -> tuple[list[str], list[str]]:
     """Every file in the ``__pycache__`` directories of ``roots`` changed since ``started`` (its
     status change time, which no process can set), and every file
     of the source itself changed since or not ``known`` at the start by device and inode (an older
     file moved in; a directory moved in).  Not below the directories ``skip`` (mount points).
-    ``before``: the files at the start (:func:`snapshot`): one not there then, or whose status
-    change time is not the same, changed too, whatever the clock said (set back by root meanwhile)."""
+    ``before``: what was there at the start (:func:`snapshot`): a file not there then, or whose
+    status change time is not the same, changed too, whatever the clock said (set back by root
+    meanwhile); a ``__pycache__`` that is not the one there then (made a symlink, a directory
+    moved in: its files may be the source's as they were) is given as its path and ``/``, and is
+    a change of the source too when it is a symlink or a directory the source held at the start."""
     found: list[str] = []
     source: list[str] = []
     skipped = set(skip)
@@ -87,14 +108,35 @@ def changed_since(roots: Iterable[str], started: float, known: Container[tuple[i
             dirs[:] = [d for d in dirs if os.path.join(top, d) not in skipped]
             cache = os.path.basename(top) == "__pycache__"
             if cache or "/__pycache__/" in top + "/":
-                if cache:
-                    found.extend(_newer(top, [*files, *dirs], started, before=before))  # a directory blocks a file
+                if cache:  # a directory blocks a file
+                    found.extend(_newer(top, [*files, *dirs], started, before=before.files if before else None))
                 continue
-            source.extend(_newer(top, files, started, known, before))
+            source.extend(_newer(top, files, started, known, before.files if before is not None else None))
+            if before is not None and "__pycache__" in dirs:
+                pyc = os.path.join(top, "__pycache__")
+                of_source = _replaced_cache(pyc, before, known)
+                if of_source is not None:  # emptied at the end, or the link removed
+                    found.append(pyc + "/")
+                    if of_source:
+                        source.append(pyc)
             for d in dirs:
                 if d != "__pycache__" and _id(os.path.join(top, d)) not in known:
                     source.append(os.path.join(top, d))
     return found, source
+
+
+def _replaced_cache(path: str, before: Start, known: Container[tuple[int, int]]) -> bool | None:
+    """None if the ``__pycache__`` at ``path`` is the one there at the start (or none is there);
+    else whether it is a change of the source: a symlink, or a directory the source held at the
+    start (not one made during the run: Python's, for a package that had no cache)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    fid = (st.st_dev, st.st_ino)
+    if before.caches.get(path) == fid:
+        return None
+    return stat.S_ISLNK(st.st_mode) or fid in known
 
 
 def _id(path: str) -> tuple[int, int] | None:

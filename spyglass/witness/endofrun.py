@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
 from pathlib import Path
 
 from spyglass.pipeline import RunContext
 from spyglass.witness import endcheck
-from spyglass.witness.bytecode import FileId, changed_since, detach, mounts_on, snapshot, stamp, unlink_in
+from spyglass.witness.bytecode import Start, changed_since, detach, mounts_on, snapshot, stamp, unlink_in
 from spyglass.witness.protected import OWN_SOURCE, Protected
 
 
@@ -34,16 +33,16 @@ class EndOfRun:
         self.started = time.time()
         self._mounts: set[str] = set()
         self._places: dict[str, endcheck.State | None] | None = None
-        #: the files of spyglass's own source and cache at the start (device and inode -> ctime), as
-        #: the walk that protected their inodes found them (:meth:`Protected.settle`)
-        self._before: dict[FileId, int] | None = None
+        #: spyglass's own source and cache at the start (each file's status change time, each
+        #: ``__pycache__``), as the walk that protected their inodes found them (:meth:`Protected.settle`)
+        self._before: Start | None = None
 
     def start(self, run_dir: Path | None) -> None:
         self.started = stamp(run_dir)
         roots = self._own_roots()
         self._mounts = mounts_on(roots)
         self.protected.settle()  # the one walk (unless the capture was told the protected files already)
-        self._before = snapshot(roots, self.protected.states) if roots else None
+        self._before = snapshot(roots, self.protected.starts) if roots else None
         self._places = endcheck.snapshot(self._place_list(), self._allowed)
 
     def _place_list(self) -> list[tuple[str, str, bool]]:
@@ -63,7 +62,7 @@ class EndOfRun:
             return []
         return endcheck.changed(self._places, self._place_list(), self._allowed)
 
-    def clean_own_source(self, ctx: RunContext, caches: Iterable[str] = ()) -> list[str]:
+    def clean_own_source(self, ctx: RunContext) -> list[str]:
         """Remove what the run wrote in spyglass's own ``__pycache__``: a byte-code file forged with
         the source's size and time in its header would run in the next spyglass.  A Python process
         of the run that imports spyglass writes there too; what it wrote is compiled again at the
@@ -71,8 +70,8 @@ class EndOfRun:
         then, or its status change time moved: written, created, moved or linked in, whatever
         name the run used) or whose status change time is after the run's start; only in a
         ``__pycache__`` directory of the source itself (its directory resolved, the name itself
-        unlinked, never followed); each of ``caches`` (a ``__pycache__`` the run replaced: moved
-        in, or made a symlink, by the events' names) loses its files (the symlink itself).
+        unlinked, never followed); a ``__pycache__`` that is not the one there at the start (moved
+        in, or made a symlink, whatever name the run used) loses its files (the symlink itself).
         Returns what changed in the source itself (and the file systems mounted on or above it
         during the run), noted in ``run.json`` as ``extra.own_source_changed``."""
         roots = self._own_roots()
@@ -95,12 +94,11 @@ class EndOfRun:
 
         removed: list[str] = []
         failed: list[str] = []
-        # every file there changed since the start, whatever name the run reached it by (a symlink
-        # gone by then) and whether the capture saw it or not; the caches the run replaced
+        # every file there changed since the start, and every __pycache__ replaced, whatever name
+        # the run reached it by (a symlink gone by then) and whether the capture saw it or not
         changed, source = changed_since(roots, self.started, self.protected.ids, skip=mounts, before=self._before)
         source = source_facts + source
-        names = [*(c + "/" for c in caches), *changed]
-        for name in dict.fromkeys(names):
+        for name in dict.fromkeys(changed):
             if name.endswith("/"):  # a __pycache__ the run replaced: the link, or every file in it
                 where = os.path.join(os.path.realpath(os.path.dirname(name[:-1])), "__pycache__")
                 if not inside(where):

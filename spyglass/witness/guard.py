@@ -35,8 +35,6 @@ _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_TRUNC", "O_CREAT", "O_APPEND")
 
 #: alerts of one rule per process (an ``rm -rf`` of the store is one story, not a thousand)
 MAX_PER_PROCESS = 5
-#: ``__pycache__`` directories of spyglass's own source the run replaced, kept to be emptied at its end (at most)
-MAX_CACHES = 1_000
 
 
 class WitnessGuard(Sink):
@@ -49,8 +47,6 @@ class WitnessGuard(Sink):
         self.alerts: list[Alert] = []
         self._seen: set[tuple[str, int, str]] = set()
         self._per_proc: dict[tuple[str, int], int] = {}
-        #: spyglass's own ``__pycache__`` directories the run replaced (emptied, or unlinked, when it ends)
-        self.caches: dict[str, None] = {}
         #: paths of spyglass's own source the run's alerts named
         self._told: set[str] = set()
         #: the start's state and the checks against it at the end
@@ -67,7 +63,7 @@ class WitnessGuard(Sink):
         for path, what in self.end.changed_places():  # the policy and rule files, the key, the policy locations
             if os.path.normpath(path) not in self._told:
                 self._end_alert(ctx, f"{what} changed during the run (found at its end): {path}")
-        source = self.end.clean_own_source(ctx, self.caches)
+        source = self.end.clean_own_source(ctx)
         untold = [p for p in source if p not in self._told]  # not said by an alert of the run already
         for path in untold[:MAX_PER_PROCESS]:
             self._end_alert(ctx, f"{OWN_SOURCE} changed during the run (found at its end): {path}")
@@ -77,24 +73,6 @@ class WitnessGuard(Sink):
                       message=message, tags=["attack.defense_evasion", "attack.t1070"])
         self.alerts.append(alert)
         ctx.raise_alert(alert)
-
-    def _note_cache(self, *names: str | None) -> None:
-        """Keep a ``__pycache__`` of spyglass's own source that the run replaced (moved in or away,
-        made a symlink), by the real path of the directory it is in (a symlink on the way may be
-        gone at the end).  The files the run wrote in a ``__pycache__`` need no name: the end of
-        the run finds every one that is not as it was at the start, whatever name reached it.
-        What it cannot find is this: the walk does not follow a symlink put in the place of
-        ``__pycache__``, and a directory moved there keeps the inodes and status change times of
-        its files (files of the source or of another ``__pycache__`` as they were at the start)."""
-        for name in names:
-            if not name or os.path.basename(os.path.normpath(name)) != "__pycache__":
-                continue
-            keep = os.path.join(os.path.realpath(os.path.dirname(os.path.normpath(name))), "__pycache__")
-            if keep in self.caches or self.protected._which(keep, follow=False) != OWN_SOURCE:
-                continue
-            if len(self.caches) >= MAX_CACHES:
-                return
-            self.caches[keep] = None
 
     def event(self, ev: Event) -> None:
         if not ev.path or not ev.path.startswith("/"):
@@ -132,8 +110,6 @@ class WitnessGuard(Sink):
                 self._raise(ev, TAMPER_RULE, "critical", "kill", "Witness tampered with",
                             f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + _as(ev) + failed)
                 self._told.update(os.path.normpath(p) for p in (ev.path, ev.target) if p)
-                if what == OWN_SOURCE:  # a __pycache__ moved in or made a symlink
-                    self._note_cache(ev.path, ev.target if t == "file.rename" else None)
                 return
         if t == "file.read" or handle:
             what = self.protected.secret(ev.path)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-from spyglass.witness.bytecode import FileId, leaves_cache, walk
+from spyglass.witness.bytecode import FileId, Start, leaves_cache, walk
 
 __all__ = ["OWN_SOURCE", "FileId", "Protected", "file_id"]
 
@@ -49,9 +49,9 @@ class Protected(msgspec.Struct):
     paths: dict[FileId, str] = msgspec.field(default_factory=dict)
     #: directories inside a protected tree that the run may write (the sandbox's decoy home and /tmp)
     allowed: set[str] = msgspec.field(default_factory=set)
-    #: protected directory (its real path) -> device and inode -> status change time (ns) of each file
-    #: below it when it was walked (:func:`~spyglass.witness.bytecode.walk`: the guard's start snapshot)
-    states: dict[str, dict[FileId, int]] = msgspec.field(default_factory=dict)
+    #: protected directory (its real path) -> what was below it when it was walked (the status
+    #: change time of each file, each ``__pycache__``: :func:`~spyglass.witness.bytecode.walk`)
+    starts: dict[str, Start] = msgspec.field(default_factory=dict)
     #: protected directories not walked yet (path, what): see :meth:`settle`
     pending: list[tuple[str, str]] = msgspec.field(default_factory=list)
     #: directory -> what protected tree it lies in, as last seen; cleared by every rename, delete, mkdir, symlink
@@ -103,12 +103,12 @@ class Protected(msgspec.Struct):
         compile it again).  Whoever reads ``ids`` or ``paths`` settles first."""
         while self.pending:
             path, what = self.pending.pop(0)
-            ids, states = walk(path)
+            ids, start = walk(path)
             for fid, name in ids:
                 self.ids.setdefault(fid, what)
                 if name is not None:  # the capture names it so, whatever name reaches it (a symlink)
                     self.paths.setdefault(fid, os.path.normpath(name))
-            self.states[os.path.realpath(path)] = states
+            self.starts[os.path.realpath(path)] = start
 
     @classmethod
     def for_run(
