@@ -44,6 +44,8 @@ from spyglass.witness.bytecode import unlink_in
 START_HOOKS = frozenset({"sitecustomize", "usercustomize"})
 #: entries looked at in one directory of the import path at most
 MAX_ENTRIES = 20_000
+#: symlinks followed from ``sys.executable`` at most
+MAX_LINKS = 40
 
 
 class ImportsReport(msgspec.Struct):
@@ -68,16 +70,23 @@ def site_dirs() -> list[str]:
 
 def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, ModuleType] | None = None,
           path: Iterable[str] | None = None, sites: Iterable[str] | None = None,
-          remove: bool = True) -> ImportsReport:
-    """What changed since ``started`` among the loaded ``modules`` (default: this process's) and in
-    the directories of the import ``path`` (default ``sys.path``) and ``sites``; a file for which
-    ``skip`` is true is left out (spyglass's own package, the places the run may write)."""
+          runs: Iterable[str] | None = None, remove: bool = True) -> ImportsReport:
+    """What changed since ``started`` among the loaded ``modules`` (default: this process's), in
+    their packages' directories, in the directories of the import ``path`` (default ``sys.path``)
+    and ``sites``, and among the files that ``runs`` Python itself (default :func:`interpreter`);
+    a file for which ``skip`` is true is left out (spyglass's own package, the places the run may
+    write)."""
     mods = dict(sys.modules if modules is None else modules)
     report = ImportsReport()
     tops: set[str] = set(START_HOOKS)
+    subs: dict[str, set[str]] = {}  # a package -> its loaded submodules' own names
     loaded: set[str] = set()  # the modules' own files (changed: said so once)
+    cached_seen: set[str] = set()
     for name, mod in mods.items():
         tops.add(name.partition(".")[0])
+        parent, dot, own = name.rpartition(".")
+        if dot:
+            subs.setdefault(parent, set()).add(own)
         source = getattr(mod, "__file__", None)
         if not isinstance(source, str) or not os.path.isabs(source) or skip(source):
             continue
@@ -86,23 +95,122 @@ def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, 
             report.changed.append(source)
         cached = getattr(mod, "__cached__", None)
         if isinstance(cached, str) and os.path.isabs(cached):
+            cached_seen.add(cached)
             _check_cached(cached, source, started, report, remove)
+    for name, mod in mods.items():  # inside a loaded package: a submodule put ahead, another's byte-code
+        for d in _package_dirs(mod):
+            if not skip(d + "/"):
+                _scan(d, started, subs.get(name, set()), loaded, report, pth=False)
+                _check_package_cache(d, started, cached_seen, report, remove)
     site_set = {os.path.normpath(d) for d in (site_dirs() if sites is None else sites)}
     dirs = [*(sys.path if path is None else path), *site_set]
     for d in dict.fromkeys(os.path.normpath(p) for p in dirs if p and os.path.isabs(p)):
-        if skip(d + "/") or not _newer(d, started):
-            continue  # no entry came or went there during the run
+        if skip(d + "/"):
+            continue
         try:
-            with os.scandir(d) as it:
-                entries = [e.name for _, e in zip(range(MAX_ENTRIES), it, strict=False)]
+            st, lst = os.stat(d), os.lstat(d)
         except OSError:
             continue
-        for entry in entries:
-            full = os.path.join(d, entry)
-            if full not in loaded and _newer(full, started) and ((d in site_set and entry.endswith(".pth"))
-                                          or _module_name(entry, full) in tops):
-                report.shadowing.append(full)
+        if not stat.S_ISDIR(st.st_mode):  # a zip archive (``python311.zip`` comes first)
+            if max(st.st_ctime, lst.st_ctime) >= started:
+                report.shadowing.append(d)
+            continue
+        _scan(d, started, tops, loaded, report, pth=d in site_set,
+              made=max(st.st_ctime, lst.st_ctime) >= started)  # through a symlink: the directory's time too
+    for f in interpreter() if runs is None else runs:
+        if not skip(f) and _newer(f, started):
+            report.changed.append(f)
     return report
+
+
+def _scan(d: str, started: float, names: set[str], loaded: set[str], report: ImportsReport, *,
+          pth: bool, made: bool | None = None) -> None:
+    """Entries of an import directory made since ``started`` that would be imported as one of
+    ``names``, looked for only when the directory's own status change time says an entry came or
+    went; with ``pth`` (a site directory) every ``.pth`` file changed since, even in place."""
+    if made is None:
+        made = _newer(d, started) or _newer_followed(d, started)
+    if not (made or pth):
+        return
+    try:
+        with os.scandir(d) as it:
+            entries = [e.name for _, e in zip(range(MAX_ENTRIES), it, strict=False)]
+    except OSError:
+        return
+    for entry in entries:
+        is_pth = pth and entry.endswith(".pth")
+        if not (made or is_pth):
+            continue
+        full = os.path.join(d, entry)
+        if full not in loaded and _newer(full, started) and (is_pth or _module_name(entry, full) in names):
+            report.shadowing.append(full)
+
+
+def _package_dirs(mod: ModuleType) -> list[str]:
+    where = getattr(mod, "__path__", None)
+    if where is None or getattr(mod, "__file__", None) is None:
+        return []  # not a package, or a namespace package (its directories are on the import path's side)
+    try:
+        return [os.path.normpath(d) for d in where if isinstance(d, str) and os.path.isabs(d)]
+    except TypeError:
+        return []
+
+
+#: what the byte-code of a module is called in its ``__pycache__`` (this Python, no optimisation)
+_TAG = f".{sys.implementation.cache_tag}.pyc"
+
+
+def _check_package_cache(d: str, started: float, seen: set[str], report: ImportsReport, remove: bool) -> None:
+    """The byte-code of every module in a loaded package's directory, imported or not (another
+    spyglass command may import it: ``click._textwrap`` for ``--help``): changed since ``started``
+    and not what Python makes of its source as it is, removed.  One ``lstat`` per file there."""
+    where = os.path.join(d, "__pycache__")
+    try:
+        with os.scandir(where) as it:
+            entries = [e for _, e in zip(range(MAX_ENTRIES), it, strict=False)]
+    except OSError:
+        return
+    for e in entries:
+        if not e.name.endswith(_TAG) or e.path in seen:
+            continue
+        try:
+            newer = e.stat(follow_symlinks=False).st_ctime >= started
+        except OSError:
+            continue
+        source = os.path.join(d, e.name[: -len(_TAG)] + ".py")
+        if newer and os.path.exists(source):
+            seen.add(e.path)
+            _check_cached(e.path, source, started, report, remove)
+
+
+def interpreter() -> list[str]:
+    """The files that make this Python: ``sys.executable`` and each symlink on the way to the
+    program (a virtual environment's ``bin/python``), the ``pyvenv.cfg`` it would read (its
+    ``home`` names the standard library), and every file mapped executable in this process (the
+    program, ``libpython``, the extensions' libraries)."""
+    files: list[str] = []
+    exe = sys.executable
+    for _ in range(MAX_LINKS):
+        if not exe:
+            break
+        files.append(exe)
+        try:
+            exe = os.path.normpath(os.path.join(os.path.dirname(exe), os.readlink(exe)))
+        except OSError:
+            break
+    if sys.executable:
+        bin_dir = os.path.dirname(sys.executable)
+        files += [os.path.join(bin_dir, "pyvenv.cfg"), os.path.join(os.path.dirname(bin_dir), "pyvenv.cfg")]
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="surrogateescape") as f:
+            maps = f.read().splitlines()
+    except OSError:
+        maps = []
+    for line in maps:
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/") and not parts[5].endswith(" (deleted)"):
+            files.append(parts[5])
+    return list(dict.fromkeys(files))
 
 
 def _check_cached(cached: str, source: str, started: float, report: ImportsReport, remove: bool) -> None:
@@ -169,6 +277,14 @@ def _module_name(entry: str, full: str) -> str | None:
     if "." not in entry and any(os.path.isfile(os.path.join(full, "__init__" + s)) for s in _SUFFIXES):
         return entry
     return None
+
+
+def _newer_followed(path: str, started: float) -> bool:
+    """Like :func:`_newer`, for what a symlink names (a directory of the import path reached so)."""
+    try:
+        return os.stat(path).st_ctime >= started
+    except OSError:
+        return False
 
 
 def _newer(path: str, started: float) -> bool:
