@@ -16,6 +16,7 @@ guard (:mod:`spyglass.witness.guard`) raises the alerts.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -75,8 +76,12 @@ class EndOfRun:
         write, not the run's workspace unless an installed package (``site-packages``) is there."""
         own = os.path.dirname(os.path.realpath(spyglass.__file__)) + "/"
         workspace = [os.path.realpath(w).rstrip("/") + "/" for w in ctx.workspace or [ctx.root_cwd] if w]
+        # ``python -m spyglass``: the working directory comes first on the import path, even in the workspace
+        here = os.path.normpath(sys.path[0]) + "/" if sys.path and os.path.isabs(sys.path[0]) else None
 
         def skip(path: str) -> bool:
+            if path == here:
+                return False
             real = os.path.realpath(path)
             if real.startswith(own) or self._allowed(path) or self._allowed(real):
                 return True

@@ -34,7 +34,7 @@ import site
 import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from types import ModuleType
+from types import CodeType, ModuleType
 
 import msgspec
 
@@ -98,13 +98,15 @@ def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, 
             cached_seen.add(cached)
             _check_cached(cached, source, started, report, remove)
     for name, mod in mods.items():  # inside a loaded package: a submodule put ahead, another's byte-code
-        for d in _package_dirs(mod):
+        pkg_dirs = _package_dirs(mod)
+        for i, d in enumerate(pkg_dirs):
             if not skip(d + "/"):
-                _scan(d, started, subs.get(name, set()), loaded, report, pth=False)
+                _scan(d, started, subs.get(name, set()), loaded, report, pth=False, later=pkg_dirs[i + 1:])
                 _check_package_cache(d, started, cached_seen, report, remove)
     site_set = {os.path.normpath(d) for d in (site_dirs() if sites is None else sites)}
     dirs = [*(sys.path if path is None else path), *site_set]
-    for d in dict.fromkeys(os.path.normpath(p) for p in dirs if p and os.path.isabs(p)):
+    ordered = list(dict.fromkeys(os.path.normpath(p) for p in dirs if p and os.path.isabs(p)))
+    for i, d in enumerate(ordered):
         if skip(d + "/"):
             continue
         try:
@@ -115,7 +117,7 @@ def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, 
             if max(st.st_ctime, lst.st_ctime) >= started:
                 report.shadowing.append(d)
             continue
-        _scan(d, started, tops, loaded, report, pth=d in site_set,
+        _scan(d, started, tops, loaded, report, pth=d in site_set, later=ordered[i + 1:],
               made=max(st.st_ctime, lst.st_ctime) >= started)  # through a symlink: the directory's time too
     for f in interpreter() if runs is None else runs:
         if not skip(f) and _newer(f, started):
@@ -124,10 +126,12 @@ def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, 
 
 
 def _scan(d: str, started: float, names: set[str], loaded: set[str], report: ImportsReport, *,
-          pth: bool, made: bool | None = None) -> None:
-    """Entries of an import directory made since ``started`` that would be imported as one of
-    ``names``, looked for only when the directory's own status change time says an entry came or
-    went; with ``pth`` (a site directory) every ``.pth`` file changed since, even in place."""
+          pth: bool, later: list[str], made: bool | None = None) -> None:
+    """Entries of an import directory made since ``started`` that would be imported in place of
+    something (one of the loaded ``names``, or a module of that name there in another form or in
+    a ``later`` directory: ``csv/`` ahead of ``csv.py``), looked for only when the directory's own
+    status change time says an entry came or went; with ``pth`` (a site directory) every ``.pth``
+    file changed since, even in place."""
     if made is None:
         made = _newer(d, started) or _newer_followed(d, started)
     if not (made or pth):
@@ -137,13 +141,32 @@ def _scan(d: str, started: float, names: set[str], loaded: set[str], report: Imp
             entries = [e.name for _, e in zip(range(MAX_ENTRIES), it, strict=False)]
     except OSError:
         return
+    present = set(entries) if made else set()
     for entry in entries:
         is_pth = pth and entry.endswith(".pth")
         if not (made or is_pth):
             continue
         full = os.path.join(d, entry)
-        if full not in loaded and _newer(full, started) and (is_pth or _module_name(entry, full) in names):
+        if full in loaded or not _newer(full, started):
+            continue
+        name = None if is_pth else _module_name(entry, full)
+        if is_pth or (name is not None and (name in names or _shadows(name, entry, d, present, later))):
             report.shadowing.append(full)
+
+
+def _shadows(name: str, entry: str, d: str, present: set[str], later: list[str]) -> bool:
+    """Whether a module ``name`` is there besides ``entry`` (in ``d``, whose entries are
+    ``present``, in another form: a package before a module, an extension before a source) or in
+    a ``later`` directory of the same path."""
+    forms = [name + s for s in _SUFFIXES] + [name]
+    if any(f != entry and f in present and _module_name(f, os.path.join(d, f)) == name for f in forms):
+        return True
+    if not later or "." in name:
+        return False
+    try:
+        return importlib.machinery.PathFinder.find_spec(name, later) is not None
+    except (ImportError, ValueError, OSError):
+        return False
 
 
 def _package_dirs(mod: ModuleType) -> list[str]:
@@ -258,9 +281,19 @@ def _genuine(cached: str, source: str) -> bool:
             or int.from_bytes(data[12:16], "little") != st.st_size & 0xFFFFFFFF):
         return False
     try:
-        return bool(marshal.loads(data[16:]) == compile(text, source, "exec", dont_inherit=True))
+        found, made = marshal.loads(data[16:]), compile(text, source, "exec", dont_inherit=True)
     except (ValueError, TypeError, EOFError, SyntaxError):
         return False
+    return isinstance(found, CodeType) and found == made and _same_instructions(found, made)
+
+
+def _same_instructions(a: CodeType, b: CodeType) -> bool:
+    """Code objects compare equal whatever specialised instructions one holds (``==`` maps them to
+    their generic ones): the instructions as stored, of each nested code object too."""
+    if getattr(a, "_co_code_adaptive", a.co_code) != getattr(b, "_co_code_adaptive", b.co_code):
+        return False
+    return all(_same_instructions(x, y) for x, y in zip(a.co_consts, b.co_consts, strict=False)
+               if isinstance(x, CodeType) and isinstance(y, CodeType))
 
 
 _SUFFIXES = (*importlib.machinery.SOURCE_SUFFIXES, *importlib.machinery.BYTECODE_SUFFIXES,

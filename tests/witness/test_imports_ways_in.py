@@ -8,7 +8,11 @@ each played with a real run and checked against what the next spyglass command d
 * a package or extension put ahead of a loaded submodule inside its package's directory;
 * the byte-code of a module of a loaded package that this run did not import but another
   command does (``click._textwrap`` for ``--help``);
-* the interpreter a virtual environment's ``bin/python`` names, and its ``pyvenv.cfg``.
+* the interpreter a virtual environment's ``bin/python`` names, and its ``pyvenv.cfg``;
+* with ``python -m spyglass``, a module put in the working directory (first on the import path,
+  even when it is the workspace);
+* byte-code that compares equal to what Python makes of the source but holds specialised
+  instructions.
 
 Spyglass is given modules of its own (``PYTHONPATH``, or a virtual environment of the test's own
 that reaches spyglass and its libraries through ``PYTHONPATH``): nothing here changes the real
@@ -105,7 +109,8 @@ def test_a_line_added_to_a_pth_file_already_there_is_an_alert(setup: Any) -> Non
 
 def test_benign_twin_a_pth_file_read_and_other_files_there_are_silent(setup: Any) -> None:
     python, site_dir = _venv(setup)
-    res = _run_with(setup, python, f"cat {site_dir}/old.pth > /dev/null && echo x > {site_dir}/notes.txt")
+    res = _run_with(setup, python, f"cat {site_dir}/old.pth > /dev/null && echo x > {site_dir}/notes.txt"
+                                   f" && echo 'X = 1' > {site_dir}/newmod.py")  # a module installed there
     assert res.returncode == 0, res.stderr
     assert _tamper(setup) == [] and _facts(setup) == {}
 
@@ -256,3 +261,64 @@ def test_benign_twin_byte_code_of_a_package_written_as_python_does_is_kept(setup
     assert res.returncode == 0, res.stderr
     assert _tamper(setup) == [] and _facts(setup) == {}
     assert (pkg / "__pycache__" / f"lazy.{sys.implementation.cache_tag}.pyc").exists()
+
+
+def test_a_package_put_ahead_of_a_module_another_command_imports_is_an_alert(setup: Any) -> None:
+    pkg = _package(setup)
+    marker = setup.ws.parent / "marker"
+    res = setup.run(f"mkdir {pkg}/lazy && echo \"open('{marker}', 'w').write('ran')\" > {pkg}/lazy/__init__.py")
+    assert res.returncode == 0, res.stderr
+    alerts = _tamper(setup)
+    assert any(f"{pkg}/lazy" in m and "import path" in m for m in alerts), alerts
+    setup.spyglass("ls", "--store", str(setup.store))
+    assert marker.read_text() == "ran"  # the attack is real
+
+
+SPECIALISE = r"""
+import dis, importlib._bootstrap_external as be, marshal, os, sys
+src = sys.argv[1]
+st = os.stat(src)
+code = compile(open(src, "rb").read(), src, "exec", dont_inherit=True)
+data = bytearray(marshal.dumps(code))
+body = code.co_consts[0].co_code  # f's instructions: its LOAD_GLOBAL made LOAD_GLOBAL_BUILTIN
+at = data.find(body) + body.index(bytes([dis.opmap["LOAD_GLOBAL"]]))
+data[at] = dis._all_opmap["LOAD_GLOBAL_BUILTIN"]
+assert marshal.loads(bytes(data)) == code  # == maps specialised instructions to their generic ones
+header = be._code_to_timestamp_pyc(code, st.st_mtime, st.st_size)[:16]
+open(sys.argv[2], "wb").write(header + bytes(data))  # as stored: marshal.dumps would write them generic
+"""
+
+
+def test_byte_code_equal_to_the_source_s_but_with_specialised_instructions_is_removed(setup: Any) -> None:
+    pkg = _package(setup)
+    (pkg / "sub.py").write_text("def f():\n    return len('abc')\n")
+    _old(pkg / "sub.py")
+    py_compile.compile(str(pkg / "sub.py"), doraise=True)
+    time.sleep(0.05)
+    cached = pkg / "__pycache__" / f"sub.{sys.implementation.cache_tag}.pyc"
+    forge = setup.ws.parent / "forge.py"
+    forge.write_text(SPECIALISE)
+    res = setup.run(f"{sys.executable} {forge} {pkg}/sub.py {cached}")
+    assert res.returncode == 0, res.stderr
+    assert _facts(setup).get("bytecode") == [str(cached)], _facts(setup)
+    assert not cached.exists()
+
+
+# -- python -m spyglass: the working directory ------------------------------------------------------
+def test_with_python_m_a_module_put_in_the_working_directory_is_an_alert(setup: Any) -> None:
+    """``python -m spyglass`` puts the working directory (here the workspace) first on the import
+    path: a ``msgspec.py`` written there runs in the next ``python -m spyglass`` started there."""
+    marker = setup.ws.parent / "marker"
+    res = setup.run(f"echo \"open('{marker}', 'w').write('ran'); raise SystemExit('forged')\" > msgspec.py")
+    assert res.returncode == 0, res.stderr
+    alerts = _tamper(setup)
+    assert any(f"{setup.ws}/msgspec.py" in m and "import path" in m for m in alerts), alerts
+    setup.spyglass("ls", "--store", str(setup.store))
+    assert marker.read_text() == "ran"  # the attack is real
+
+
+def test_benign_twin_with_python_m_work_in_the_working_directory_is_silent(setup: Any) -> None:
+    res = setup.run("mkdir -p pkg src && echo 'X = 1' > helper.py && touch pkg/__init__.py && echo x > notes.txt"
+                    f" && {sys.executable} -m compileall -q . && {sys.executable} helper.py")
+    assert res.returncode == 0, res.stderr
+    assert _tamper(setup) == [] and _facts(setup) == {}
