@@ -15,6 +15,7 @@ guard (:mod:`spyglass.witness.guard`) raises the alerts.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -79,10 +80,14 @@ class EndOfRun:
         # ``python -m spyglass``: the working directory comes first on the import path, even in the workspace
         here = os.path.normpath(sys.path[0]) + "/" if sys.path and os.path.isabs(sys.path[0]) else None
 
+        real_dir = functools.cache(os.path.realpath)  # the modules share a few hundred directories
+
         def skip(path: str) -> bool:
             if path == here:
                 return False
-            real = os.path.realpath(path)
+            head, name = os.path.split(path.rstrip("/"))
+            real = os.path.realpath(path) if os.path.islink(path) else os.path.join(real_dir(head), name)
+            real += "/" if path.endswith("/") else ""  # a directory: its own too
             if real.startswith(own) or self._allowed(path) or self._allowed(real):
                 return True
             installed = "/site-packages/" in real or "/dist-packages/" in real
