@@ -40,6 +40,8 @@ class EndOfRun:
         self.started = time.time()
         self._mounts: set[str] = set()
         self._places: dict[str, endcheck.State | None] | None = None
+        #: byte-code files the run's events show written (:meth:`note_written`)
+        self.written: set[str] = set()
         #: spyglass's own source and cache at the start (each file's status change time, each
         #: ``__pycache__``), as the walk that protected their inodes found them (:meth:`Protected.settle`)
         self._before: Start | None = None
@@ -69,6 +71,12 @@ class EndOfRun:
             return []
         return endcheck.changed(self._places, self._place_list(), self._allowed)
 
+    def note_written(self, path: str) -> None:
+        """A file the run wrote: a byte-code file is looked at when the run ends (that of a module
+        no spyglass process loaded yet, which another command may import: ``copy`` for ``gate``)."""
+        if path.endswith(".pyc") and len(self.written) < imports.MAX_ENTRIES:
+            self.written.add(path)
+
     def check_imports(self, ctx: RunContext) -> imports.ImportsReport:
         """What the run changed among the modules spyglass runs besides its own package (its
         libraries, the standard library) and on its import path (:mod:`spyglass.witness.imports`):
@@ -93,7 +101,7 @@ class EndOfRun:
             installed = "/site-packages/" in real or "/dist-packages/" in real
             return not installed and any((real + "/").startswith(w) for w in workspace)
 
-        report = imports.check(self.started, skip)
+        report = imports.check(self.started, skip, written=self.written)
         if report.bytecode or report.changed or report.shadowing or report.failed:
             ctx.note_fact("imports", msgspec.to_builtins(report))
         return report

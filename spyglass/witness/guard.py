@@ -96,6 +96,10 @@ class WitnessGuard(Sink):
         writes = t in FILE_WRITE_TYPES or (
             handle and bool(ev.flags) and any(f in (ev.flags or "") for f in _WRITE_FLAGS)
         )
+        if writes and ev.ok:  # byte-code written: checked at the end if the next spyglass may import it
+            dest = ev.target if ev.target and t in ("file.rename", "file.link") else ev.path
+            if dest.endswith(".pyc"):
+                self.end.note_written(dest)
         if writes or handle:
             # a link or rename is judged on its source without following it (the link itself may be the store)
             what = self.protected.which(ev.path, follow=t not in ("file.rename", "file.link", "file.symlink"))

@@ -70,12 +70,13 @@ def site_dirs() -> list[str]:
 
 def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, ModuleType] | None = None,
           path: Iterable[str] | None = None, sites: Iterable[str] | None = None,
-          runs: Iterable[str] | None = None, remove: bool = True) -> ImportsReport:
+          runs: Iterable[str] | None = None, written: Iterable[str] = (), remove: bool = True) -> ImportsReport:
     """What changed since ``started`` among the loaded ``modules`` (default: this process's), in
     their packages' directories, in the directories of the import ``path`` (default ``sys.path``)
     and ``sites``, and among the files that ``runs`` Python itself (default :func:`interpreter`);
     a file for which ``skip`` is true is left out (spyglass's own package, the places the run may
-    write)."""
+    write).  ``written``: byte-code files the run's events show written; those of a module below
+    a directory of the import path are looked at too (a module no spyglass loaded yet)."""
     mods = dict(sys.modules if modules is None else modules)
     report = ImportsReport()
     tops: set[str] = set(START_HOOKS)
@@ -119,6 +120,8 @@ def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, 
             continue
         _scan(d, started, tops, loaded, report, pth=d in site_set, later=ordered[i + 1:],
               made=max(st.st_ctime, lst.st_ctime) >= started)  # through a symlink: the directory's time too
+    if written:
+        _check_written(written, ordered, started, cached_seen, skip, report, remove)
     for f in interpreter() if runs is None else runs:
         if not skip(f) and _newer(f, started):
             report.changed.append(f)
@@ -204,6 +207,25 @@ def _check_package_cache(d: str, started: float, seen: set[str], report: Imports
         if newer and os.path.exists(source):
             seen.add(e.path)
             _check_cached(e.path, source, started, report, remove)
+
+
+def _check_written(written: Iterable[str], dirs: list[str], started: float, seen: set[str],
+                   skip: Callable[[str], bool], report: ImportsReport, remove: bool) -> None:
+    """The byte-code files the run wrote (as its events show) of modules below ``dirs`` (the
+    import path), not looked at yet: changed since ``started`` and not what Python makes of
+    their source as it is, removed.  Byte-code elsewhere (another environment) is not spyglass's."""
+    roots = tuple(dict.fromkeys(os.path.realpath(d).rstrip("/") + "/" for d in dirs))
+    for path in sorted(written):
+        where, name = os.path.split(path)
+        if not name.endswith(_TAG) or os.path.basename(where) != "__pycache__":
+            continue
+        top = os.path.realpath(os.path.dirname(where))
+        cached = os.path.join(top, "__pycache__", name)
+        source = os.path.join(top, name[: -len(_TAG)] + ".py")
+        if cached in seen or not (top + "/").startswith(roots) or skip(source) or not os.path.exists(source):
+            continue
+        seen.add(cached)
+        _check_cached(cached, source, started, report, remove)
 
 
 def interpreter() -> list[str]:

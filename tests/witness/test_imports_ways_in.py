@@ -21,6 +21,7 @@ capture saw: played once, under the default backend."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import py_compile
@@ -322,3 +323,67 @@ def test_benign_twin_with_python_m_work_in_the_working_directory_is_silent(setup
                     f" && {sys.executable} -m compileall -q . && {sys.executable} helper.py")
     assert res.returncode == 0, res.stderr
     assert _tamper(setup) == [] and _facts(setup) == {}
+
+
+# -- byte-code of modules no spyglass loaded yet: seen written by the run's events -------------------
+LAZY = "import sys\nif 'ls' in sys.argv:\n    import lazytop, lazypkg.mod\n"
+
+
+def _lazy(setup: Any) -> tuple[Path, list[Path]]:
+    """``lazytop`` and the package ``lazypkg``, which only ``spyglass ls`` imports (as ``gate``
+    imports ``copy`` and ``xml``), compiled, older than the run: (deps, [their sources])."""
+    deps = _deps(setup)
+    (deps / "lazypkg").mkdir()
+    sources = [deps / "lazytop.py", deps / "lazypkg" / "__init__.py", deps / "lazypkg" / "mod.py"]
+    (deps / "sitecustomize.py").write_text(LAZY)
+    for src in sources:
+        src.write_text("X = 1\n")
+    _old(*sources)
+    for src in [deps / "sitecustomize.py", *sources]:
+        py_compile.compile(str(src), doraise=True)
+    _old(deps)
+    setup.env["PYTHONPATH"] = str(deps)
+    return deps, sources
+
+
+@pytest.mark.backends("strace", "ebpf")
+def test_forged_byte_code_of_modules_no_spyglass_loaded_is_removed(setup: Any) -> None:
+    _, sources = _lazy(setup)
+    marker = setup.ws.parent / "marker"
+    forge = setup.ws.parent / "forge.py"
+    forge.write_text(FORGE)
+    cached = [Path(importlib.util.cache_from_source(str(s))) for s in sources]
+    res = setup.run(" && ".join(f"{sys.executable} {forge} {s} {c} {marker}" for s, c in zip(sources, cached,
+                                                                                             strict=True)))
+    assert res.returncode == 0, res.stderr
+    assert sorted(_facts(setup).get("bytecode", [])) == sorted(map(str, cached)), _facts(setup)
+    assert _tamper(setup) == [] and not any(c.exists() for c in cached)
+    res = setup.spyglass("ls", "--store", str(setup.store))
+    assert res.returncode == 0, res.stderr
+    assert not marker.exists(), "the forged byte-code ran in the next spyglass"
+
+
+def test_the_forgery_of_a_module_no_spyglass_loaded_runs_next_when_nothing_removes_it(setup: Any) -> None:
+    """The control: ``spyglass ls`` imports ``lazypkg.mod`` and runs its byte-code."""
+    _, sources = _lazy(setup)
+    marker = setup.ws.parent / "marker"
+    forge = setup.ws.parent / "forge.py"
+    forge.write_text(FORGE)
+    cached = importlib.util.cache_from_source(str(sources[2]))
+    subprocess.run([sys.executable, str(forge), str(sources[2]), cached, str(marker)], check=True, timeout=60)
+    res = setup.spyglass("ls", "--store", str(setup.store))
+    assert res.returncode == 0, res.stderr
+    assert marker.read_text() == "ran"
+
+
+@pytest.mark.backends("strace", "ebpf")
+def test_benign_twin_byte_code_of_modules_no_spyglass_loaded_written_by_python_is_kept(setup: Any) -> None:
+    deps, sources = _lazy(setup)
+    cached = [Path(importlib.util.cache_from_source(str(s))) for s in sources]
+    for c in cached:
+        c.unlink()
+    setup.env = {k: v for k, v in setup.env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    res = setup.run(f"{sys.executable} -c 'import lazytop, lazypkg.mod' && {sys.executable} -m compileall -q {deps}")
+    assert res.returncode == 0, res.stderr
+    assert _tamper(setup) == [] and _facts(setup) == {}
+    assert all(c.exists() for c in cached)
