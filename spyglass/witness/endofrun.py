@@ -29,6 +29,9 @@ from spyglass.witness import endcheck, imports
 from spyglass.witness.bytecode import Start, changed_since, detach, mounts_on, snapshot, stamp, unlink_in
 from spyglass.witness.protected import OWN_SOURCE, Protected
 
+#: the files :meth:`EndOfRun.note_written` keeps (a module's byte-code, source, extension)
+WRITTEN = (".pyc", ".py", ".so")
+
 
 class EndOfRun:
     """The start's state of the protected places and of spyglass's own source, and the checks
@@ -72,9 +75,10 @@ class EndOfRun:
         return endcheck.changed(self._places, self._place_list(), self._allowed)
 
     def note_written(self, path: str) -> None:
-        """A file the run wrote: a byte-code file is looked at when the run ends (that of a module
-        no spyglass process loaded yet, which another command may import: ``copy`` for ``gate``)."""
-        if path.endswith(".pyc") and len(self.written) < imports.MAX_ENTRIES:
+        """A file the run wrote: a module's byte-code, source or extension is looked at when the run
+        ends (that of a module no spyglass process loaded yet, which another command may import:
+        ``copy`` for ``gate``)."""
+        if path.endswith(WRITTEN) and len(self.written) < imports.MAX_ENTRIES:
             self.written.add(path)
 
     def check_imports(self, ctx: RunContext) -> imports.ImportsReport:

@@ -22,7 +22,7 @@ import time
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
-from spyglass.witness.endofrun import EndOfRun
+from spyglass.witness.endofrun import WRITTEN, EndOfRun
 from spyglass.witness.protected import OWN_SOURCE, FileId, Protected, file_id
 
 __all__ = ["KEY_READ_RULE", "OWN_SOURCE", "TAMPER_RULE", "FileId", "Protected", "WitnessGuard", "file_id"]
@@ -98,7 +98,7 @@ class WitnessGuard(Sink):
         )
         if writes and ev.ok:  # byte-code written: checked at the end if the next spyglass may import it
             dest = ev.target if ev.target and t in ("file.rename", "file.link") else ev.path
-            if dest.endswith(".pyc"):
+            if dest.endswith(WRITTEN):
                 self.end.note_written(dest)
         if writes or handle:
             # a link or rename is judged on its source without following it (the link itself may be the store)

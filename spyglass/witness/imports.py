@@ -76,7 +76,8 @@ def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, 
     and ``sites``, and among the files that ``runs`` Python itself (default :func:`interpreter`);
     a file for which ``skip`` is true is left out (spyglass's own package, the places the run may
     write).  ``written``: byte-code files the run's events show written; those of a module below
-    a directory of the import path are looked at too (a module no spyglass loaded yet)."""
+    a directory of the import path are looked at too (a module no spyglass loaded yet), and
+    so are modules' sources and extensions written there."""
     mods = dict(sys.modules if modules is None else modules)
     report = ImportsReport()
     tops: set[str] = set(START_HOOKS)
@@ -105,7 +106,7 @@ def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, 
                 _scan(d, started, subs.get(name, set()), loaded, report, pth=False, later=pkg_dirs[i + 1:])
                 _check_package_cache(d, started, cached_seen, report, remove)
     site_set = {os.path.normpath(d) for d in (site_dirs() if sites is None else sites)}
-    dirs = [*(sys.path if path is None else path), *site_set]
+    dirs = [*(sys.path if path is None else path), *site_set, *_pth_dirs(sorted(site_set))]
     ordered = list(dict.fromkeys(os.path.normpath(p) for p in dirs if p and os.path.isabs(p)))
     for i, d in enumerate(ordered):
         if skip(d + "/"):
@@ -121,7 +122,8 @@ def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, 
         _scan(d, started, tops, loaded, report, pth=d in site_set, later=ordered[i + 1:],
               made=max(st.st_ctime, lst.st_ctime) >= started)  # through a symlink: the directory's time too
     if written:
-        _check_written(written, ordered, started, cached_seen, skip, report, remove)
+        _check_written(written, ordered, {os.path.realpath(d) for d in site_set}, started, cached_seen, skip,
+                       report, remove)
     for f in interpreter() if runs is None else runs:
         if not skip(f) and _newer(f, started):
             report.changed.append(f)
@@ -209,23 +211,73 @@ def _check_package_cache(d: str, started: float, seen: set[str], report: Imports
             _check_cached(e.path, source, started, report, remove)
 
 
-def _check_written(written: Iterable[str], dirs: list[str], started: float, seen: set[str],
+def _check_written(written: Iterable[str], dirs: list[str], sites: set[str], started: float, seen: set[str],
                    skip: Callable[[str], bool], report: ImportsReport, remove: bool) -> None:
-    """The byte-code files the run wrote (as its events show) of modules below ``dirs`` (the
-    import path), not looked at yet: changed since ``started`` and not what Python makes of
-    their source as it is, removed.  Byte-code elsewhere (another environment) is not spyglass's."""
-    roots = tuple(dict.fromkeys(os.path.realpath(d).rstrip("/") + "/" for d in dirs))
+    """The files the run wrote (as its events show) below ``dirs`` (the import path), of modules
+    not looked at yet (no spyglass loaded them: another command may import them): byte-code
+    changed since ``started`` and not what Python makes of its source as it is is removed; a
+    module's source or extension changed since is ``changed``.  Not below another environment's
+    ``site-packages`` there (the base interpreter's, whose standard library a venv's spyglass runs);
+    a source is not a new module of a site directory nor of a directory all of whose entries are
+    new (a package installed during the run)."""
+    roots = sorted(dict.fromkeys(os.path.realpath(d).rstrip("/") + "/" for d in dirs), key=len, reverse=True)
+    said = {*report.changed, *report.shadowing}
     for path in sorted(written):
         where, name = os.path.split(path)
-        if not name.endswith(_TAG) or os.path.basename(where) != "__pycache__":
+        pyc = os.path.basename(where) == "__pycache__"
+        top = os.path.realpath(os.path.dirname(where) if pyc else where)
+        root = next((r for r in roots if (top + "/").startswith(r)), None)
+        if root is None or "-packages/" in (top + "/")[len(root):]:
             continue
-        top = os.path.realpath(os.path.dirname(where))
+        if not pyc:  # a module of the standard library or of an installed package there (not a new one)
+            full = os.path.join(top, name)
+            if (_module_name(name, full) is not None and full not in said and path not in said
+                    and top not in sites and not skip(full) and _newer(full, started) and _older_there(top, started)):
+                said.add(full)
+                report.changed.append(full)
+            continue
         cached = os.path.join(top, "__pycache__", name)
         source = os.path.join(top, name[: -len(_TAG)] + ".py")
-        if cached in seen or not (top + "/").startswith(roots) or skip(source) or not os.path.exists(source):
+        if (not name.endswith(_TAG) or cached in seen or skip(source) or not os.path.exists(source)):
             continue
         seen.add(cached)
         _check_cached(cached, source, started, report, remove)
+
+
+def _older_there(d: str, started: float) -> bool:
+    """Whether ``d`` holds an entry older than ``started`` (it is not a package made during the run)."""
+    try:
+        with os.scandir(d) as it:
+            for _, e in zip(range(MAX_ENTRIES), it, strict=False):
+                if e.stat(follow_symlinks=False).st_ctime < started:
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+def _pth_dirs(sites: Iterable[str]) -> list[str]:
+    """The directories the ``.pth`` files of ``sites`` name that exist now (one that did not at
+    the start is not on the import path yet: the next start adds it)."""
+    found: list[str] = []
+    for d in sites:
+        try:
+            names = [n for n in os.listdir(d) if n.endswith(".pth")]
+        except OSError:
+            continue
+        for n in names:
+            try:
+                with open(os.path.join(d, n), encoding="utf-8", errors="replace") as f:
+                    lines = f.read(1 << 16).splitlines()
+            except OSError:
+                continue
+            for line in lines[:MAX_LINKS]:
+                line = line.strip()
+                if line and not line.startswith(("#", "import ", "import\t")):
+                    target = os.path.normpath(os.path.join(d, line))
+                    if os.path.isdir(target):
+                        found.append(target)
+    return found
 
 
 def interpreter() -> list[str]:
@@ -245,7 +297,8 @@ def interpreter() -> list[str]:
             break
     if sys.executable:
         bin_dir = os.path.dirname(sys.executable)
-        files += [os.path.join(bin_dir, "pyvenv.cfg"), os.path.join(os.path.dirname(bin_dir), "pyvenv.cfg")]
+        files += [os.path.join(bin_dir, "pyvenv.cfg"), os.path.join(os.path.dirname(bin_dir), "pyvenv.cfg"),
+                  os.path.join(bin_dir, "spyglass")]  # the command beside it (run as ``python -m spyglass`` now)
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="surrogateescape") as f:
             maps = f.read().splitlines()

@@ -111,7 +111,8 @@ def test_a_line_added_to_a_pth_file_already_there_is_an_alert(setup: Any) -> Non
 def test_benign_twin_a_pth_file_read_and_other_files_there_are_silent(setup: Any) -> None:
     python, site_dir = _venv(setup)
     res = _run_with(setup, python, f"cat {site_dir}/old.pth > /dev/null && echo x > {site_dir}/notes.txt"
-                                   f" && echo 'X = 1' > {site_dir}/newmod.py")  # a module installed there
+                                   f" && echo 'X = 1' > {site_dir}/newmod.py && mkdir {site_dir}/newpkg"
+                                   f" && echo 'X = 1' > {site_dir}/newpkg/__init__.py")  # modules installed there
     assert res.returncode == 0, res.stderr
     assert _tamper(setup) == [] and _facts(setup) == {}
 
@@ -125,9 +126,11 @@ def test_the_interpreter_named_by_the_venv_and_its_pyvenv_cfg_changed_are_alerts
     wrapper.write_text(f"#!/bin/sh\necho ran > {marker}\nexec {real} \"$@\"\n")
     wrapper.chmod(0o755)
     cfg = python.parent.parent / "pyvenv.cfg"
-    res = _run_with(setup, python, f"ln -sfn {wrapper} {python} && echo 'x = 1' >> {cfg}")
+    command = python.parent / "spyglass"  # the command beside the python (this run is `python -m spyglass`)
+    res = _run_with(setup, python, f"ln -sfn {wrapper} {python} && echo 'x = 1' >> {cfg} && echo x > {command}")
     assert res.returncode == 0, res.stderr
     alerts = _tamper(setup)
+    assert any(str(command) in m for m in alerts), alerts
     assert any(str(python) in m and "changed" in m for m in alerts), alerts
     assert any(str(cfg) in m for m in alerts), alerts
     _spyglass_with(setup, python, "ls", "--store", str(setup.store))
@@ -137,7 +140,7 @@ def test_the_interpreter_named_by_the_venv_and_its_pyvenv_cfg_changed_are_alerts
 def test_benign_twin_a_venv_made_and_used_in_the_run_is_silent(setup: Any) -> None:
     """Another virtual environment made in the run, a script of it run, the workspace compiled."""
     python, _ = _venv(setup)
-    env2 = setup.ws / "env2"
+    env2 = setup.ws.parent / "env2"  # outside the workspace, as pip installs into another environment
     (setup.ws / "app.py").write_text("import json, csv, email.message, argparse\nprint(json.dumps([1]))\n")
     res = _run_with(setup, python, f"{sys.executable} -m venv --without-pip {env2} && {env2}/bin/python "
                                    f"{setup.ws}/app.py && {sys.executable} -m compileall -q {setup.ws}")
@@ -387,3 +390,29 @@ def test_benign_twin_byte_code_of_modules_no_spyglass_loaded_written_by_python_i
     assert res.returncode == 0, res.stderr
     assert _tamper(setup) == [] and _facts(setup) == {}
     assert all(c.exists() for c in cached)
+
+
+@pytest.mark.backends("strace", "ebpf")
+def test_the_source_of_modules_no_spyglass_loaded_changed_is_an_alert(setup: Any) -> None:
+    _, sources = _lazy(setup)
+    marker = setup.ws.parent / "marker"
+    res = setup.run(f"echo \"open('{marker}', 'w').write('ran')\" >> {sources[0]} && echo 'Y = 2' >> {sources[2]}")
+    assert res.returncode == 0, res.stderr
+    alerts = _tamper(setup)
+    assert all(any(str(s) in m and "changed" in m for m in alerts) for s in (sources[0], sources[2])), alerts
+    setup.spyglass("ls", "--store", str(setup.store))
+    assert marker.read_text() == "ran"  # the attack is real: left there (it may be an upgrade), it runs next
+
+
+def test_a_directory_a_pth_file_names_made_with_a_start_hook_is_an_alert(setup: Any) -> None:
+    """``old.pth`` names a directory that is not there: a Python start adds it once it is."""
+    python, _ = _venv(setup)
+    nowhere = setup.ws.parent / "nowhere"
+    marker = setup.ws.parent / "marker"
+    res = _run_with(setup, python, f"mkdir {nowhere} && echo \"open('{marker}', 'w').write('ran')\""
+                                   f" > {nowhere}/sitecustomize.py")
+    assert res.returncode == 0, res.stderr
+    alerts = _tamper(setup)
+    assert any(f"{nowhere}/sitecustomize.py" in m for m in alerts), alerts
+    _spyglass_with(setup, python, "ls", "--store", str(setup.store))
+    assert marker.read_text() == "ran"  # the attack is real
