@@ -416,3 +416,22 @@ def test_a_directory_a_pth_file_names_made_with_a_start_hook_is_an_alert(setup: 
     assert any(f"{nowhere}/sitecustomize.py" in m for m in alerts), alerts
     _spyglass_with(setup, python, "ls", "--store", str(setup.store))
     assert marker.read_text() == "ran"  # the attack is real
+
+
+# -- header games, a rename ---------------------------------------------------------------------------
+def test_unchecked_hash_byte_code_and_an_older_file_renamed_over_a_module_are_found(setup: Any) -> None:
+    """Byte-code Python never checks against its source (``--invalidation-mode unchecked-hash``)
+    is removed; a file made before the run renamed over a loaded module (its status change time
+    moves with the rename) is an alert."""
+    pkg = _package(setup)
+    twin = setup.ws.parent / "twin.py"
+    twin.write_text("NAME = 'twin'\n")
+    _old(twin)
+    evil = setup.ws.parent / "evil.py"
+    evil.write_text("NAME = 'evil'\n")
+    cached = pkg / "__pycache__" / f"lazy.{sys.implementation.cache_tag}.pyc"
+    res = setup.run(f"{sys.executable} -c \"import py_compile; py_compile.compile('{evil}', cfile='{cached}', "
+                    f"invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\" && mv {twin} {pkg}/sub.py")
+    assert res.returncode == 0, res.stderr
+    assert _facts(setup).get("bytecode") == [str(cached)] and not cached.exists(), _facts(setup)
+    assert any(f"{pkg}/sub.py" in m and "changed" in m for m in _tamper(setup)), _tamper(setup)
