@@ -19,9 +19,15 @@ the clock back is not caught here):
   ``click.*.so``, a sourceless ``click.pyc``), ``sitecustomize`` or ``usercustomize``, or a
   ``.pth`` file in a site directory (its ``import`` lines run at every start).
 
-Only modules loaded by this spyglass process are looked at (those another command imports, such
-as the report's jinja2, are not); the directories of the import path are walked only when their
-own status change time says an entry came or went during the run.
+And around them: the byte-code of every module in a loaded package's directory (another command
+imports more of it), a new module put ahead of any of the same name (in a package, or a later
+directory of the path), a directory of the path through a symlink, a zip archive at an entry, a
+``.pth`` file changed in place and the directories ``.pth`` files name, the working directory
+that ``python -m`` puts first, the interpreter (:func:`interpreter`), and the modules' files the
+run's events show written below the import path (a module no spyglass loaded).  A module no
+spyglass loaded, changed by a write the events did not show, is not found; the directories of
+the import path are walked only when their own status change time says an entry came or went
+during the run.
 """
 
 from __future__ import annotations
