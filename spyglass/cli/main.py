@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import pkgutil
 import sys
 from typing import Any
 
@@ -107,6 +106,8 @@ def _load_module(name: str) -> None:
 
 
 def all_command_modules() -> list[str]:
+    import pkgutil
+
     import spyglass.cli as pkg
 
     return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name.startswith("cmd_"))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -279,7 +278,7 @@ def record(
         sandbox=request.sandbox,
         policy_digest=request.policy_digest,
         started=time.time_ns(),
-        host=socket.gethostname(),
+        host=os.uname().nodename,  # socket.gethostname(), without importing socket
         extra=dict(request.extra),
     )
     home = request.home or default_home(request.env)

@@ -4,7 +4,6 @@ are the truth; the index can always be rebuilt from them."""
 from __future__ import annotations
 
 import contextlib
-import random
 import sqlite3
 import time
 from pathlib import Path
@@ -93,6 +92,8 @@ class Index:
                     raise
                 with contextlib.suppress(Exception):
                     self.db.close()
+                import random  # only when the store is locked (random is 1 ms of a start)
+
                 time.sleep(0.05 + random.random() * 0.2)
 
     def _copy_from_file(self, path: Path) -> None:

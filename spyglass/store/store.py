@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -41,7 +40,7 @@ def default_store_path(env: Mapping[str, str] | None = None) -> Path:
 def new_run_id(now_ns: int | None = None) -> str:
     now_ns = now_ns or time.time_ns()
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now_ns / 1e9))
-    return f"{stamp}{(now_ns // 1000) % 1_000_000:06d}Z-{secrets.token_hex(3)}"
+    return f"{stamp}{(now_ns // 1000) % 1_000_000:06d}Z-{os.urandom(3).hex()}"
 
 
 def _pid_alive(pid: int | None) -> bool:
