@@ -160,6 +160,10 @@ class Index:
         cur = self.db.execute(f"SELECT {', '.join(COLUMNS)} FROM runs {where} ORDER BY id", params)
         return [dict(zip(COLUMNS, r, strict=True)) for r in cur.fetchall()]
 
+    def statuses(self) -> list[tuple[str, str]]:
+        """(id, status) of every row (what ``Store.repair`` needs, at every start)."""
+        return [(r[0], r[1]) for r in self.db.execute("SELECT id, status FROM runs")]
+
     def ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
 
