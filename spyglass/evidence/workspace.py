@@ -198,7 +198,8 @@ class WorkspaceEvidence(Sink):
     def _hash_before(self, before: Manifest, pending: list[Pending], opts: ManifestOptions) -> None:
         """The thread: hash the listed files while the agent runs, then store the before-manifest."""
         try:
-            if self.keep_hashes and self._memo is not None:  # before any hash is taken
+            # before any hash is taken (no file to hash, no hash to keep: no look at every process's maps)
+            if self.keep_hashes and self._memo is not None and pending:
                 self._memo.never(as_text(p) for p in mapped_for_writing(self.roots))
             hash_pending(pending, opts, keeper=self._keep)
         except Exception as exc:  # a failure costs hashes, never the run
