@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from spyglass import __version__, phases
+from spyglass import __version__, gcpause, phases
 from spyglass.errors import EXIT_USAGE, SpyglassError
 
 
@@ -155,6 +155,8 @@ def _preload(argv: list[str], command: str | None) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     command = _invoked(args)
+    if command == "run":  # the collector is resumed once the agent is launched (spyglass/gcpause.py)
+        gcpause.pause()
     _preload(args, command)
     _load_commands(command)
     phases.mark("cli")

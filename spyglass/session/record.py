@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from spyglass import __version__, phases
+from spyglass import __version__, gcpause, phases
 from spyglass.capture import procfs
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
 from spyglass.errors import EXIT_CANNOT_RUN
@@ -356,6 +356,7 @@ def record(
         # type not compiled yet compiles at its first event: nothing goes unevaluated)
         _warm(sinks)
         phases.mark("warm after launch")
+        gcpause.resume()  # the agent runs: the collector too, if the CLI paused it for the start
         chosen: Any = getattr(backend, "inner", backend)  # a sandbox wraps the backend
         meta.backend = chosen.name  # ``auto`` may have fallen back at start
         if getattr(chosen, "reason", None):
@@ -385,6 +386,7 @@ def record(
             ctx.monitor_pids.append(session.tracer_pid)
         capture = session.result()
         phases.mark("child run")
+        gcpause.pause_finish()  # only the run's finish is left (a CLI run)
         if capture.failed_to_start:
             status = "failed"  # the agent never ran: never "complete"
             capture.notes.append(capture.failed_to_start)

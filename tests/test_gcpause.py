@@ -1,0 +1,51 @@
+"""``spyglass.gcpause``: the collector paused for a CLI run's start, resumed for the agent's run."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from spyglass import gcpause
+
+
+def test_only_a_pause_of_its_own_is_resumed() -> None:
+    assert gc.isenabled()
+    gcpause.resume()  # nothing paused: nothing to do
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        gcpause.resume()  # the host's own choice stays
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_cli_run_collects_while_the_agent_runs(tmp_path: Path) -> None:
+    """A real run: the agent (a script that only waits) is recorded with the collector on, the
+    start and the finish with it off; the Python API leaves the host's collector alone."""
+    out = tmp_path / "states.txt"
+    code = (
+        "import gc, sys\n"
+        "from spyglass import phases\n"
+        f"states = open({str(out)!r}, 'w')\n"
+        "orig = phases.mark\n"
+        "def mark(name):\n"
+        "    states.write(f'{name} {gc.isenabled()}\\n'); states.flush()\n"
+        "    orig(name)\n"
+        "phases.mark = mark\n"
+        "from spyglass.cli.main import main\n"
+        "main(['run', '-q', '--backend', 'strace', '--', 'true'])\n"
+    )
+    env = {**os.environ, "SPYGLASS_STORE": str(tmp_path / "store"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("SPYGLASS_POLICY", None)
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=180, check=False)
+    assert res.returncode == 0, res.stderr
+    states = dict(line.rsplit(" ", 1) for line in out.read_text().splitlines())
+    assert states["cli"] == "False" and states["sinks"] == "False"  # paused for the start
+    assert states["child run"] == "True"  # on while the agent ran
+    assert states["finish: store"] == "False"  # the finish only: off again
