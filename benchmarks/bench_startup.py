@@ -17,9 +17,10 @@ command, issue 19; 0.15 s with the eBPF backend, issue 14), met or not.
 ``run B --policy`` is the same run naming a small policy file (a harness usually
 names one).  ``--store-runs N`` first fills the store with N finished runs (copies
 of one run's record under new ids): a harness's store holds thousands, and every
-command opening the store looks at each of them.  ``--baseline DIR`` adds the same runs with another checkout's package (for
-example an export of ``main``) so a change is measured against what it replaces
-in one run (same interpreter and packages).  Usage:
+command opening the store looks at each of them.  ``--baseline DIR`` adds the same
+runs with another checkout's package (for example an export of ``main``) so a
+change is measured against what it replaces in one run (same interpreter and
+packages).  Usage:
 
     .venv/bin/python benchmarks/bench_startup.py [--repeat 9] [--quick] [--baseline DIR] [--watchdog 30]
                                                  [--store-runs 2000]

@@ -10,13 +10,12 @@ before it is listed; tests/cli/test_main.py checks the table is complete).
 from __future__ import annotations
 
 import importlib
-import logging
 import sys
 from typing import Any
 
 import click
 
-from spyglass import __version__, gcpause, phases
+from spyglass import __version__, gcpause, logs, phases
 from spyglass.errors import EXIT_USAGE, SpyglassError
 
 
@@ -71,8 +70,9 @@ def cli(verbose: int, color: str | None) -> None:
     from spyglass import termcolor
 
     termcolor.set_mode(color)
-    level = logging.WARNING - 10 * verbose
-    logging.basicConfig(level=max(level, logging.DEBUG), format="spyglass: %(levelname)s: %(message)s")
+    level = logs.WARNING - 10 * verbose
+    # logging itself loads at the first record (spyglass/logs.py): a run that goes well logs nothing
+    logs.configure(level=max(level, logs.DEBUG), format="spyglass: %(levelname)s: %(message)s")
 
 
 #: command name -> the modules that define it (cmd_sigma adds ``rules import-sigma``)

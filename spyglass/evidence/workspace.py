@@ -26,7 +26,6 @@ A summary goes into run.json (``extra["workspace_changes"]``).
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import threading
@@ -59,9 +58,10 @@ from spyglass.evidence.manifest import (
     list_manifest,
 )
 from spyglass.evidence.writes import OutsideWriteTracker
+from spyglass.logs import get_logger
 from spyglass.pipeline import RunContext, Sink
 
-log = logging.getLogger("spyglass.evidence")
+log = get_logger("spyglass.evidence")
 
 DEFAULT_MAX_KEPT_BYTES = 64 << 20
 #: a workspace this small is hashed before the agent starts (start() waits up to ``hash_wait``)
