@@ -185,7 +185,7 @@ class WorkspaceEvidence(Sink):
         self.before, self._rules, pending = list_manifest(self.roots, opts)
         # which files existed before the run, for the rules (``file.pre_existing``)
         ctx.workspace_before = frozenset(f.path for f in self.before.files)
-        if not self.background_hash:
+        if not self.background_hash or not pending:  # nothing to hash: only the manifest to write
             self._hash_before(self.before, pending, opts)
             return
         self._hasher = threading.Thread(
