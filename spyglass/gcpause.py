@@ -4,7 +4,8 @@ A run's start allocates many objects and frees few (modules, classes, the rule s
 the sinks): the collector's young-generation passes found next to nothing to free and
 cost several ms of every start (about 70 of them).  The CLI pauses it for ``run``
 (:func:`pause`) and the session resumes it once the agent is launched
-(:func:`resume`, before the first event: a long run collects as usual), then
+(:func:`resume`, before the first event: a long run collects as usual; what the
+start made is frozen out of the generations first), then
 pauses it again for the run's finish (:func:`pause_finish`): the process ends
 right after.  Only a pause this module made is resumed: the Python API
 (``spyglass.run()``) never touches its host's collector.
@@ -28,10 +29,13 @@ def pause() -> None:
 
 
 def resume() -> None:
-    """The agent runs: the collector works again (if :func:`pause` paused it)."""
+    """The agent runs: the collector works again (if :func:`pause` paused it).  What the start made
+    leaves the collector's generations first (``gc.freeze``, as the eBPF backend does at its first
+    recording): it all lives for the run, and the first collection would otherwise walk it all."""
     global _paused
     if _paused:
         _paused = False
+        gc.freeze()
         gc.enable()
 
 

@@ -24,8 +24,8 @@ def test_only_a_pause_of_its_own_is_resumed() -> None:
 
 
 def test_a_cli_run_collects_while_the_agent_runs(tmp_path: Path) -> None:
-    """A real run: the agent (a script that only waits) is recorded with the collector on, the
-    start and the finish with it off; the Python API leaves the host's collector alone."""
+    """A real run: the agent is recorded with the collector on (and what the start made frozen out
+    of its generations), the start and the finish with it off."""
     out = tmp_path / "states.txt"
     code = (
         "import gc, sys\n"
@@ -33,7 +33,7 @@ def test_a_cli_run_collects_while_the_agent_runs(tmp_path: Path) -> None:
         f"states = open({str(out)!r}, 'w')\n"
         "orig = phases.mark\n"
         "def mark(name):\n"
-        "    states.write(f'{name} {gc.isenabled()}\\n'); states.flush()\n"
+        "    states.write(f'{name} {gc.isenabled()} {gc.get_freeze_count() > 0}\\n'); states.flush()\n"
         "    orig(name)\n"
         "phases.mark = mark\n"
         "from spyglass.cli.main import main\n"
@@ -45,7 +45,14 @@ def test_a_cli_run_collects_while_the_agent_runs(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=180, check=False)
     assert res.returncode == 0, res.stderr
-    states = dict(line.rsplit(" ", 1) for line in out.read_text().splitlines())
-    assert states["cli"] == "False" and states["sinks"] == "False"  # paused for the start
-    assert states["child run"] == "True"  # on while the agent ran
-    assert states["finish: store"] == "False"  # the finish only: off again
+    states = dict(_split(line) for line in out.read_text().splitlines())
+    assert states["cli"] == ["False", "False"] and states["sinks"][0] == "False"  # paused for the start
+    # on while the agent ran, what the start made frozen out of its generations (strace does not freeze)
+    assert states["child run"] == ["True", "True"]
+    assert states["finish: store"][0] == "False"  # the finish only: off again
+
+
+def _split(line: str) -> tuple[str, list[str]]:
+    """``"backend select True False"`` -> ("backend select", ["True", "False"])."""
+    words = line.split()
+    return " ".join(words[:-2]), words[-2:]
