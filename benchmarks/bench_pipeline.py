@@ -140,7 +140,7 @@ def phase_replay(store_dir: Path, run_id: str, profile: str | None) -> dict[str,
     from spyglass.policy import load_policy
     from spyglass.rules.engine import RuleEngine
     from spyglass.rules.ruleset import load_ruleset
-    from spyglass.session.record import RunRequest, record
+    from spyglass.session.record import RunOutcome, RunRequest, record
 
     store = Store(store_dir)
     src = store.run_dir(run_id)
@@ -148,7 +148,7 @@ def phase_replay(store_dir: Path, run_id: str, profile: str | None) -> dict[str,
     policy = load_policy(None, cwd=meta.cwd or "/")
     rs = load_ruleset(policy, ())
 
-    def go() -> object:
+    def go() -> RunOutcome:
         req = RunRequest(argv=["replay"], cwd="/", workspace=list(meta.workspace), policy=policy, home="/root")
         return record(req, ReplayBackend(src), store, [AgentAwareness(auto_detect=False), RuleEngine(rs, policy)])
 
@@ -157,9 +157,21 @@ def phase_replay(store_dir: Path, run_id: str, profile: str | None) -> dict[str,
         import cProfile
 
         cProfile.runctx("go()", globals(), {"go": go}, profile)
-    else:
-        go()
-    return {"seconds": time.perf_counter() - t0}
+        return {"seconds": time.perf_counter() - t0}
+    outcome = go()
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, **alerts_digest(store, outcome.meta.id)}
+
+
+def alerts_digest(store: Store, run_id: str) -> dict[str, object]:
+    """The alerts of a run as a count and a digest of (rule, process, message, events), so that
+    two builds of the package (``bench_compiled.py``) can be shown to alert alike."""
+    import hashlib
+
+    from spyglass.store import RunReader
+
+    keys = sorted((a.rule_id, a.pid, a.message, tuple(a.event_seqs)) for a in RunReader(store, run_id).alerts())
+    return {"alerts": len(keys), "alerts_digest": hashlib.sha256(repr(keys).encode()).hexdigest()[:16]}
 
 
 def phase_rules(n: int) -> dict[str, object]:

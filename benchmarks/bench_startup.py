@@ -5,8 +5,8 @@ Runs, in a rotating order so that load drifts hit every mode alike: the bare
 ``true``, ``python -c pass`` (the interpreter alone), ``spyglass --help``, and
 ``spyglass run -q --backend B -- true`` for each backend that can run here (eBPF
 needs root), each in a fresh empty working directory with its own store.
-The run's phase marks (``SPYGLASS_PHASES``, :mod:`spyglass.phases`) give the
-breakdown: interpreter, CLI and imports, policy, backend choice, rules load and
+The run's phase marks (``SPYGLASS_PHASES``, :mod:`spyglass.phases`; the baseline's
+too, in columns of their own) give the breakdown: interpreter, CLI and imports, policy, backend choice, rules load and
 compile, sinks, store, sinks' start, capture start (strace spawn / eBPF
 load+attach), the rules' warm-up after the launch, child run, finish (sinks,
 store and index), exit.  Medians; differences and ratios against the bare
@@ -136,7 +136,7 @@ def main() -> None:
     if args.baseline is not None:
         for b in backends:
             modes[f"baseline run {b}"] = ([*_launcher(args.baseline.resolve()), "run", "-q", "--backend", b,
-                                          "--", true], False)
+                                          "--", true], True)  # its phases too, beside the run's
         modes[f"baseline run {backends[0]} --policy"] = (
             [*_launcher(args.baseline.resolve()), "run", "-q", "--backend", backends[0], *with_policy, "--", true],
             False)
@@ -307,12 +307,13 @@ def _report(walls: dict[str, list[float]], phases: dict[str, list[dict[str, floa
     if not phases:
         return
     cols = list(phases)
-    print(f"\nphases of `spyglass run -q -- true` (ms, medians){'':<4}" + "".join(f"{c:>14}" for c in cols))
+    w = max(14, *(len(c) + 2 for c in cols))
+    print(f"\nphases of `spyglass run -q -- true` (ms, medians){'':<4}" + "".join(f"{c:>{w}}" for c in cols))
     for name in PHASES:
         vals = [statistics.median([p.get(name, 0.0) for p in phases[c]]) * 1000 for c in cols]
-        print(f"  {name:<48}" + "".join(f"{v:14.1f}" for v in vals))
+        print(f"  {name:<48}" + "".join(f"{v:{w}.1f}" for v in vals))
     sums = [statistics.median([sum(p.values()) for p in phases[c]]) * 1000 for c in cols]
-    print(f"  {'sum (spawn to exit)':<48}" + "".join(f"{v:14.1f}" for v in sums))
+    print(f"  {'sum (spawn to exit)':<48}" + "".join(f"{v:{w}.1f}" for v in sums))
 
 
 if __name__ == "__main__":

@@ -44,21 +44,27 @@ def default_home(env: dict[str, str] | None = None) -> str:
     return home.rstrip("/") or "/"
 
 
+def _factory(make: Callable[[], object]) -> Any:
+    """``msgspec.field(default_factory=make)``, typed ``Any``: the build compiled with mypyc
+    (``benchmarks/bench_compiled.py``) would check the ``Field`` against the attribute's type."""
+    return msgspec.field(default_factory=make)
+
+
 class SandboxView(msgspec.Struct):
     """What a sandboxed run's sinks need to know of the sandbox (``None`` when not sandboxed)."""
 
     home_view: str  # the home directory as the agent sees it
     home_host: str  # where the decoy home really lives
-    honeytokens: list[str] = msgspec.field(default_factory=list)  # host and view paths
+    honeytokens: list[str] = []  # host and view paths
     canary: str | None = None
-    facts: dict[str, Any] = msgspec.field(default_factory=dict)  # run.json ``extra.sandbox``
+    facts: dict[str, Any] = {}  # run.json ``extra.sandbox``
 
 
 class BackendInfo(msgspec.Struct):
     """The capture backend of a run and its options, as the sinks see them."""
 
     name: str = ""
-    options: dict[str, object] = msgspec.field(default_factory=dict)
+    options: dict[str, object] = {}
 
 
 class RunContext(msgspec.Struct):
@@ -70,24 +76,24 @@ class RunContext(msgspec.Struct):
 
     run_id: str = ""
     root_cwd: str = ""
-    workspace: list[str] = msgspec.field(default_factory=list)
+    workspace: list[str] = []
     #: the processes alive and their ancestry (exited ones are evicted: memory stays bounded)
-    procs: ProcessTable = msgspec.field(default_factory=lambda: ProcessTable(evict=True))
+    procs: ProcessTable = _factory(lambda: ProcessTable(evict=True))
     home: str = ""
     run: RunMeta | None = None
     store: Store | None = None
     run_dir: Path | None = None
     policy: Policy | None = None
     mode: str = "observe"
-    monitor_pids: list[int] = msgspec.field(default_factory=list)
+    monitor_pids: list[int] = []
     sandbox: SandboxView | None = None
-    backend: BackendInfo = msgspec.field(default_factory=BackendInfo)
+    backend: BackendInfo = _factory(BackendInfo)
     #: pid -> "tool call N: CMD", kept current by the agent-awareness sink
-    tool_calls: dict[int, str] = msgspec.field(default_factory=dict)
+    tool_calls: dict[int, str] = {}
     #: seq of every alert the store writer could not save (the live printer marks them NOT SAVED)
-    unsaved_alerts: set[int] = msgspec.field(default_factory=set)
+    unsaved_alerts: set[int] = set()
     #: evidence another sink could not write ("cause: path"); the run is then evidence-incomplete
-    evidence_failures: list[str] = msgspec.field(default_factory=list)
+    evidence_failures: list[str] = []
     pipeline: Pipeline | None = None
     #: set by the session: stop the agent now (enforcement), with the reason
     stop_agent: Callable[[str], None] | None = None

@@ -165,8 +165,14 @@ class RuleEngine(Sink):
             self._fallback = self._first_of(None)
         self._matchers = matchers
         self._nprocs = len(ctx.procs.procs)
-        self.lane = FastLane(self, FieldContext(**{**fx_args, "procs": ProcessTable(evict=True), "state": RunState()}),
-                             self.compiled, early) if early else None
+        self.lane = None
+        if early:
+            # the lane's context and its look-ahead's: a run state of the lane's own, shared by both;
+            # a process table each (the look-ahead follows events out of order)
+            lane_args = {**fx_args, "state": RunState()}
+            self.lane = FastLane(self, FieldContext(**{**lane_args, "procs": ProcessTable(evict=True)}),
+                                 FieldContext(**{**lane_args, "procs": ProcessTable(evict=True)}),
+                                 self.compiled, early)
 
     def warm(self, more: Callable[[], bool] = lambda: False) -> None:
         """Compile now the functions of the event types every run sees, then of the others in

@@ -42,13 +42,11 @@ order, its announced alerts are not announced again and are recorded as above.
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 from typing import TYPE_CHECKING
 
 from spyglass.events import EVENT_TYPES, Alert, Event
-from spyglass.events.proctree import ProcessTable
 from spyglass.rules.compiler import CompiledSet, Matcher
 from spyglass.rules.context import FieldContext
 from spyglass.rules.model import Rule
@@ -86,7 +84,8 @@ def fast_matchers(rules: list[Rule], matchers: list[Matcher]) -> frozenset[int]:
 class FastLane:
     """The engine's evaluation of the fast rules on the reader's thread (see the module text)."""
 
-    def __init__(self, engine: RuleEngine, fx: FieldContext, compiled: CompiledSet, early: frozenset[int]) -> None:
+    def __init__(self, engine: RuleEngine, fx: FieldContext, ahead: FieldContext, compiled: CompiledSet,
+                 early: frozenset[int]) -> None:
         self.engine = engine
         self.fx = fx
         self.early = early
@@ -106,9 +105,8 @@ class FastLane:
         #: (with the facts' version: a fact learned between the lane's look and the engine's, such as
         #: the tracer's pid at the start, makes the engine evaluate the event in full)
         self.verdicts: dict[int, tuple[Event, tuple[int, ...], int]] = {}
-        #: the look-ahead's field context: the lane's, with a process table of its own
-        self.ahead = copy.copy(fx)
-        self.ahead.procs, self.ahead._anc, self.ahead.per_pid = ProcessTable(evict=True), {}, {}
+        #: the look-ahead's field context: the lane's facts and run state, with a process table of its own
+        self.ahead = ahead
         #: alerts announced ahead of order, by event, until the event comes in order
         self.peeked: dict[Key, list[Alert]] = {}
         self.peeks = 0  # events seen ahead of order

@@ -99,8 +99,8 @@ class Partial(msgspec.Struct, eq=False):
     procs: list[ProcRef]
     key: str | None = None
     count: int = 0
-    seen: set[object] = msgspec.field(default_factory=set)
-    seqs: list[list[int]] = msgspec.field(default_factory=list)
+    seen: set[object] = set()
+    seqs: list[list[int]] = []
 
     def relates(self, ref: ProcRef) -> bool:
         return any(related(p, ref) for p in self.procs)

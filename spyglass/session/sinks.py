@@ -80,7 +80,7 @@ def _policy_places(plan: Plan) -> list[tuple[str | Path, str, bool]]:
     """Where a later run reads its policy and rules: a write there by this run changes the next one."""
     import spyglass
     from spyglass.policy.locate import policy_locations
-    from spyglass.witness.guard import OWN_SOURCE
+    from spyglass.witness.protected import OWN_SOURCE
 
     places: list[tuple[str | Path, str, bool]] = [
         (path, "a policy location", tree) for path, tree in policy_locations(plan.cwd)
@@ -192,8 +192,8 @@ def capture_identities(plan: Plan, sinks: Iterable[object]) -> dict[tuple[int, i
     under any name (``LaunchSpec.options["protected_ids"]``, :mod:`spyglass.capture.ident`)."""
     from spyglass.policy.defaults import SECRET_EXCEPTIONS
     from spyglass.witness import WitnessGuard
-    from spyglass.witness.guard import Protected
     from spyglass.witness.identities import protected_ids
+    from spyglass.witness.protected import Protected
 
     guard = next((s for s in sinks if isinstance(s, WitnessGuard)), None)
     prot = guard.protected if guard is not None else Protected()

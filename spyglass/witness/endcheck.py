@@ -1,5 +1,5 @@
 """The protected places other than the store and spyglass's own source, as they were at a run's
-start and at its end (spyglass.witness.guard): a change the run's events did not show (a name
+start and at its end (spyglass.witness.endofrun): a change the run's events did not show (a name
 reached through a symlink removed at once) is still found."""
 
 from __future__ import annotations

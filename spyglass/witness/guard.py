@@ -1,38 +1,31 @@
 """WitnessGuard: a pipeline sink that raises a critical alert when the run touches the witness.
 
-The store, the policy file, the rule files and the signing key in use are
-*protected*, and so is every place the next run may take its policy from
-(``$SPYGLASS_POLICY``, the user config directory's ``spyglass/``,
-``/etc/spyglass/``) and spyglass's own installed source with its rule pack,
-whether a file is there yet or not.  Each is known by its path and by its device and inode, so the
-guard still recognises the store after it is renamed aside, under whatever
-name ``--store`` gave it, and a file reached by a hard link or by a file
-handle (``open_by_handle_at`` events carry the resolved path).  Any change to
-one of them by a process of the run (``witness-tamper``, critical; the agent
-is stopped in enforce mode) and any read of the signing key
-(``witness-key-read``, high) is an alert.  The guard stats paths of the live
-filesystem, so it runs live only; ``check`` leaves its alerts as recorded.
+It judges each event of the run live against what is protected
+(:class:`~spyglass.witness.protected.Protected`: the store, the policy and rule
+files, the signing key, the policy locations, spyglass's own source and rule
+pack, by path and by device and inode).  Any change to one of them by a process
+of the run (``witness-tamper``, critical; the agent is stopped in enforce mode)
+and any read of the signing key (``witness-key-read``, high) is an alert.  The
+guard stats paths of the live filesystem, so it runs live only; ``check`` leaves
+its alerts as recorded.
 
 Spyglass's own ``__pycache__`` is no alert (any Python process of the run that
-imports spyglass writes there), but what the run wrote there (by its events'
-names and by status change time) is removed when the run ends (``run.json``
-``extra.own_bytecode``): a forged byte-code file would otherwise run in the
-next spyglass.
+imports spyglass writes there), but what the run wrote there is removed when the
+run ends, and what the events did not show is found then
+(:mod:`spyglass.witness.endofrun`).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-
-import msgspec
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
-from spyglass.witness import endcheck
-from spyglass.witness.bytecode import changed_since, detach, leaves_cache, mounts_on, snapshot, stamp, unlink_in
+from spyglass.witness.endofrun import EndOfRun
+from spyglass.witness.protected import OWN_SOURCE, FileId, Protected, file_id
+
+__all__ = ["KEY_READ_RULE", "OWN_SOURCE", "TAMPER_RULE", "FileId", "Protected", "WitnessGuard", "file_id"]
 
 TAMPER_RULE = "witness-tamper"
 KEY_READ_RULE = "witness-key-read"
@@ -40,216 +33,8 @@ _HANDLE_CALLS = ("open_by_handle_at", "name_to_handle_at")
 _DIR_CHANGES = frozenset({"file.rename", "file.delete", "file.mkdir", "file.symlink"})
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_TRUNC", "O_CREAT", "O_APPEND")
 
-FileId = tuple[int, int]
-#: what spyglass's own installed source is called in alerts (its byte-code cache is not guarded)
-OWN_SOURCE = "spyglass's own source"
 #: alerts of one rule per process (an ``rm -rf`` of the store is one story, not a thousand)
 MAX_PER_PROCESS = 5
-#: names in spyglass's own ``__pycache__`` the run wrote, kept to be removed at its end (at most;
-#: the files among the rest are found by their status change time)
-MAX_BYTECODE = 10_000
-
-
-def file_id(path: str | Path, follow: bool = True) -> FileId | None:
-    try:
-        st = os.stat(path) if follow else os.lstat(path)
-    except (OSError, ValueError):
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _tree_ids(root: str) -> Iterator[tuple[FileId, str | None]]:
-    """Device and inode of every file and directory below ``root`` (symlinks: of what they name;
-    not descended into), one ``stat`` each (spyglass's own source is walked at every run's start),
-    with the path of each regular file outside a ``__pycache__`` (None for the rest)."""
-    stack = [root]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                real_file = False
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif entry.is_file(follow_symlinks=False):
-                    real_file = "/__pycache__/" not in entry.path
-                elif not (entry.is_file() or entry.is_dir()):
-                    continue
-                st = entry.stat()
-            except OSError:
-                continue
-            yield (st.st_dev, st.st_ino), entry.path if real_file else None
-
-
-class Protected(msgspec.Struct):
-    """What the run must not change (``trees``: directories and all below) and must not read (``secrets``)."""
-
-    #: path -> what it is ("the store", "the policy", "a rule file", "the signing key")
-    trees: dict[str, str] = msgspec.field(default_factory=dict)
-    files: dict[str, str] = msgspec.field(default_factory=dict)
-    secrets: dict[str, str] = msgspec.field(default_factory=dict)
-    ids: dict[FileId, str] = msgspec.field(default_factory=dict)
-    secret_ids: dict[FileId, str] = msgspec.field(default_factory=dict)
-    #: device and inode -> the canonical path of each protected file (for the capture: spyglass.capture.ident)
-    paths: dict[FileId, str] = msgspec.field(default_factory=dict)
-    #: directories inside a protected tree that the run may write (the sandbox's decoy home and /tmp)
-    allowed: set[str] = msgspec.field(default_factory=set)
-    #: directory -> what protected tree it lies in, as last seen; cleared by every rename, delete, mkdir, symlink
-    _dirs: dict[str, str | None] = msgspec.field(default_factory=dict)
-
-    def allow(self, path: str | Path) -> None:
-        for p in {str(path), os.path.realpath(path)}:
-            self.allowed.add(os.path.normpath(os.path.abspath(p)))
-
-    def _allowed(self, p: str) -> bool:
-        return any(p == a or p.startswith(a.rstrip("/") + "/") for a in self.allowed)
-
-    def add(self, path: str | Path, what: str, *, secret: bool = False) -> None:
-        real = os.path.realpath(path)
-        for p in {str(path), real}:
-            if os.path.isdir(p):
-                self.trees[os.path.normpath(os.path.abspath(p))] = what
-            else:
-                self.files[os.path.normpath(os.path.abspath(p))] = what
-            if secret:
-                self.secrets[os.path.normpath(os.path.abspath(p))] = what
-        fid = file_id(real)
-        if fid is not None:
-            self.ids[fid] = what
-            if not os.path.isdir(real):
-                self.paths.setdefault(fid, os.path.normpath(os.path.abspath(path)))
-            if secret:
-                self.secret_ids[fid] = what
-
-    def add_place(self, path: str | Path, what: str, *, tree: bool) -> None:
-        """A file or directory that need not exist yet: creating it is a change too."""
-        if os.path.exists(path):
-            self.add(path, what)
-            if tree and os.path.isdir(path):
-                for fid, name in _tree_ids(str(path)):
-                    self.ids.setdefault(fid, what)
-                    if name is not None:  # the capture names it so, whatever name reaches it (a symlink)
-                        self.paths.setdefault(fid, os.path.normpath(name))
-        for p in {os.path.normpath(os.path.abspath(path)), os.path.realpath(path)}:
-            (self.trees if tree else self.files).setdefault(p, what)
-
-    @classmethod
-    def for_run(
-        cls,
-        store_root: str | Path,
-        *,
-        policy_file: str | None = None,
-        rule_paths: Iterable[str | Path] = (),
-        sign_key: str | Path | None = None,
-        places: Iterable[tuple[str | Path, str, bool]] = (),
-    ) -> Protected:
-        """``places``: (path, what, is a directory) protected whether they exist or not (the policy
-        locations of the precedence chain, spyglass's own rule pack and source)."""
-        prot = cls()
-        for path, what, tree in places:
-            prot.add_place(path, what, tree=tree)
-        prot.add(store_root, "the spyglass store")
-        index = Path(store_root) / "index.sqlite"
-        if index.exists():
-            prot.add(index, "the spyglass store")
-        if policy_file and os.path.isfile(policy_file):
-            prot.add(policy_file, "the policy file in use")
-        for rp in rule_paths:
-            if os.path.exists(rp):
-                prot.add(rp, "a rule file in use")
-                if os.path.isdir(rp):
-                    for f in Path(rp).rglob("*"):
-                        if f.is_file():
-                            prot.add(f, "a rule file in use")
-        if sign_key is not None and os.path.exists(sign_key):
-            prot.add(sign_key, "the signing key", secret=True)
-        cache_key = Path(store_root) / "cache" / "rules.key"  # seals the rule cache (spyglass/rules/cache.py)
-        if cache_key.exists():
-            prot.add(cache_key, "the rule cache's key", secret=True)
-        return prot
-
-    def which(self, path: str, *, follow: bool = True) -> str | None:
-        """What protected thing ``path`` is or lies in, by name or by device and inode."""
-        what = self._which(path, follow=follow)
-        if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
-            return None  # Python's byte-code cache, written by any process of the run that imports spyglass
-        return what
-
-    def _which(self, path: str, *, follow: bool = True) -> str | None:
-        p = os.path.normpath(path)
-        if self.allowed and self._allowed(p):
-            return None
-        hit = self.files.get(p)
-        if hit is not None:
-            return hit
-        what = self._in_tree(p)
-        if what is not None:
-            return what
-        fid = file_id(p, follow=follow)
-        if fid is not None and fid in self.ids:
-            return self.ids[fid]
-        # an ancestor directory that is a protected tree under another name (renamed aside)
-        d = os.path.dirname(p)
-        return self._dir_verdict(d) or self._resolved(d)
-
-    def _resolved(self, d: str) -> str | None:
-        """What protected tree ``d`` lies in once its symlinks are resolved: a symlink to a directory
-        inside a tree (the store's cache, an older run's evidence) whose inode is not known, only the
-        tree's top directory's.  One ``realpath`` per directory, memoised like the inode verdicts."""
-        if d.startswith("/proc/"):
-            return None  # /proc/self and /proc/thread-self would be ours, not the writer's
-        key = "\0real\0" + d
-        if key in self._dirs:
-            return self._dirs[key]
-        real = os.path.realpath(d)
-        verdict = None
-        if real != d and not (self.allowed and self._allowed(real)):
-            verdict = self._in_tree(real)
-        self._dirs[key] = verdict
-        return verdict
-
-    def _in_tree(self, p: str) -> str | None:
-        for root, what in self.trees.items():
-            if p == root or p.startswith(root.rstrip("/") + "/"):
-                return what
-        return None
-
-    def _dir_verdict(self, d: str) -> str | None:
-        """What protected tree directory ``d`` is or lies in, by device and inode (memoised)."""
-        cache = self._dirs
-        if d in cache:
-            return cache[d]
-        verdict: str | None = None
-        if d and d != "/":
-            fid = file_id(d)
-            verdict = self.ids.get(fid) if fid is not None else None
-            if verdict is None:
-                verdict = self._dir_verdict(os.path.dirname(d))
-        cache[d] = verdict
-        return verdict
-
-    def forget_dirs(self) -> None:
-        """Directories were renamed, made or removed: stat them again."""
-        self._dirs.clear()
-
-    def follow_rename(self, old: str, new: str, what: str) -> None:
-        """``old`` (protected) is now called ``new``: protect the new name the same way."""
-        o, n = os.path.normpath(old), os.path.normpath(new)
-        if o in self.secrets:
-            self.secrets[n] = self.secrets[o]
-        if o in self.trees or any(o.startswith(r.rstrip("/") + "/") for r in self.trees) or os.path.isdir(n):
-            self.trees[n] = what
-        else:
-            self.files[n] = what
-
-    def secret(self, path: str) -> str | None:
-        """By name: the key's paths, and the names it was linked or renamed to during the run."""
-        if not self.secrets:
-            return None
-        return self.secrets.get(os.path.normpath(path))
 
 
 class WitnessGuard(Sink):
@@ -262,134 +47,32 @@ class WitnessGuard(Sink):
         self.alerts: list[Alert] = []
         self._seen: set[tuple[str, int, str]] = set()
         self._per_proc: dict[tuple[str, int], int] = {}
-        #: names the run wrote in spyglass's own ``__pycache__`` (removed when the run ends)
-        self.bytecode: dict[str, None] = {}
-        self._started = time.time()
-        self._mounts: set[str] = set()
         #: paths of spyglass's own source the run's alerts named
         self._told: set[str] = set()
-        self._places: dict[str, endcheck.State | None] | None = None
-        #: the files of spyglass's own source and cache at the start (device and inode -> ctime)
-        self._before: dict[FileId, int] | None = None
+        #: the start's state and the checks against it at the end
+        self.end = EndOfRun(protected)
 
     def start(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        self._started = stamp(ctx.run_dir)
-        roots = self._own_roots()
-        self._mounts = mounts_on(roots)
-        self._before = snapshot(roots) if roots else None
-        self._places = endcheck.snapshot(self._place_list(), self._allowed)
-
-    def _place_list(self) -> list[tuple[str, str, bool]]:
-        prot = self.protected
-        return [*((p, w, True) for p, w in prot.trees.items()), *((p, w, False) for p, w in prot.files.items())]
-
-    def _allowed(self, path: str) -> bool:
-        return bool(self.protected.allowed) and self.protected._allowed(os.path.normpath(path))
-
-    def _own_roots(self) -> set[str]:
-        return {os.path.realpath(r) for r, what in self.protected.trees.items() if what == OWN_SOURCE}
+        self.end.start(ctx.run_dir)
 
     def done(self, ctx: RunContext) -> None:
-        """Remove what the run wrote in spyglass's own ``__pycache__``: a byte-code file forged with
-        the source's size and time in its header would run in the next spyglass.  A Python process
-        of the run that imports spyglass writes there too; what it wrote is compiled again at the
-        next import.  What goes: the names the run's events gave, and every file there whose
-        status change time is after the run's start (a name that no longer resolves, a lost
-        event); only in a ``__pycache__`` directory of the source itself (its directory resolved,
-        the name itself unlinked, never followed); a ``__pycache__`` the run replaced (moved in,
-        or made a symlink) loses its files (the symlink itself)."""
-        if self._places is not None:  # the policy and rule files, the key, the policy locations
-            for path, what in endcheck.changed(self._places, self._place_list(), self._allowed):
-                if os.path.normpath(path) not in self._told:
-                    self._end_alert(ctx, f"{what} changed during the run (found at its end): {path}")
-        roots = self._own_roots()
-        if not roots:
-            return
-        # a file system mounted on the source (or above it) during the run: what it shows would run
-        # next, and what is below it is not spyglass's (a bind mount of the user's files would be
-        # cleaned): detached when on the source, else left (it may be the user's) and nothing cleaned
-        mounts: list[str] = []
-        source_facts: list[str] = []
-        for mp in sorted(mounts_on(roots) - self._mounts):
-            on_source = any(mp == r or mp.startswith(r + "/") for r in roots)
-            if not (on_source and detach(mp)):
-                mounts.append(mp)
-            source_facts.append(f"{mp}: a file system mounted on it" + ("" if mp not in mounts else " (still there)"))
-
-        def inside(d: str) -> bool:
-            return (os.path.basename(d) == "__pycache__" and any(d.startswith(r + "/") for r in roots)
-                    and not any(d == m or d.startswith(m.rstrip("/") + "/") for m in mounts))
-
-        removed: list[str] = []
-        failed: list[str] = []
-        # what the events name, and every file there changed since the start: a write the events
-        # named by a path that no longer resolves (a symlink gone by then), or that the capture lost
-        changed, source = changed_since(roots, self._started, self.protected.ids, skip=mounts, before=self._before)
-        source = source_facts + source
-        names = [*self.bytecode, *changed]
-        for name in dict.fromkeys(names):
-            if name.endswith("/"):  # a __pycache__ the run replaced: the link, or every file in it
-                where = os.path.join(os.path.realpath(os.path.dirname(name[:-1])), "__pycache__")
-                if not inside(where):
-                    continue
-                if os.path.islink(where):
-                    targets = [where]
-                else:
-                    try:
-                        with os.scandir(where) as it:
-                            targets = [e.path for e in it]
-                    except OSError:
-                        continue
-            else:
-                where = os.path.realpath(os.path.dirname(name))
-                if not inside(where):
-                    continue
-                targets = [os.path.join(where, os.path.basename(name))]
-            for target in targets:
-                try:
-                    unlink_in(os.path.dirname(target), os.path.basename(target))
-                except FileNotFoundError:
-                    continue
-                except OSError as exc:
-                    failed.append(f"{target}: {exc.strerror or exc}")
-                    continue
-                removed.append(target)
-        if removed or failed:
-            ctx.note_fact("own_bytecode", {"removed": removed, "failed": failed})
-        if source:  # a change the events did not show (a name through a symlink gone since): too late to stop
-            ctx.note_fact("own_source_changed", source)
-            untold = [p for p in source if p not in self._told]  # not said by an alert of the run already
-            for path in untold[:MAX_PER_PROCESS]:
-                self._end_alert(ctx, f"{OWN_SOURCE} changed during the run (found at its end): {path}")
+        """The end of the run's checks (:class:`~spyglass.witness.endofrun.EndOfRun`): a protected
+        place or spyglass's own source changed in a way no alert of the run said is an alert now
+        (too late to stop); what the run wrote in spyglass's own ``__pycache__`` goes."""
+        for path, what in self.end.changed_places():  # the policy and rule files, the key, the policy locations
+            if os.path.normpath(path) not in self._told:
+                self._end_alert(ctx, f"{what} changed during the run (found at its end): {path}")
+        source = self.end.clean_own_source(ctx)
+        untold = [p for p in source if p not in self._told]  # not said by an alert of the run already
+        for path in untold[:MAX_PER_PROCESS]:
+            self._end_alert(ctx, f"{OWN_SOURCE} changed during the run (found at its end): {path}")
 
     def _end_alert(self, ctx: RunContext, message: str) -> None:
         alert = Alert(ts=time.time_ns(), rule_id=TAMPER_RULE, title="Witness tampered with", level="critical",
                       message=message, tags=["attack.defense_evasion", "attack.t1070"])
         self.alerts.append(alert)
         ctx.raise_alert(alert)
-
-    def _note_bytecode(self, *names: str | None, resolve: bool = False) -> None:
-        """Keep what the run wrote in spyglass's own ``__pycache__``, by the real path of its
-        directory (a symlink on the way may be gone at the end).  ``resolve``: a name the guard
-        found protected by other means (a symlinked directory; a ``__pycache__`` moved in or made
-        a symlink: then the directory itself); otherwise a name must say ``/__pycache__/``."""
-        for name in names:
-            if not name or not (resolve or "/__pycache__/" in name):
-                continue
-            p = os.path.normpath(name)
-            where = os.path.realpath(os.path.dirname(p))
-            if os.path.basename(where) == "__pycache__":
-                keep = os.path.join(where, os.path.basename(p))
-            elif resolve and os.path.basename(p) == "__pycache__":
-                keep = os.path.join(where, "__pycache__") + "/"
-            else:
-                continue
-            if self.protected._which(keep.rstrip("/"), follow=False) != OWN_SOURCE:
-                continue
-            if len(self.bytecode) >= MAX_BYTECODE:  # enough: the files among them are found by time anyway
-                return
-            self.bytecode[keep] = None
 
     def event(self, ev: Event) -> None:
         if not ev.path or not ev.path.startswith("/"):
@@ -414,8 +97,6 @@ class WitnessGuard(Sink):
                 what = None  # Python making the cache of a subpackage that had none (what it writes there goes)
             if what is None and ev.target and t in ("file.rename", "file.link"):
                 what = self.protected.which(ev.target)
-            if what is None and "/__pycache__/" in ev.path + (ev.target or ""):
-                self._note_bytecode(ev.path, ev.target if t == "file.rename" else None)
             if what is not None:
                 if not ev.ok:
                     pass
@@ -429,8 +110,6 @@ class WitnessGuard(Sink):
                 self._raise(ev, TAMPER_RULE, "critical", "kill", "Witness tampered with",
                             f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + _as(ev) + failed)
                 self._told.update(os.path.normpath(p) for p in (ev.path, ev.target) if p)
-                if what == OWN_SOURCE:  # a byte-code file reached another way (a symlinked directory)
-                    self._note_bytecode(ev.path, ev.target if t == "file.rename" else None, resolve=True)
                 return
         if t == "file.read" or handle:
             what = self.protected.secret(ev.path)

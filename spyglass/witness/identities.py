@@ -1,7 +1,7 @@
 """The protected files a capture recognises by device and inode (``spyglass.capture.ident``).
 
 At start: the witness's own files (store index, policy, rule files, signing
-keys: :class:`~spyglass.witness.guard.Protected`) and the files that exist
+keys: :class:`~spyglass.witness.protected.Protected`) and the files that exist
 of the policy's secret globs (``/etc/shadow``, ``~/.ssh/id_*`` ...), so that a
 read through a symlink, a hard link or a ``/proc/self/fd`` name is recorded
 as the file it reached.  The glob walk is bounded (``MAX_FILES``, ``MAX_SECONDS``);
@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Iterable
 
-from spyglass.witness.guard import FileId, Protected
+from spyglass.witness.protected import FileId, Protected
 
 MAX_FILES = 4096
 MAX_SECONDS = 0.5
@@ -53,6 +53,7 @@ def protected_ids(prot: Protected, globs: Iterable[str] = (), exceptions: Iterab
                   home: str = "/") -> dict[FileId, str]:
     """(device, inode) -> canonical path of every protected and secret file that exists now."""
     ids: dict[FileId, str] = {}
+    prot.settle()  # its protected directories walked now, if not yet
     for f in secret_files(globs, exceptions, home):
         try:
             st = os.stat(f)

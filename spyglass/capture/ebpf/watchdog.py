@@ -291,9 +291,13 @@ class Watchdog:
             yield Event(type="sys.sensitive", ts=time.time_ns(), pid=root, detail=detail)
 
     def __init__(self, cfg: dict[str, Any], fds: list[int],
-                 on_pid: Callable[[Sequence[int]], None] | None = None) -> None:
+                 on_pid: Callable[[Sequence[int]], None] | None = None,
+                 hook: Callable[[str], None] | None = None) -> None:
         """Spawned from a thread: the command (started first) never waits for it, and neither does
-        the reading of its events; until it runs, what spyglass sends waits in the socket."""
+        the reading of its events; until it runs, what spyglass sends waits in the socket.
+        ``hook`` (tests only: tests/capture/ebpf/test_watchdog_close.py) is called by that thread
+        with ``"spawn"`` before it looks whether the run is over, and with ``"start"`` when it
+        found the run going on, just before the watchdog is started."""
         import _socket  # the pair as _socket makes it: the socket module's enums cost 1-2 ms of a start
         import marshal
         import threading
@@ -315,10 +319,14 @@ class Watchdog:
         self._closed = False
 
         def spawn() -> None:
+            if hook is not None:
+                hook("spawn")
             with self._spawning:
                 if self._closed:
                     theirs.close()
                     return
+                if hook is not None:
+                    hook("start")
                 start()
 
         def start() -> None:

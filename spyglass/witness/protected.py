@@ -1,0 +1,228 @@
+"""What a run must not change or read: the witness's own files and places (:class:`Protected`).
+
+The store, the policy file, the rule files and the signing key in use are
+*protected*, and so is every place the next run may take its policy from
+(``$SPYGLASS_POLICY``, the user config directory's ``spyglass/``,
+``/etc/spyglass/``) and spyglass's own installed source with its rule pack,
+whether a file is there yet or not.  Each is known by its path and by its
+device and inode, so the store is still recognised after it is renamed aside,
+under whatever name ``--store`` gave it, and a file reached by a hard link or
+by a file handle.  The witness guard (:mod:`spyglass.witness.guard`) judges the
+run's events by it; the end of the run (:mod:`spyglass.witness.endofrun`)
+compares with what it found at the start.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import msgspec
+
+from spyglass.witness.bytecode import FileId, Start, leaves_cache, walk
+
+__all__ = ["OWN_SOURCE", "FileId", "Protected", "file_id"]
+
+#: what spyglass's own installed source is called in alerts (its byte-code cache is not guarded)
+OWN_SOURCE = "spyglass's own source"
+
+
+def file_id(path: str | Path, follow: bool = True) -> FileId | None:
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+class Protected(msgspec.Struct):
+    """What the run must not change (``trees``: directories and all below) and must not read (``secrets``)."""
+
+    #: path -> what it is ("the store", "the policy", "a rule file", "the signing key")
+    trees: dict[str, str] = msgspec.field(default_factory=dict)
+    files: dict[str, str] = msgspec.field(default_factory=dict)
+    secrets: dict[str, str] = msgspec.field(default_factory=dict)
+    ids: dict[FileId, str] = msgspec.field(default_factory=dict)
+    secret_ids: dict[FileId, str] = msgspec.field(default_factory=dict)
+    #: device and inode -> the canonical path of each protected file (for the capture: spyglass.capture.ident)
+    paths: dict[FileId, str] = msgspec.field(default_factory=dict)
+    #: directories inside a protected tree that the run may write (the sandbox's decoy home and /tmp)
+    allowed: set[str] = msgspec.field(default_factory=set)
+    #: protected directory (its real path) -> what was below it when it was walked (the status
+    #: change time of each file, each ``__pycache__``: :func:`~spyglass.witness.bytecode.walk`)
+    starts: dict[str, Start] = msgspec.field(default_factory=dict)
+    #: protected directories not walked yet (path, what): see :meth:`settle`
+    pending: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    #: directory -> what protected tree it lies in, as last seen; cleared by every rename, delete, mkdir, symlink
+    _dirs: dict[str, str | None] = msgspec.field(default_factory=dict)
+
+    def allow(self, path: str | Path) -> None:
+        for p in {str(path), os.path.realpath(path)}:
+            self.allowed.add(os.path.normpath(os.path.abspath(p)))
+
+    def _allowed(self, p: str) -> bool:
+        return any(p == a or p.startswith(a.rstrip("/") + "/") for a in self.allowed)
+
+    def add(self, path: str | Path, what: str, *, secret: bool = False) -> None:
+        real = os.path.realpath(path)
+        for p in {str(path), real}:
+            if os.path.isdir(p):
+                self.trees[os.path.normpath(os.path.abspath(p))] = what
+            else:
+                self.files[os.path.normpath(os.path.abspath(p))] = what
+            if secret:
+                self.secrets[os.path.normpath(os.path.abspath(p))] = what
+        fid = file_id(real)
+        if fid is not None:
+            self.ids[fid] = what
+            if not os.path.isdir(real):
+                self.paths.setdefault(fid, os.path.normpath(os.path.abspath(path)))
+            if secret:
+                self.secret_ids[fid] = what
+
+    def add_place(self, path: str | Path, what: str, *, tree: bool, defer: bool = False) -> None:
+        """A file or directory that need not exist yet: creating it is a change too.  A directory's
+        files and directories are walked now, or with ``defer`` at the first need (:meth:`settle`)."""
+        if os.path.exists(path):
+            self.add(path, what)
+            if tree and os.path.isdir(path):
+                self.pending.append((str(path), what))
+                if not defer:
+                    self.settle()
+        for p in {os.path.normpath(os.path.abspath(path)), os.path.realpath(path)}:
+            (self.trees if tree else self.files).setdefault(p, what)
+
+    def settle(self) -> None:
+        """Walk the directories added and not walked yet, once for both facts (spyglass's own source
+        is walked at every run's start): the device and inode of everything below them, and the
+        status change times of their files, which the end of the run compares with.  A run
+        settles when its capture is told the protected files or its guard starts (what comes
+        first), after spyglass's own imports for the run: their byte-code, written by then, is
+        then as at the start (a later walk would find it changed, remove it, and every run would
+        compile it again).  Whoever reads ``ids`` or ``paths`` settles first."""
+        while self.pending:
+            path, what = self.pending.pop(0)
+            ids, start = walk(path)
+            for fid, name in ids:
+                self.ids.setdefault(fid, what)
+                if name is not None:  # the capture names it so, whatever name reaches it (a symlink)
+                    self.paths.setdefault(fid, os.path.normpath(name))
+            self.starts[os.path.realpath(path)] = start
+
+    @classmethod
+    def for_run(
+        cls,
+        store_root: str | Path,
+        *,
+        policy_file: str | None = None,
+        rule_paths: Iterable[str | Path] = (),
+        sign_key: str | Path | None = None,
+        places: Iterable[tuple[str | Path, str, bool]] = (),
+    ) -> Protected:
+        """``places``: (path, what, is a directory) protected whether they exist or not (the policy
+        locations of the precedence chain, spyglass's own rule pack and source)."""
+        prot = cls()
+        for path, what, tree in places:
+            prot.add_place(path, what, tree=tree, defer=True)
+        prot.add(store_root, "the spyglass store")
+        index = Path(store_root) / "index.sqlite"
+        if index.exists():
+            prot.add(index, "the spyglass store")
+        if policy_file and os.path.isfile(policy_file):
+            prot.add(policy_file, "the policy file in use")
+        for rp in rule_paths:
+            if os.path.exists(rp):
+                prot.add(rp, "a rule file in use")
+                if os.path.isdir(rp):
+                    for f in Path(rp).rglob("*"):
+                        if f.is_file():
+                            prot.add(f, "a rule file in use")
+        if sign_key is not None and os.path.exists(sign_key):
+            prot.add(sign_key, "the signing key", secret=True)
+        cache_key = Path(store_root) / "cache" / "rules.key"  # seals the rule cache (spyglass/rules/cache.py)
+        if cache_key.exists():
+            prot.add(cache_key, "the rule cache's key", secret=True)
+        return prot
+
+    def which(self, path: str, *, follow: bool = True) -> str | None:
+        """What protected thing ``path`` is or lies in, by name or by device and inode."""
+        if self.pending:
+            self.settle()
+        what = self._which(path, follow=follow)
+        if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
+            return None  # Python's byte-code cache, written by any process of the run that imports spyglass
+        return what
+
+    def _which(self, path: str, *, follow: bool = True) -> str | None:
+        p = os.path.normpath(path)
+        if self.allowed and self._allowed(p):
+            return None
+        hit = self.files.get(p)
+        if hit is not None:
+            return hit
+        what = self._in_tree(p)
+        if what is not None:
+            return what
+        fid = file_id(p, follow=follow)
+        if fid is not None and fid in self.ids:
+            return self.ids[fid]
+        # an ancestor directory that is a protected tree under another name (renamed aside)
+        d = os.path.dirname(p)
+        return self._dir_verdict(d) or self._resolved(d)
+
+    def _resolved(self, d: str) -> str | None:
+        """What protected tree ``d`` lies in once its symlinks are resolved: a symlink to a directory
+        inside a tree (the store's cache, an older run's evidence) whose inode is not known, only the
+        tree's top directory's.  One ``realpath`` per directory, memoised like the inode verdicts."""
+        if d.startswith("/proc/"):
+            return None  # /proc/self and /proc/thread-self would be ours, not the writer's
+        key = "\0real\0" + d
+        if key in self._dirs:
+            return self._dirs[key]
+        real = os.path.realpath(d)
+        verdict = None
+        if real != d and not (self.allowed and self._allowed(real)):
+            verdict = self._in_tree(real)
+        self._dirs[key] = verdict
+        return verdict
+
+    def _in_tree(self, p: str) -> str | None:
+        for root, what in self.trees.items():
+            if p == root or p.startswith(root.rstrip("/") + "/"):
+                return what
+        return None
+
+    def _dir_verdict(self, d: str) -> str | None:
+        """What protected tree directory ``d`` is or lies in, by device and inode (memoised)."""
+        cache = self._dirs
+        if d in cache:
+            return cache[d]
+        verdict: str | None = None
+        if d and d != "/":
+            fid = file_id(d)
+            verdict = self.ids.get(fid) if fid is not None else None
+            if verdict is None:
+                verdict = self._dir_verdict(os.path.dirname(d))
+        cache[d] = verdict
+        return verdict
+
+    def forget_dirs(self) -> None:
+        """Directories were renamed, made or removed: stat them again."""
+        self._dirs.clear()
+
+    def follow_rename(self, old: str, new: str, what: str) -> None:
+        """``old`` (protected) is now called ``new``: protect the new name the same way."""
+        o, n = os.path.normpath(old), os.path.normpath(new)
+        if o in self.secrets:
+            self.secrets[n] = self.secrets[o]
+        if o in self.trees or any(o.startswith(r.rstrip("/") + "/") for r in self.trees) or os.path.isdir(n):
+            self.trees[n] = what
+        else:
+            self.files[n] = what
+
+    def secret(self, path: str) -> str | None:
+        """By name: the key's paths, and the names it was linked or renamed to during the run."""
+        if not self.secrets:
+            return None
+        return self.secrets.get(os.path.normpath(path))
