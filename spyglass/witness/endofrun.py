@@ -8,7 +8,9 @@ are compared with their state at the start.  Spyglass's own ``__pycache__`` is
 cleaned: what the run wrote there (every file not as it was at the start; a
 ``__pycache__`` the run replaced) is removed (``run.json``
 ``extra.own_bytecode``), since a forged byte-code file would otherwise run in
-the next spyglass.  The guard (:mod:`spyglass.witness.guard`) raises the alerts.
+the next spyglass; so is the byte-code of the other modules spyglass runs, whose
+files and import path are checked too (:mod:`spyglass.witness.imports`).  The
+guard (:mod:`spyglass.witness.guard`) raises the alerts.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ import os
 import time
 from pathlib import Path
 
+import msgspec
+
+import spyglass
 from spyglass.pipeline import RunContext
-from spyglass.witness import endcheck
+from spyglass.witness import endcheck, imports
 from spyglass.witness.bytecode import Start, changed_since, detach, mounts_on, snapshot, stamp, unlink_in
 from spyglass.witness.protected import OWN_SOURCE, Protected
 
@@ -61,6 +66,27 @@ class EndOfRun:
         if self._places is None:
             return []
         return endcheck.changed(self._places, self._place_list(), self._allowed)
+
+    def check_imports(self, ctx: RunContext) -> imports.ImportsReport:
+        """What the run changed among the modules spyglass runs besides its own package (its
+        libraries, the standard library) and on its import path (:mod:`spyglass.witness.imports`):
+        their byte-code changed since the start is removed; noted in ``run.json`` as
+        ``extra.imports``.  Not spyglass's own package (above), not the places the run may
+        write, not the run's workspace unless an installed package (``site-packages``) is there."""
+        own = os.path.dirname(os.path.realpath(spyglass.__file__)) + "/"
+        workspace = [os.path.realpath(w).rstrip("/") + "/" for w in ctx.workspace or [ctx.root_cwd] if w]
+
+        def skip(path: str) -> bool:
+            real = os.path.realpath(path)
+            if real.startswith(own) or self._allowed(path) or self._allowed(real):
+                return True
+            installed = "/site-packages/" in real or "/dist-packages/" in real
+            return not installed and any((real + "/").startswith(w) for w in workspace)
+
+        report = imports.check(self.started, skip)
+        if report.bytecode or report.changed or report.shadowing or report.failed:
+            ctx.note_fact("imports", msgspec.to_builtins(report))
+        return report
 
     def clean_own_source(self, ctx: RunContext) -> list[str]:
         """Remove what the run wrote in spyglass's own ``__pycache__``: a byte-code file forged with

@@ -67,6 +67,12 @@ class WitnessGuard(Sink):
         untold = [p for p in source if p not in self._told]  # not said by an alert of the run already
         for path in untold[:MAX_PER_PROCESS]:
             self._end_alert(ctx, f"{OWN_SOURCE} changed during the run (found at its end): {path}")
+        found = self.end.check_imports(ctx)
+        for path in found.changed[:MAX_PER_PROCESS]:
+            self._end_alert(ctx, f"a module spyglass runs changed during the run (found at its end): {path}")
+        for path in found.shadowing[:MAX_PER_PROCESS]:
+            self._end_alert(ctx, "a file the next spyglass would import appeared on its import path during "
+                                 f"the run (found at its end): {path}")
 
     def _end_alert(self, ctx: RunContext, message: str) -> None:
         alert = Alert(ts=time.time_ns(), rule_id=TAMPER_RULE, title="Witness tampered with", level="critical",
