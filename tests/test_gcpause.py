@@ -56,3 +56,29 @@ def _split(line: str) -> tuple[str, list[str]]:
     """``"backend select True False"`` -> ("backend select", ["True", "False"])."""
     words = line.split()
     return " ".join(words[:-2]), words[-2:]
+
+
+def test_the_cli_run_in_a_callers_process_gives_the_collector_back(tmp_path: Path) -> None:
+    """``main()`` called in-process (a harness, a test): the collector is on again when it returns,
+    also when the run failed before the agent started, and a later API run leaves it alone."""
+    code = (
+        "import gc\n"
+        "from spyglass.cli.main import main\n"
+        "for argv in (['run', '-q', '--backend', 'strace', '--', 'true'],\n"
+        "             ['run', '-q', '--backend', 'strace', '--', 'no-such-command-here']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "    print(gc.isenabled())\n"
+        "import spyglass\n"
+        f"spyglass.run(['true'], backend='strace', store={str(tmp_path / 'store')!r})\n"
+        "print(gc.isenabled())\n"
+    )
+    env = {**os.environ, "SPYGLASS_STORE": str(tmp_path / "store"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("SPYGLASS_POLICY", None)
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=180, check=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["True", "True", "True"]

@@ -170,3 +170,5 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except click.exceptions.Exit as exc:  # pragma: no cover - click handles it
         sys.exit(exc.exit_code or EXIT_USAGE)
+    finally:
+        gcpause.end()  # a caller that runs the CLI in its own process gets its collector back

@@ -159,7 +159,7 @@ class Store:
         runs = str(self.runs_dir)
         try:
             with os.scandir(runs) as listing:
-                names = sorted(e.name for e in listing if e.is_dir())
+                names = sorted(e.name for e in listing if _is_dir(e))
         except OSError:
             names = []
         for name in names:
@@ -202,6 +202,14 @@ class Store:
         for stale in indexed:  # rows whose directory is gone
             self.index.delete(stale)
         return fixed
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """``Path.is_dir`` of a listed entry: False when it cannot be told (its stat failed)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 #: the note a capture helper leaves in the run directory when spyglass died during the run
