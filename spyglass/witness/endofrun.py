@@ -73,15 +73,18 @@ class EndOfRun:
         their byte-code changed since the start is removed; noted in ``run.json`` as
         ``extra.imports``.  Not spyglass's own package (above), not the places the run may
         write, not the run's workspace unless an installed package (``site-packages``) is there."""
-        own = os.path.dirname(os.path.realpath(spyglass.__file__)) + "/"
-        workspace = [os.path.realpath(w).rstrip("/") + "/" for w in ctx.workspace or [ctx.root_cwd] if w]
+        # by name, as the modules were loaded (a realpath per module costs more than the whole check;
+        # a module reached through a symlink into the workspace is then checked, not left out)
+        pkg = os.path.dirname(spyglass.__file__ or "")
+        own = tuple({os.path.normpath(pkg) + "/", os.path.realpath(pkg) + "/"})
+        tops = [w for w in (ctx.workspace or [ctx.root_cwd]) if w]
+        workspace = tuple({p.rstrip("/") + "/" for w in tops for p in (os.path.normpath(w), os.path.realpath(w))})
 
         def skip(path: str) -> bool:
-            real = os.path.realpath(path)
-            if real.startswith(own) or self._allowed(path) or self._allowed(real):
+            if path.startswith(own) or self._allowed(path):
                 return True
-            installed = "/site-packages/" in real or "/dist-packages/" in real
-            return not installed and any((real + "/").startswith(w) for w in workspace)
+            installed = "/site-packages/" in path or "/dist-packages/" in path
+            return not installed and (path + "/").startswith(workspace)
 
         report = imports.check(self.started, skip)
         if report.bytecode or report.changed or report.shadowing or report.failed:
