@@ -15,11 +15,15 @@ busy machine), and the start-up targets (0.10 s over the bare
 command, issue 19; 0.15 s with the eBPF backend, issue 14), met or not.
 
 ``run B --policy`` is the same run naming a small policy file (a harness usually
-names one).  ``--baseline DIR`` adds the same runs with another checkout's package (for
-example an export of ``main``) so a change is measured against what it replaces
-in one run (same interpreter and packages).  Usage:
+names one).  ``--store-runs N`` first fills the store with N finished runs (copies
+of one run's record under new ids): a harness's store holds thousands, and every
+command opening the store looks at each of them.  ``--baseline DIR`` adds the same
+runs with another checkout's package (for example an export of ``main``) so a
+change is measured against what it replaces in one run (same interpreter and
+packages).  Usage:
 
     .venv/bin/python benchmarks/bench_startup.py [--repeat 9] [--quick] [--baseline DIR] [--watchdog 30]
+                                                 [--store-runs 2000]
 """
 
 from __future__ import annotations
@@ -101,6 +105,8 @@ def main() -> None:
     ap.add_argument("--watchdog", type=int, default=0, metavar="N",
                     help="also start the eBPF watchdog's script N times (and the baseline's), as a run does, "
                          "and print its CPU time (it runs beside every eBPF run)")
+    ap.add_argument("--store-runs", type=int, default=0, metavar="N",
+                    help="fill the store with N finished runs before the measured rounds (a harness's store)")
     ap.add_argument("--importtime", type=int, default=0, metavar="N",
                     help="also print the N slowest imports of one eBPF (else strace) run (python -X importtime)")
     args = ap.parse_args()
@@ -137,6 +143,8 @@ def main() -> None:
     # one unmeasured run of each: bytecode caches written, the rule cache filled (a harness runs many)
     for i, (argv, _) in enumerate(modes.values()):
         _run_in(argv, env, base, f"warm{i}", None)
+    if args.store_runs:
+        _fill_store(base / "store", args.store_runs)
     walls: dict[str, list[float]] = {m: [] for m in modes}
     phases: dict[str, list[dict[str, float]]] = {m: [] for m, (_, p) in modes.items() if p}
     names = list(modes)
@@ -226,6 +234,26 @@ def _run_in(argv: list[str], env: dict[str, str], base: Path, tag: str,
     spawned = time.time()
     took = _timed(argv, run_env, cwd, mode)
     return took, (_phases(phase_file, spawned) if phase_file is not None else {})
+
+
+def _fill_store(store: Path, n: int) -> None:
+    """``n`` more finished runs in ``store``: its newest run's record under new (older) ids, indexed."""
+    sys.path.insert(0, str(REPO))
+    try:
+        import msgspec
+
+        from spyglass.store.store import Store, new_run_id
+
+        s = Store(store, create=True)
+        meta = s.read_meta(s.list_ids()[-1])
+        for i in range(n):
+            copy = msgspec.structs.replace(meta, id=new_run_id(meta.started - (i + 1) * 1_000_000_000))
+            s.run_dir(copy.id).mkdir()
+            s.write_meta(copy)
+        s.index.close()
+    finally:
+        sys.path.pop(0)
+    print(f"the store holds {n} more runs", file=sys.stderr)
 
 
 def _slowest_imports(backend: str, env: dict[str, str], base: Path, true: str, n: int) -> list[tuple[float, str]]:

@@ -13,7 +13,6 @@ ask ``ctx.procs`` about the process behind an event.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import time
@@ -26,12 +25,13 @@ import msgspec
 from spyglass.errors import EXIT_CANNOT_RUN, EXIT_USAGE, SpyglassError
 from spyglass.events import Alert, Event
 from spyglass.events.proctree import ProcessTable
+from spyglass.logs import get_logger
 
 if TYPE_CHECKING:
     from spyglass.policy import Policy
     from spyglass.store import RunMeta, Store
 
-log = logging.getLogger("spyglass.pipeline")
+log = get_logger("spyglass.pipeline")
 
 Hook = Callable[[Event], None]
 

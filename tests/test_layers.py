@@ -9,10 +9,12 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "spyglass"
 
+#: leaf modules that import nothing of spyglass: any layer may use them
+LEAVES = ("spyglass.errors", "spyglass.logs")
 #: what the bottom layers may import of spyglass
 BOTTOM = {
-    "capture": ("spyglass.capture", "spyglass.events", "spyglass.errors"),
-    "events": ("spyglass.events", "spyglass.errors"),
+    "capture": ("spyglass.capture", "spyglass.events", *LEAVES),
+    "events": ("spyglass.events", *LEAVES),
 }
 #: who may import the session core (the callers above it)
 SESSION_CALLERS = ("cli", "session", "skills", "api.py", "__init__.py")
@@ -50,6 +52,12 @@ def test_capture_and_events_import_nothing_above_them() -> None:
             if not any(_within(mod, a) for a in allowed):
                 bad.append(f"spyglass/{rel}:{line}: imports {mod}")
     assert bad == []
+
+
+def test_the_leaf_modules_import_nothing_of_spyglass() -> None:
+    for leaf in LEAVES:
+        path = PKG / (leaf.removeprefix("spyglass.") + ".py")
+        assert _imports(path) == [], leaf
 
 
 def test_nothing_outside_the_cli_imports_the_cli() -> None:

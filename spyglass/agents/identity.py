@@ -15,13 +15,12 @@ from __future__ import annotations
 import getpass
 import hashlib
 import os
-import shutil
-import socket
 from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from spyglass.agents.awareness import agent_signature
+from spyglass.capture.which import which
 
 #: agent kind -> (environment variable naming its config home, default relative to HOME)
 _CONFIG_HOMES: dict[str, tuple[str, str]] = {
@@ -65,7 +64,7 @@ def _resolve_exe(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> str:
     if not argv:
         return ""
     a0 = argv[0]
-    found = a0 if "/" in a0 else shutil.which(a0, path=env.get("PATH"))
+    found = a0 if "/" in a0 else which(a0, env.get("PATH"))
     if not found:
         return a0
     path = found if os.path.isabs(found) else os.path.join(cwd, found)
@@ -104,7 +103,7 @@ def derive_identity(
         "executable": exe,
         "config": config,
         "user": who,
-        "host": host or socket.gethostname(),
+        "host": host or os.uname().nodename,  # socket.gethostname()
     }
     digest = hashlib.sha256("\0".join(basis[k] for k in sorted(basis)).encode()).hexdigest()[:12]
     return AgentIdentity(f"{name}-{digest}", name, "derived", basis)

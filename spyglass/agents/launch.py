@@ -10,10 +10,10 @@ whose declared state files are then its own (``file.agent_state``).
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 
 from spyglass.agents.adapters import launched_agent
+from spyglass.capture.which import which
 
 #: directories too wide to trust as a whole because a program sits in them
 _TOO_WIDE = frozenset({"/", "/tmp", "/var/tmp", "/dev/shm", "/home", "/root", "/usr", "/usr/local", "/opt"})
@@ -26,7 +26,7 @@ def resolve_program(argv0: str, cwd: str, env: Mapping[str, str] | None = None) 
     if "/" in argv0:
         path = os.path.join(cwd, argv0)
         return os.path.abspath(path) if os.path.exists(path) else None
-    found = shutil.which(argv0, path=(env or os.environ).get("PATH"))
+    found = which(argv0, (env or os.environ).get("PATH"))
     return os.path.abspath(found) if found else None
 
 
@@ -42,7 +42,7 @@ def _shebang(path: str) -> str | None:
     if not parts:
         return None
     if parts[0].endswith("/env") and len(parts) > 1:
-        return shutil.which(parts[-1] if parts[1].startswith("-") else parts[1])
+        return which(parts[-1] if parts[1].startswith("-") else parts[1])
     return parts[0]
 
 

@@ -21,15 +21,15 @@ decided even while the reader or the consumer is behind.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 
 from spyglass.events import Event
+from spyglass.logs import get_logger
 
-log = logging.getLogger("spyglass.capture")
+log = get_logger("spyglass.capture")
 
 #: events queued at most between a reader thread and the pipeline (strace: a full queue slows the tree)
 MAX_QUEUED = 20_000

@@ -10,14 +10,12 @@ before it is listed; tests/cli/test_main.py checks the table is complete).
 from __future__ import annotations
 
 import importlib
-import logging
-import pkgutil
 import sys
 from typing import Any
 
 import click
 
-from spyglass import __version__, phases
+from spyglass import __version__, gcpause, logs, phases
 from spyglass.errors import EXIT_USAGE, SpyglassError
 
 
@@ -72,8 +70,9 @@ def cli(verbose: int, color: str | None) -> None:
     from spyglass import termcolor
 
     termcolor.set_mode(color)
-    level = logging.WARNING - 10 * verbose
-    logging.basicConfig(level=max(level, logging.DEBUG), format="spyglass: %(levelname)s: %(message)s")
+    level = logs.WARNING - 10 * verbose
+    # logging itself loads at the first record (spyglass/logs.py): a run that goes well logs nothing
+    logs.configure(level=max(level, logs.DEBUG), format="spyglass: %(levelname)s: %(message)s")
 
 
 #: command name -> the modules that define it (cmd_sigma adds ``rules import-sigma``)
@@ -107,6 +106,8 @@ def _load_module(name: str) -> None:
 
 
 def all_command_modules() -> list[str]:
+    import pkgutil
+
     import spyglass.cli as pkg
 
     return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name.startswith("cmd_"))
@@ -154,6 +155,8 @@ def _preload(argv: list[str], command: str | None) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     command = _invoked(args)
+    if command == "run":  # the collector is resumed once the agent is launched (spyglass/gcpause.py)
+        gcpause.pause()
     _preload(args, command)
     _load_commands(command)
     phases.mark("cli")
@@ -167,3 +170,5 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except click.exceptions.Exit as exc:  # pragma: no cover - click handles it
         sys.exit(exc.exit_code or EXIT_USAGE)
+    finally:
+        gcpause.end()  # a caller that runs the CLI in its own process gets its collector back

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-from spyglass.policy.paths import GlobError, glob_to_regex
+from spyglass.policy.paths import GlobError, glob_text, glob_to_regex
 
 
 def _translate(pat: str) -> str:
@@ -30,55 +30,79 @@ def _translate(pat: str) -> str:
     return glob_to_regex(pat, dir_itself=False)
 
 
-@lru_cache(maxsize=512)
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A regex for one exclude glob, matched with ``fullmatch`` on a relative path
-    (``dir/`` and ``dir/**``: the directory and everything under it)."""
+def _glob_source(pattern: str, *, check: bool = True) -> str:
+    """The regex source of one exclude glob (see :func:`compile_glob`); a bad glob raises GlobError
+    (``check=False``: a character class the regex engine refuses is left to the caller's compile)."""
+    text = glob_to_regex if check else glob_text
     pat = pattern.strip()
     if pat.startswith("./"):
         pat = pat[2:]
     if pat.startswith("/"):
-        return re.compile(glob_to_regex(pat[1:]))
+        return text(pat[1:])
     if "/" not in pat.rstrip("/"):
-        return re.compile("(?:.*/)?" + glob_to_regex(pat))
-    return re.compile(glob_to_regex(pat))
+        return "(?:.*/)?" + text(pat)
+    return text(pat)
+
+
+@lru_cache(maxsize=512)
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """A regex for one exclude glob, matched with ``fullmatch`` on a relative path
+    (``dir/`` and ``dir/**``: the directory and everything under it)."""
+    return re.compile(_glob_source(pattern))
 
 
 class GlobSet:
-    """A set of exclude globs; ``dir/**`` also matches ``dir`` itself so walks prune it."""
+    """A set of exclude globs; ``dir/**`` also matches ``dir`` itself so walks prune it.
+
+    One combined regex says whether any pattern matches (most paths match none); the regex
+    of each pattern, which says which one, compiles the first time one matches.  A bad glob
+    is still refused here: every pattern is translated now, and one the regex engine refuses
+    makes the combined regex fail, so that each is then compiled (and checked) at once."""
 
     def __init__(self, patterns: list[str] | tuple[str, ...] = ()) -> None:
         self.patterns = [p for p in patterns if p.strip()]
-        self._res = [compile_glob(p) for p in self.patterns]
-        self._dir_res = [(p, compile_glob(p[: -len("/**")])) for p in self.patterns if p.endswith("/**")]
-        # one regex for "does any pattern match": most paths match none, and then one test says so
-        self._any = _either(self._res)
-        self._any_dir = _either([rx for _, rx in self._dir_res])
+        dirs = [p for p in self.patterns if p.endswith("/**")]
+        self._any = _either([_glob_source(p, check=False) for p in self.patterns])
+        self._any_dir = _either([_glob_source(p[: -len("/**")], check=False) for p in dirs])
+        self._each: tuple[list[re.Pattern[str]], list[tuple[str, re.Pattern[str]]]] | None = None
+        if (self._any is None and self.patterns) or (self._any_dir is None and dirs):
+            self._compiled()  # not combined: each regex is needed at once (and an invalid one raises)
+
+    def _compiled(self) -> tuple[list[re.Pattern[str]], list[tuple[str, re.Pattern[str]]]]:
+        each = self._each
+        if each is None:
+            each = self._each = (
+                [compile_glob(p) for p in self.patterns],
+                [(p, compile_glob(p[: -len("/**")])) for p in self.patterns if p.endswith("/**")],
+            )
+        return each
 
     def __bool__(self) -> bool:
-        return bool(self._res)
+        return bool(self.patterns)
 
     def match(self, rel: str, is_dir: bool = False) -> str | None:
         """The first pattern matching ``rel`` (or None)."""
         if (self._any is not None and not self._any.fullmatch(rel)
                 and (not is_dir or (self._any_dir is not None and not self._any_dir.fullmatch(rel)))):
             return None
-        for pat, rx in zip(self.patterns, self._res, strict=True):
+        res, dir_res = self._compiled()
+        for pat, rx in zip(self.patterns, res, strict=True):
             if rx.fullmatch(rel):
                 return pat
         if is_dir:
-            for pat, rx in self._dir_res:
+            for pat, rx in dir_res:
                 if rx.fullmatch(rel):
                     return pat
         return None
 
 
-def _either(regexes: list[re.Pattern[str]]) -> re.Pattern[str] | None:
-    """A regex that fully matches what any of ``regexes`` fully matches (None: cannot be combined)."""
-    if not regexes:
+def _either(sources: list[str]) -> re.Pattern[str] | None:
+    """A regex that fully matches what any of the regex ``sources`` fully matches (None: none, or
+    they cannot be combined)."""
+    if not sources:
         return None
     try:
-        return re.compile("|".join(f"(?:{rx.pattern})" for rx in regexes))
+        return re.compile("|".join(f"(?:{src})" for src in sources))
     except re.error:
         return None
 

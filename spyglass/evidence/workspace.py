@@ -26,7 +26,6 @@ A summary goes into run.json (``extra["workspace_changes"]``).
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import threading
@@ -59,9 +58,10 @@ from spyglass.evidence.manifest import (
     list_manifest,
 )
 from spyglass.evidence.writes import OutsideWriteTracker
+from spyglass.logs import get_logger
 from spyglass.pipeline import RunContext, Sink
 
-log = logging.getLogger("spyglass.evidence")
+log = get_logger("spyglass.evidence")
 
 DEFAULT_MAX_KEPT_BYTES = 64 << 20
 #: a workspace this small is hashed before the agent starts (start() waits up to ``hash_wait``)
@@ -185,7 +185,7 @@ class WorkspaceEvidence(Sink):
         self.before, self._rules, pending = list_manifest(self.roots, opts)
         # which files existed before the run, for the rules (``file.pre_existing``)
         ctx.workspace_before = frozenset(f.path for f in self.before.files)
-        if not self.background_hash:
+        if not self.background_hash or not pending:  # nothing to hash: only the manifest to write
             self._hash_before(self.before, pending, opts)
             return
         self._hasher = threading.Thread(
@@ -198,7 +198,8 @@ class WorkspaceEvidence(Sink):
     def _hash_before(self, before: Manifest, pending: list[Pending], opts: ManifestOptions) -> None:
         """The thread: hash the listed files while the agent runs, then store the before-manifest."""
         try:
-            if self.keep_hashes and self._memo is not None:  # before any hash is taken
+            # before any hash is taken (no file to hash, no hash to keep: no look at every process's maps)
+            if self.keep_hashes and self._memo is not None and pending:
                 self._memo.never(as_text(p) for p in mapped_for_writing(self.roots))
             hash_pending(pending, opts, keeper=self._keep)
         except Exception as exc:  # a failure costs hashes, never the run

@@ -13,7 +13,6 @@ can say how many records were sent and how many not.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,6 +34,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from spyglass import __version__
+from spyglass.logs import load as load_logging
 from spyglass.otel.config import OtlpTarget
 from spyglass.otel.logwire import EncodedLogs, LogWire
 from spyglass.otel.mapping import LogRec, SpanRec
@@ -297,6 +297,7 @@ class Emitter:
         on_batch: Callable[[int], None] | None = None,
         on_send: Callable[[], None] | None = None,
     ) -> None:
+        logging = load_logging()  # configured as the CLI asked, before the SDK logs anything
         if not logging.getLogger().isEnabledFor(logging.DEBUG):
             # the SDK logs each failed request; the outcome is reported once, at the end
             logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)

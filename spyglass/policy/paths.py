@@ -94,9 +94,16 @@ def glob_to_regex(pattern: str, *, dir_itself: bool = True) -> str:
     return text
 
 
+def glob_text(pattern: str) -> str:
+    """The regex text of a glob, not checked by the regex engine (see :func:`_glob_text`)."""
+    return _glob_text(pattern)
+
+
 @lru_cache(maxsize=4096)
 def _glob_text(pattern: str, dir_itself: bool = True) -> str:
-    """The regex text of a glob, not yet compiled (``glob_to_regex`` checks it compiles)."""
+    """The regex text of a glob, not yet compiled (``glob_to_regex`` checks it compiles); raises
+    :class:`GlobError` on what is no glob (an unterminated ``[``), but not on a class the regex
+    engine refuses (the caller compiles it: a set of globs compiles them all as one regex)."""
     out: list[str] = []
     i, n = 0, len(pattern)
     if dir_itself and n > 1 and pattern.endswith("/") and not pattern.endswith("\\/"):

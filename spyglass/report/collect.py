@@ -12,7 +12,6 @@ locale and cache reads are counted, never embedded.  Memory stays bounded by
 
 from __future__ import annotations
 
-import logging
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -21,11 +20,12 @@ from typing import Any
 import msgspec
 
 from spyglass.events import Alert, Event
+from spyglass.logs import get_logger
 from spyglass.report.describe import category, command_text
 from spyglass.report.digest import RunDigest, digest_events, is_noise_path
 from spyglass.store import RunReader
 
-log = logging.getLogger("spyglass.report")
+log = get_logger("spyglass.report")
 
 #: events are counted per small time bucket, then folded into at most this many bins
 HIST_BINS = 120

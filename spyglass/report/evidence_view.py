@@ -8,13 +8,13 @@ simply absent from the returned dict; the templates say "not recorded".
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
+from spyglass.logs import get_logger
 from spyglass.store import RunReader
 
-log = logging.getLogger("spyglass.report")
+log = get_logger("spyglass.report")
 
 #: file names the evidence component writes, in order of preference
 CHANGES_FILES = ("changes.json", "workspace-changes.json", "diff.json")

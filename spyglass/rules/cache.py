@@ -27,7 +27,6 @@ import hashlib
 import hmac
 import os
 import pickle
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -102,7 +101,7 @@ class RuleCache:
         # no key, or not one: a new one (every older entry then fails its check)
         try:
             self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            data = secrets.token_bytes(32)
+            data = os.urandom(32)  # what secrets.token_bytes returns (secrets imports random)
             tmp = self.dir / f".{KEY_FILE}.{os.getpid()}"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             try:

@@ -22,7 +22,6 @@ terminal recording (its redactor gets the value) or the agent's files.
 from __future__ import annotations
 
 import base64
-import logging
 import os
 import secrets as _secrets
 import subprocess
@@ -34,9 +33,10 @@ import msgspec
 
 from spyglass.errors import SpyglassError
 from spyglass.events import Alert, Event, LineageEntry
+from spyglass.logs import get_logger
 from spyglass.sandbox.egress import EgressPolicy
 
-log = logging.getLogger("spyglass.sandbox.broker")
+log = get_logger("spyglass.sandbox.broker")
 
 MINT_TIMEOUT = 60.0
 PLACEHOLDER_PREFIX = "spyglass-ph-"

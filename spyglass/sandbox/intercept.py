@@ -24,15 +24,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from spyglass.logs import get_logger
 from spyglass.sandbox.broker import MISUSE_RULE, Broker, BrokerError
 
-log = logging.getLogger("spyglass.sandbox.intercept")
+log = get_logger("spyglass.sandbox.intercept")
 
 CA_FILE = "mitmproxy-ca.pem"  # key + certificate: the name mitmproxy looks for in its confdir
 CA_CERT = "ca-cert.pem"

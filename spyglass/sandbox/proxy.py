@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import logging
 import os
 import struct
 import threading
@@ -34,6 +33,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from spyglass.logs import get_logger
 from spyglass.sandbox import attribution, wire
 from spyglass.sandbox.decoy import CanaryScanner
 from spyglass.sandbox.egress import EgressPolicy
@@ -59,7 +59,7 @@ __all__ = [
     "default_resolver", "static_resolver",
 ]
 
-log = logging.getLogger("spyglass.sandbox.proxy")
+log = get_logger("spyglass.sandbox.proxy")
 
 class EgressProxy(RequestJudge):
     """``start()`` it, point the relay at ``socket_path``, ``close()`` it at the end of the run."""

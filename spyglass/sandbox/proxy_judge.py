@@ -12,15 +12,15 @@ hosts).  A refusal raises ``_Refused``, which the proxy answers.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import deque
 from typing import Any
 
+from spyglass.logs import get_logger
 from spyglass.sandbox.egress import Decision, EgressPolicy, ip_literal, normalize_host
 from spyglass.sandbox.proxy_request import BLOCKED, CANARY, MISUSE, Veto, _Refused, _Request, request_event
 from spyglass.sandbox.resolve import Resolver
 
-log = logging.getLogger("spyglass.sandbox.proxy")
+log = get_logger("spyglass.sandbox.proxy")
 
 
 class RequestJudge:

@@ -36,7 +36,6 @@ kill what it traces.
 from __future__ import annotations
 
 import concurrent.futures
-import logging
 import os
 import queue
 import threading
@@ -50,11 +49,12 @@ import msgspec
 from spyglass.capture.base import BackendStatus, CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
 from spyglass.capture.handover import MAX_QUEUED
 from spyglass.events import Event
+from spyglass.logs import get_logger
 
 if TYPE_CHECKING:
     from spyglass.sandbox.prepared import PreparedSandbox
 
-log = logging.getLogger("spyglass.sandbox")
+log = get_logger("spyglass.sandbox")
 
 _CAPTURE, _EXTERNAL, _END = 0, 1, 2
 _PROCESS_TYPES = frozenset({"process.start", "process.exec", "process.exit", "process.detach"})

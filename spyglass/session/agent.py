@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from spyglass.errors import UsageError
@@ -30,6 +28,8 @@ def _agent_dir(plan: Plan, work: str | None) -> Path:
         return Path(work, "tmp", "spyglass-agent")
     root = plan.store.root / "agents"
     root.mkdir(parents=True, exist_ok=True)
+    import tempfile  # only a run with the agent's own directory (tempfile: shutil, random)
+
     path = Path(tempfile.mkdtemp(prefix="run-", dir=root))
     plan.agent_dir = str(path)  # the agent's to write: the witness guard allows it
     return path
@@ -85,11 +85,12 @@ def agent_install(argv: list[str], env: dict[str, str], cwd: str) -> list[str]:
     """The install tree of the agent the command runs, if an adapter recognises it by its package:
     trusted for exec in this run (the user chose to run it; ``run.json`` ``extra.agent_install``)."""
     from spyglass.agents.adapters import adapter_for
+    from spyglass.capture.which import which
 
     if not argv:
         return []
     first = argv[0]
-    exe = os.path.join(cwd, first) if os.sep in first else shutil.which(first, path=env.get("PATH"))
+    exe = os.path.join(cwd, first) if os.sep in first else which(first, env.get("PATH"))
     adapter = adapter_for(exe, argv)
     root = adapter.install_root(os.path.realpath(exe) if exe else None, argv)
     return [root] if root else []

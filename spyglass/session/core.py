@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -107,6 +106,8 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
         raise UsageError("--ask-egress needs the sandbox", hint="add --sandbox (or mode contain/enforce)")
     work: str | None = None
     if sandbox_on:
+        import tempfile  # only a sandboxed run makes a work directory (tempfile: shutil, random)
+
         (store.root / "sandbox").mkdir(exist_ok=True)
         work = tempfile.mkdtemp(prefix="run-", dir=store.root / "sandbox")
         plan.sandbox_work = work  # the witness guard lets the agent write its decoy home and /tmp

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from spyglass import __version__, phases
+from spyglass import __version__, gcpause, phases
 from spyglass.capture import procfs
 from spyglass.capture.base import CaptureBackend, CaptureResult, CaptureSession, LaunchSpec
 from spyglass.errors import EXIT_CANNOT_RUN
@@ -279,7 +278,7 @@ def record(
         sandbox=request.sandbox,
         policy_digest=request.policy_digest,
         started=time.time_ns(),
-        host=socket.gethostname(),
+        host=os.uname().nodename,  # socket.gethostname(), without importing socket
         extra=dict(request.extra),
     )
     home = request.home or default_home(request.env)
@@ -357,6 +356,7 @@ def record(
         # type not compiled yet compiles at its first event: nothing goes unevaluated)
         _warm(sinks)
         phases.mark("warm after launch")
+        gcpause.resume()  # the agent runs: the collector too, if the CLI paused it for the start
         chosen: Any = getattr(backend, "inner", backend)  # a sandbox wraps the backend
         meta.backend = chosen.name  # ``auto`` may have fallen back at start
         if getattr(chosen, "reason", None):
@@ -386,6 +386,7 @@ def record(
             ctx.monitor_pids.append(session.tracer_pid)
         capture = session.result()
         phases.mark("child run")
+        gcpause.pause_finish()  # only the run's finish is left (a CLI run)
         if capture.failed_to_start:
             status = "failed"  # the agent never ran: never "complete"
             capture.notes.append(capture.failed_to_start)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spyglass import __version__
+from spyglass.capture.which import which
 from spyglass.store.meta import RunMeta
 from spyglass.store.store import Store, new_run_id
 from spyglass.store.writer import RunWriter
@@ -16,12 +16,10 @@ from spyglass.store.writer import RunWriter
 
 def find_program(argv0: str, cwd: str, env: Mapping[str, str]) -> str | None:
     """Where ``argv0`` would be executed from (PATH lookup as execvp does), or None."""
-    import shutil
-
     if "/" in argv0:
         path = argv0 if os.path.isabs(argv0) else os.path.join(cwd, argv0)
         return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
-    return shutil.which(argv0, path=env.get("PATH", os.defpath))
+    return which(argv0, env.get("PATH", os.defpath))
 
 
 def record_failed_run(
@@ -51,7 +49,7 @@ def record_failed_run(
         mode=mode,
         policy_digest=policy_digest,
         started=time.time_ns(),
-        host=socket.gethostname(),
+        host=os.uname().nodename,  # socket.gethostname(), without importing socket
         extra={**(extra or {}), "failure": reason},
     )
     writer = RunWriter(store, meta, warn=lambda _line: None)

@@ -4,7 +4,6 @@ are the truth; the index can always be rebuilt from them."""
 from __future__ import annotations
 
 import contextlib
-import random
 import sqlite3
 import time
 from pathlib import Path
@@ -93,6 +92,8 @@ class Index:
                     raise
                 with contextlib.suppress(Exception):
                     self.db.close()
+                import random  # only when the store is locked (random is 1 ms of a start)
+
                 time.sleep(0.05 + random.random() * 0.2)
 
     def _copy_from_file(self, path: Path) -> None:
@@ -158,6 +159,10 @@ class Index:
     def rows(self, where: str = "", params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         cur = self.db.execute(f"SELECT {', '.join(COLUMNS)} FROM runs {where} ORDER BY id", params)
         return [dict(zip(COLUMNS, r, strict=True)) for r in cur.fetchall()]
+
+    def statuses(self) -> list[tuple[str, str]]:
+        """(id, status) of every row (what ``Store.repair`` needs, at every start)."""
+        return [(r[0], r[1]) for r in self.db.execute("SELECT id, status FROM runs")]
 
     def ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id")]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -10,10 +9,11 @@ import msgspec
 
 from spyglass.events import Alert, Event
 from spyglass.events.codec import decode_alert, iter_event_stream
+from spyglass.logs import get_logger
 from spyglass.store.meta import RunMeta
 from spyglass.store.store import Store
 
-log = logging.getLogger("spyglass.store")
+log = get_logger("spyglass.store")
 
 #: called with (file, line number, what is wrong) for each line that cannot be read
 OnBadLine = Callable[[Path, int, str], None]

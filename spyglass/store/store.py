@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -41,7 +40,7 @@ def default_store_path(env: Mapping[str, str] | None = None) -> Path:
 def new_run_id(now_ns: int | None = None) -> str:
     now_ns = now_ns or time.time_ns()
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now_ns / 1e9))
-    return f"{stamp}{(now_ns // 1000) % 1_000_000:06d}Z-{secrets.token_hex(3)}"
+    return f"{stamp}{(now_ns // 1000) % 1_000_000:06d}Z-{os.urandom(3).hex()}"
 
 
 def _pid_alive(pid: int | None) -> bool:
@@ -154,23 +153,28 @@ class Store:
     def repair(self) -> list[str]:
         """Mark runs whose monitor died as incomplete; re-index unindexed runs."""
         fixed: list[str] = []
-        indexed = {r["id"]: r for r in self.index.rows()}
+        # run at every start: one query and one listing, then a stat per run (a store holds thousands
+        # of runs) and more only for the runs that need a look
+        indexed: dict[str, str] = dict(self.index.statuses())
+        runs = str(self.runs_dir)
         try:
-            dirs = sorted(self.runs_dir.iterdir())
+            with os.scandir(runs) as listing:
+                names = sorted(e.name for e in listing if _is_dir(e))
         except OSError:
-            dirs = []
-        for d in dirs:
-            if not d.is_dir() or not (d / "run.json").exists():
+            names = []
+        for name in names:
+            if not os.path.exists(f"{runs}/{name}/run.json"):
                 continue
-            row = indexed.pop(d.name, None)
-            late_note = row is not None and row["status"] == "incomplete" and (d / MONITOR_NOTE).exists()
-            if row is not None and row["status"] != "running" and not late_note:
+            status = indexed.pop(name, None)
+            late_note = status == "incomplete" and os.path.exists(f"{runs}/{name}/{MONITOR_NOTE}")
+            if status is not None and status != "running" and not late_note:
                 continue
+            d = self.runs_dir / name
             try:
-                meta = self.read_meta(d.name)
+                meta = self.read_meta(name)
             except StoreError:
                 continue
-            if meta.id != d.name:  # a directory put aside (or planted) under another name is not that run
+            if meta.id != name:  # a directory put aside (or planted) under another name is not that run
                 continue
             if late_note and meta.status == "incomplete":  # marked before the watchdog's note was written
                 meta.status = "running"
@@ -191,13 +195,21 @@ class Store:
                         self.write_meta(meta)
                     except OSError:  # a full disk: the next command tries again
                         self.index.upsert(meta)
-                fixed.append(d.name)
-            elif row is None:
+                fixed.append(name)
+            elif status is None:
                 self.index.upsert(meta)
-                fixed.append(d.name)
+                fixed.append(name)
         for stale in indexed:  # rows whose directory is gone
             self.index.delete(stale)
         return fixed
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """``Path.is_dir`` of a listed entry: False when it cannot be told (its stat failed)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 #: the note a capture helper leaves in the run directory when spyglass died during the run

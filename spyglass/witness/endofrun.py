@@ -15,7 +15,6 @@ guard (:mod:`spyglass.witness.guard`) raises the alerts.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import time
@@ -87,23 +86,23 @@ class EndOfRun:
         their byte-code changed since the start is removed; noted in ``run.json`` as
         ``extra.imports``.  Not spyglass's own package (above), not the places the run may
         write, not the run's workspace unless an installed package (``site-packages``) is there."""
-        own = os.path.dirname(os.path.realpath(spyglass.__file__)) + "/"
-        workspace = [os.path.realpath(w).rstrip("/") + "/" for w in ctx.workspace or [ctx.root_cwd] if w]
+        # by name, as the modules were loaded (a realpath per module costs more than the whole check;
+        # a module reached through a symlink into the workspace is then checked, not left out)
+        pkg = os.path.dirname(spyglass.__file__ or "")
+        own = tuple({os.path.normpath(pkg) + "/", os.path.realpath(pkg) + "/"})
+        tops = [w for w in (ctx.workspace or [ctx.root_cwd]) if w]
+        workspace = tuple({p.rstrip("/") + "/" for w in tops for p in (os.path.normpath(w), os.path.realpath(w))})
+
         # ``python -m spyglass``: the working directory comes first on the import path, even in the workspace
         here = os.path.normpath(sys.path[0]) + "/" if sys.path and os.path.isabs(sys.path[0]) else None
-
-        real_dir = functools.cache(os.path.realpath)  # the modules share a few hundred directories
 
         def skip(path: str) -> bool:
             if path == here:
                 return False
-            head, name = os.path.split(path.rstrip("/"))
-            real = os.path.realpath(path) if os.path.islink(path) else os.path.join(real_dir(head), name)
-            real += "/" if path.endswith("/") else ""  # a directory: its own too
-            if real.startswith(own) or self._allowed(path) or self._allowed(real):
+            if path.startswith(own) or self._allowed(path):
                 return True
-            installed = "/site-packages/" in real or "/dist-packages/" in real
-            return not installed and any((real + "/").startswith(w) for w in workspace)
+            installed = "/site-packages/" in path or "/dist-packages/" in path
+            return not installed and (path + "/").startswith(workspace)
 
         report = imports.check(self.started, skip, written=self.written)
         if report.bytecode or report.changed or report.shadowing or report.failed:

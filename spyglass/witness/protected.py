@@ -175,16 +175,17 @@ class Protected(msgspec.Struct):
         """What protected tree ``d`` lies in once its symlinks are resolved: a symlink to a directory
         inside a tree (the store's cache, an older run's evidence) whose inode is not known, only the
         tree's top directory's.  One ``realpath`` per directory, memoised like the inode verdicts."""
-        if d.startswith("/proc/"):
-            return None  # /proc/self and /proc/thread-self would be ours, not the writer's
+        if d.startswith(("/proc/self", "/proc/thread-self")):
+            return None  # ours, not the writer's (the guard names the writer's /proc/PID instead)
         key = "\0real\0" + d
         if key in self._dirs:
             return self._dirs[key]
-        real = os.path.realpath(d)
+        real = os.path.realpath(d)  # /proc/PID/fd/N: the writer's descriptor, while it has it
         verdict = None
         if real != d and not (self.allowed and self._allowed(real)):
             verdict = self._in_tree(real)
-        self._dirs[key] = verdict
+        if not d.startswith("/proc/"):  # a descriptor's target changes: not memoised
+            self._dirs[key] = verdict
         return verdict
 
     def _in_tree(self, p: str) -> str | None:
@@ -204,7 +205,8 @@ class Protected(msgspec.Struct):
             verdict = self.ids.get(fid) if fid is not None else None
             if verdict is None:
                 verdict = self._dir_verdict(os.path.dirname(d))
-        cache[d] = verdict
+        if not d.startswith("/proc/"):  # /proc/PID/fd/N: a descriptor's target changes, not memoised
+            cache[d] = verdict
         return verdict
 
     def forget_dirs(self) -> None:

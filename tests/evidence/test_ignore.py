@@ -53,3 +53,13 @@ def test_gitignore_rules(tmp_path: Path) -> None:
     for (path, is_dir), want in cases.items():
         assert gi.ignored(path, is_dir) is want, path
     assert gi.files == [".gitignore", "sub/.gitignore"]
+
+
+def test_each_patterns_regex_compiles_only_when_one_matches_and_a_bad_glob_is_refused_at_once() -> None:
+    from spyglass.policy.paths import GlobError
+
+    globs = GlobSet(["*.pyc", "build/**"])
+    assert globs.match("src/a.py") is None and globs._each is None  # the combined test said no
+    assert globs.match("build", is_dir=True) == "build/**" and globs._each is not None
+    with pytest.raises(GlobError):
+        GlobSet(["ok/*", "bad/[z-a]"])

@@ -30,7 +30,8 @@ def test_the_combined_exclude_test_finds_the_first_pattern_the_list_does() -> No
     patterns = [*DEFAULT_EXCLUDES, "*.pyc", "build/", "docs/**/*.tmp", "/top.txt"]
     globs = GlobSet(patterns)
     plain = GlobSet([])
-    plain.patterns, plain._res, plain._dir_res = globs.patterns, globs._res, globs._dir_res
+    plain.patterns, plain._each = globs.patterns, globs._compiled()  # no combined test: each regex in turn
+    assert plain._any is None and plain._any_dir is None
     rels = ["x.pyc", "a/b.pyc", "build", "build/x", "docs/a/b.tmp", "docs/x.tmp", "top.txt", "a/top.txt",
             ".git/objects", ".git/objects/ab/cd", ".git/HEAD", "src/__pycache__", "src/__pycache__/m.pyc",
             "node_modules", "a/node_modules/x", "plain.py", ".spyglass", "a/.spyglass"]

@@ -53,6 +53,7 @@ def test_a_run_under_ebpf_does_not_import_the_strace_parser(tmp_path: Path) -> N
     assert "spyglass.capture.ebpf.session" in loaded  # it did run under eBPF
     assert not loaded & STRACE_PARSER, sorted(loaded & STRACE_PARSER)
     assert not loaded & FEATURES, sorted(loaded & FEATURES)
+    assert not loaded & STDLIB_UNUSED_EBPF, sorted(loaded & STDLIB_UNUSED_EBPF)
 
 
 #: what a plain run (no --ask, no codex config, no signing key) has no use for
@@ -60,12 +61,18 @@ UNUSED = {"spyglass.agents.ask", "tomllib", "yaml", "jsonschema", "spyglass.rule
 #: ... nor, without an OTLP endpoint or the agent's hooks, these (what a run may need once the agent
 #: runs is imported before it starts: a module loaded later could come from a __pycache__ the agent wrote)
 FEATURES = {"spyglass.evidence.keys", "spyglass.otel.config", "spyglass.agents.hooks"}
+#: standard modules a run that goes well has no use for (logging loads at the first record shown:
+#: spyglass/logs.py; the host name, random bytes and PATH lookups need none of them) ...
+STDLIB_UNUSED = {"logging", "socket", "secrets", "pkgutil"}
+#: ... and under eBPF neither these (strace's work directory needs tempfile and shutil)
+STDLIB_UNUSED_EBPF = STDLIB_UNUSED | {"shutil", "tempfile", "random"}
 
 
 def test_a_run_under_strace_does_not_import_the_ebpf_backend(tmp_path: Path) -> None:
     loaded = _modules_of_run(tmp_path, "strace")
     assert "spyglass.capture.strace.parser" in loaded
     assert not {m for m in loaded if m.startswith("spyglass.capture.ebpf")}
+    assert not loaded & STDLIB_UNUSED, sorted(loaded & STDLIB_UNUSED)
 
 
 def test_a_second_run_imports_neither_the_rule_parser_nor_what_it_does_not_use(tmp_path: Path) -> None:

@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shlex
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,6 +110,8 @@ class ClaudeCodeAdapter(AgentAdapter):
         config = Path(env.get("CLAUDE_CONFIG_DIR") or config_dir(scratch / "claude-config"))
         sock = config.parent / "hook.sock"
         if len(str(sock)) > 100:  # the limit of a unix socket's path
+            import tempfile
+
             sock = Path(tempfile.mkdtemp(prefix="spyglass-hook-")) / "hook.sock"
         server = HookServer(sock, decider)
         settings_path = config / "settings.json"

@@ -18,15 +18,15 @@ everything downstream are the same as without the look-ahead.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 
 from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.ring import Ring, record_ts
 from spyglass.events.schema import Event
+from spyglass.logs import get_logger
 
-log = logging.getLogger("spyglass.capture")
+log = get_logger("spyglass.capture")
 
 Hook = Callable[[Event], None]
 

@@ -43,7 +43,7 @@ import time
 # where it is used, the package and site-packages only once spyglass is gone (:func:`lost`).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import socket
+    import _socket
     from collections.abc import Callable, Iterator, Sequence
     from typing import Any
 
@@ -298,12 +298,12 @@ class Watchdog:
         ``hook`` (tests only: tests/capture/ebpf/test_watchdog_close.py) is called by that thread
         with ``"spawn"`` before it looks whether the run is over, and with ``"start"`` when it
         found the run going on, just before the watchdog is started."""
+        import _socket  # the pair as _socket makes it: the socket module's enums cost 1-2 ms of a start
         import marshal
-        import socket
         import threading
 
-        mine, theirs = socket.socketpair()
-        self._sock: socket.socket | None = mine
+        mine, theirs = _socket.socketpair()  # AF_UNIX, SOCK_STREAM, not inheritable (as socket.socketpair)
+        self._sock: _socket.socket | None = mine
         mine.setblocking(False)
         self._buf = b""
         self.gone_reported = False
