@@ -144,7 +144,11 @@ def _scan(d: str, started: float, names: set[str], loaded: set[str], report: Imp
     status change time says an entry came or went; with ``pth`` (a site directory) every ``.pth``
     file changed since, even in place."""
     if made is None:
-        made = _newer(d, started) or _newer_followed(d, started)
+        try:
+            st = os.lstat(d)
+            made = (st if not stat.S_ISLNK(st.st_mode) else os.stat(d)).st_ctime >= started or st.st_ctime >= started
+        except OSError:
+            return
     if not (made or pth):
         return
     try:
@@ -197,8 +201,12 @@ _TAG = f".{sys.implementation.cache_tag}.pyc"
 def _check_package_cache(d: str, started: float, seen: set[str], report: ImportsReport, remove: bool) -> None:
     """The byte-code of every module in a loaded package's directory, imported or not (another
     spyglass command may import it: ``click._textwrap`` for ``--help``): changed since ``started``
-    and not what Python makes of its source as it is, removed.  One ``lstat`` per file there."""
+    and not what Python makes of its source as it is, removed.  Looked at when a file came or went
+    there (as Python writes one: a new name renamed in), then one ``lstat`` per file; a file
+    written in place is found by the run's events (``written``)."""
     where = os.path.join(d, "__pycache__")
+    if not _newer(where, started):
+        return
     try:
         with os.scandir(where) as it:
             entries = [e for _, e in zip(range(MAX_ENTRIES), it, strict=False)]
@@ -391,14 +399,6 @@ def _module_name(entry: str, full: str) -> str | None:
     if "." not in entry and any(os.path.isfile(os.path.join(full, "__init__" + s)) for s in _SUFFIXES):
         return entry
     return None
-
-
-def _newer_followed(path: str, started: float) -> bool:
-    """Like :func:`_newer`, for what a symlink names (a directory of the import path reached so)."""
-    try:
-        return os.stat(path).st_ctime >= started
-    except OSError:
-        return False
 
 
 def _newer(path: str, started: float) -> bool:
