@@ -11,7 +11,14 @@ records ``true`` N times with the eBPF backend's watchdog and N times without
 (alternating, the program preloaded each time) and prints both medians and
 their ratio: what the watchdog process costs a short run.
 
+With ``--imports N`` it times the end-of-run check of what spyglass runs besides its
+own package (spyglass.witness.imports: nothing changed, nothing removed) N times in a
+child process that has imported what a run imports, for this checkout and, with
+``--baseline DIR`` (an export of ``main``), for that one's package, alternating;
+medians and their ratio.
+
     .venv/bin/python benchmarks/bench_witness.py [--events 40000] [--repeat 3] [--watchdog 10]
+        [--imports 200 --baseline DIR]
 """
 
 from __future__ import annotations
@@ -83,12 +90,58 @@ def watchdog_cost(n: int) -> None:
     print(f"ratio (watchdog/none)  {with_wd / without:8.2f}")
 
 
+IMPORTS_CHILD = r"""
+import statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+import spyglass.cli.main, spyglass.session.core, spyglass.capture.strace, spyglass.rules.engine, spyglass.store
+from spyglass.witness import imports
+try:  # the run's end's own test (spyglass.witness.endofrun), as far as it goes without a run
+    from spyglass.witness.endofrun import EndOfRun
+    from spyglass.witness.protected import Protected
+    from spyglass.pipeline import RunContext
+    end = EndOfRun(Protected())
+    end.started = time.time() + 60
+    ctx = RunContext(run_id="bench", root_cwd="/nonexistent", workspace=["/nonexistent"])
+    check = lambda: end.check_imports(ctx)
+except ImportError:
+    check = lambda: imports.check(time.time() + 60, lambda p: False, remove=False)
+n, times = int(sys.argv[2]), []
+for _ in range(n):
+    t0 = time.perf_counter()
+    check()
+    times.append(time.perf_counter() - t0)
+print(statistics.median(times))
+"""
+
+
+def imports_cost(n: int, baseline: Path | None) -> None:
+    """Median wall time of one end-of-run imports check, here and in ``baseline``."""
+    import subprocess
+
+    trees = {"this": REPO, **({"baseline": baseline} if baseline is not None else {})}
+    times: dict[str, list[float]] = {k: [] for k in trees}
+    for _ in range(3):
+        for name, tree in trees.items():
+            out = subprocess.run([sys.executable, "-c", IMPORTS_CHILD, str(tree), str(n)], check=True,
+                                 capture_output=True, text=True, timeout=600).stdout
+            times[name].append(float(out))
+    for name, ts in times.items():
+        print(f"imports check, {name:9s} {statistics.median(ts) * 1000:8.2f} ms (median of 3 x {n})")
+    if baseline is not None:
+        print(f"ratio (this/baseline)  {statistics.median(times['this']) / statistics.median(times['baseline']):8.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=40000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--watchdog", type=int, default=0, metavar="N", help="also time N eBPF runs of `true` each way")
+    ap.add_argument("--imports", type=int, default=0, metavar="N", help="also time the end-of-run imports check")
+    ap.add_argument("--baseline", type=Path, help="another checkout to time the imports check of (--imports)")
     args = ap.parse_args()
+    if args.imports:
+        imports_cost(args.imports, args.baseline)
+        return
     if args.watchdog:
         watchdog_cost(args.watchdog)
     with tempfile.TemporaryDirectory() as tmp:

@@ -16,6 +16,7 @@ guard (:mod:`spyglass.witness.guard`) raises the alerts.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +27,9 @@ from spyglass.pipeline import RunContext
 from spyglass.witness import endcheck, imports
 from spyglass.witness.bytecode import Start, changed_since, detach, mounts_on, snapshot, stamp, unlink_in
 from spyglass.witness.protected import OWN_SOURCE, Protected
+
+#: the files :meth:`EndOfRun.note_written` keeps (a module's byte-code, source, extension)
+WRITTEN = (".pyc", ".py", ".so")
 
 
 class EndOfRun:
@@ -38,6 +42,8 @@ class EndOfRun:
         self.started = time.time()
         self._mounts: set[str] = set()
         self._places: dict[str, endcheck.State | None] | None = None
+        #: byte-code files the run's events show written (:meth:`note_written`)
+        self.written: set[str] = set()
         #: spyglass's own source and cache at the start (each file's status change time, each
         #: ``__pycache__``), as the walk that protected their inodes found them (:meth:`Protected.settle`)
         self._before: Start | None = None
@@ -67,6 +73,13 @@ class EndOfRun:
             return []
         return endcheck.changed(self._places, self._place_list(), self._allowed)
 
+    def note_written(self, path: str) -> None:
+        """A file the run wrote: a module's byte-code, source or extension is looked at when the run
+        ends (that of a module no spyglass process loaded yet, which another command may import:
+        ``copy`` for ``gate``)."""
+        if path.endswith(WRITTEN) and len(self.written) < imports.MAX_ENTRIES:
+            self.written.add(path)
+
     def check_imports(self, ctx: RunContext) -> imports.ImportsReport:
         """What the run changed among the modules spyglass runs besides its own package (its
         libraries, the standard library) and on its import path (:mod:`spyglass.witness.imports`):
@@ -80,13 +93,18 @@ class EndOfRun:
         tops = [w for w in (ctx.workspace or [ctx.root_cwd]) if w]
         workspace = tuple({p.rstrip("/") + "/" for w in tops for p in (os.path.normpath(w), os.path.realpath(w))})
 
+        # ``python -m spyglass``: the working directory comes first on the import path, even in the workspace
+        here = os.path.normpath(sys.path[0]) + "/" if sys.path and os.path.isabs(sys.path[0]) else None
+
         def skip(path: str) -> bool:
+            if path == here:
+                return False
             if path.startswith(own) or self._allowed(path):
                 return True
             installed = "/site-packages/" in path or "/dist-packages/" in path
             return not installed and (path + "/").startswith(workspace)
 
-        report = imports.check(self.started, skip)
+        report = imports.check(self.started, skip, written=self.written)
         if report.bytecode or report.changed or report.shadowing or report.failed:
             ctx.note_fact("imports", msgspec.to_builtins(report))
         return report

@@ -22,7 +22,7 @@ import time
 
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
-from spyglass.witness.endofrun import EndOfRun
+from spyglass.witness.endofrun import WRITTEN, EndOfRun
 from spyglass.witness.protected import OWN_SOURCE, FileId, Protected, file_id
 
 __all__ = ["KEY_READ_RULE", "OWN_SOURCE", "TAMPER_RULE", "FileId", "Protected", "WitnessGuard", "file_id"]
@@ -96,6 +96,10 @@ class WitnessGuard(Sink):
         writes = t in FILE_WRITE_TYPES or (
             handle and bool(ev.flags) and any(f in (ev.flags or "") for f in _WRITE_FLAGS)
         )
+        if writes and ev.ok:  # byte-code written: checked at the end if the next spyglass may import it
+            dest = ev.target if ev.target and t in ("file.rename", "file.link") else ev.path
+            if dest.endswith(WRITTEN):
+                self.end.note_written(dest)
         if writes or handle:
             path = _writers(ev.path, ev.pid)
             # a link or rename is judged on its source without following it (the link itself may be the store)
