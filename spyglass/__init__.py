@@ -6,7 +6,29 @@ The curated public API; everything else is internal.  Imports are lazy so that
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import os as _os
+import sys as _sys
+
+
+def _run_as_module() -> bool:
+    """Whether this is ``python -m spyglass`` (the package imported to run its ``__main__``)."""
+    if _sys.argv[:1] != ["-m"]:
+        return False
+    argv: list[str] = [str(a) for a in getattr(_sys, "orig_argv", [])]
+    for i, arg in enumerate(argv):
+        name = argv[i + 1] if arg == "-m" and i + 1 < len(argv) else arg[2:] if arg.startswith("-m") else None
+        if name is not None:
+            return name.partition(".")[0] == "spyglass"
+    return False
+
+
+# ``python -m spyglass`` puts the working directory, often the agent's workspace, first on the import
+# path: a ``json/`` or ``typing.py`` the agent made there would be what spyglass imports next.  It is
+# taken off before spyglass imports anything (its own modules are found through the package).
+if _run_as_module() and _sys.path and _sys.path[0] and _os.path.abspath(_sys.path[0]) == _os.getcwd():
+    del _sys.path[0]
+
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 __version__ = "0.1.0"
 
