@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,26 @@ def spy(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
         return runner.invoke(cli, list(args), input=input, catch_exceptions=False)
 
     yield invoke
+
+
+#: ``python -c CODE [ARGS...]`` in a fresh process (:func:`fresh_python`)
+FreshPython = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture
+def fresh_python(tmp_path: Path) -> FreshPython:
+    """Run ``python -c CODE [ARGS...]`` in a fresh process whose store, configuration and cache are
+    its own under ``tmp_path`` (and no ``SPYGLASS_POLICY``): ``fresh_python(code, *args, cwd=DIR)``
+    (``cwd`` defaults to ``tmp_path``) gives the completed process, output captured."""
+    env = {**os.environ, "SPYGLASS_STORE": str(tmp_path / "store"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("SPYGLASS_POLICY", None)
+
+    def run(code: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd or tmp_path, env=env, capture_output=True,
+                              text=True, timeout=180, check=False)
+
+    return run
 
 
 @pytest.fixture(autouse=True)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import gc
-import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 from spyglass import gcpause
 
@@ -23,7 +21,7 @@ def test_only_a_pause_of_its_own_is_resumed() -> None:
         gc.enable()
 
 
-def test_a_cli_run_collects_while_the_agent_runs(tmp_path: Path) -> None:
+def test_a_cli_run_collects_while_the_agent_runs(tmp_path: Path, fresh_python: Any) -> None:
     """A real run: the agent is recorded with the collector on (and what the start made frozen out
     of its generations), the start and the finish with it off."""
     out = tmp_path / "states.txt"
@@ -39,11 +37,7 @@ def test_a_cli_run_collects_while_the_agent_runs(tmp_path: Path) -> None:
         "from spyglass.cli.main import main\n"
         "main(['run', '-q', '--backend', 'strace', '--', 'true'])\n"
     )
-    env = {**os.environ, "SPYGLASS_STORE": str(tmp_path / "store"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    env.pop("SPYGLASS_POLICY", None)
-    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=180, check=False)
+    res = fresh_python(code)
     assert res.returncode == 0, res.stderr
     states = dict(_split(line) for line in out.read_text().splitlines())
     assert states["cli"] == ["False", "False"] and states["sinks"][0] == "False"  # paused for the start
@@ -58,7 +52,7 @@ def _split(line: str) -> tuple[str, list[str]]:
     return " ".join(words[:-2]), words[-2:]
 
 
-def test_the_cli_run_in_a_callers_process_gives_the_collector_back(tmp_path: Path) -> None:
+def test_the_cli_run_in_a_callers_process_gives_the_collector_back(tmp_path: Path, fresh_python: Any) -> None:
     """``main()`` called in-process (a harness, a test): the collector is on again when it returns,
     also when the run failed before the agent started, and a later API run leaves it alone."""
     code = (
@@ -75,10 +69,6 @@ def test_the_cli_run_in_a_callers_process_gives_the_collector_back(tmp_path: Pat
         f"spyglass.run(['true'], backend='strace', store={str(tmp_path / 'store')!r})\n"
         "print(gc.isenabled())\n"
     )
-    env = {**os.environ, "SPYGLASS_STORE": str(tmp_path / "store"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    env.pop("SPYGLASS_POLICY", None)
-    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=180, check=False)
+    res = fresh_python(code)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["True", "True", "True"]

@@ -7,15 +7,14 @@ feature does not use must not be loaded (their import time is start-up time).
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 
-def _modules_of_run(tmp_path: Path, backend: str, *options: str) -> set[str]:
+def _modules_of_run(tmp_path: Path, fresh_python: Any, backend: str, *options: str) -> set[str]:
     """The modules loaded by ``spyglass run -q --backend BACKEND [OPTIONS] -- true`` (its exit code checked)."""
     out = tmp_path / "modules.txt"
     code = (
@@ -24,13 +23,9 @@ def _modules_of_run(tmp_path: Path, backend: str, *options: str) -> set[str]:
         "from spyglass.cli.main import main\n"
         f"main(['run', '-q', '--backend', {backend!r}, *{list(options)!r}, '--', 'true'])\n"
     )
-    env = {**os.environ, "SPYGLASS_STORE": str(tmp_path / "store"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    env.pop("SPYGLASS_POLICY", None)
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    res = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True,
-                         timeout=180, check=False)
+    res = fresh_python(code, cwd=work)
     assert res.returncode == 0, res.stderr
     return set(out.read_text().split())
 
@@ -40,7 +35,7 @@ STRACE_PARSER = {f"spyglass.capture.strace.{m}" for m in ("decode", "state", "fi
                                                            "access", "privs", "net", "fastpath")}
 
 
-def test_a_run_under_ebpf_does_not_import_the_strace_parser(tmp_path: Path) -> None:
+def test_a_run_under_ebpf_does_not_import_the_strace_parser(tmp_path: Path, fresh_python: Any) -> None:
     sys.path.insert(0, str(Path(__file__).parent.parent / "capture" / "ebpf"))
     try:
         from ebpf_helpers import ebpf_skip_reason
@@ -49,7 +44,7 @@ def test_a_run_under_ebpf_does_not_import_the_strace_parser(tmp_path: Path) -> N
     why = ebpf_skip_reason()
     if why is not None:
         pytest.skip(why)
-    loaded = _modules_of_run(tmp_path, "ebpf")
+    loaded = _modules_of_run(tmp_path, fresh_python, "ebpf")
     assert "spyglass.capture.ebpf.session" in loaded  # it did run under eBPF
     assert not loaded & STRACE_PARSER, sorted(loaded & STRACE_PARSER)
     assert not loaded & FEATURES, sorted(loaded & FEATURES)
@@ -68,32 +63,33 @@ STDLIB_UNUSED = {"logging", "socket", "secrets", "pkgutil"}
 STDLIB_UNUSED_EBPF = STDLIB_UNUSED | {"shutil", "tempfile", "random"}
 
 
-def test_a_run_under_strace_does_not_import_the_ebpf_backend(tmp_path: Path) -> None:
-    loaded = _modules_of_run(tmp_path, "strace")
+def test_a_run_under_strace_does_not_import_the_ebpf_backend(tmp_path: Path, fresh_python: Any) -> None:
+    loaded = _modules_of_run(tmp_path, fresh_python, "strace")
     assert "spyglass.capture.strace.parser" in loaded
     assert not {m for m in loaded if m.startswith("spyglass.capture.ebpf")}
     assert not loaded & STDLIB_UNUSED, sorted(loaded & STDLIB_UNUSED)
 
 
-def test_a_second_run_imports_neither_the_rule_parser_nor_what_it_does_not_use(tmp_path: Path) -> None:
-    _modules_of_run(tmp_path, "strace")  # fills the rule cache
-    loaded = _modules_of_run(tmp_path, "strace")
+def test_a_second_run_imports_neither_the_rule_parser_nor_what_it_does_not_use(tmp_path: Path,
+                                                                                fresh_python: Any) -> None:
+    _modules_of_run(tmp_path, fresh_python, "strace")  # fills the rule cache
+    loaded = _modules_of_run(tmp_path, fresh_python, "strace")
     assert not loaded & UNUSED, sorted(loaded & UNUSED)
     assert not loaded & FEATURES, sorted(loaded & FEATURES)
 
 
-def test_a_policy_file_is_not_parsed_again_by_the_next_run(tmp_path: Path) -> None:
+def test_a_policy_file_is_not_parsed_again_by_the_next_run(tmp_path: Path, fresh_python: Any) -> None:
     """A policy file is YAML checked against a JSON schema: the first run parses it, the next
     ones take it from the store's sealed cache (tests/rules/test_cache.py plays a forged entry)."""
     policy = tmp_path / "policy.yaml"
     policy.write_text("mode: observe\nsecrets: ['~/.mine/**']\n")
-    first = _modules_of_run(tmp_path, "strace", "--policy", str(policy))
+    first = _modules_of_run(tmp_path, fresh_python, "strace", "--policy", str(policy))
     assert "yaml" in first and "jsonschema" in first
-    again = _modules_of_run(tmp_path, "strace", "--policy", str(policy))
+    again = _modules_of_run(tmp_path, fresh_python, "strace", "--policy", str(policy))
     assert not again & {"yaml", "jsonschema"}
 
 
-def test_a_run_builds_no_dataclass(tmp_path: Path, capture_backend: str) -> None:
+def test_a_run_builds_no_dataclass(tmp_path: Path, capture_backend: str, fresh_python: Any) -> None:
     """A run's own record types are ``msgspec.Struct`` s: building a ``@dataclass`` class costs
     0.5-1 ms at import on this machine (code generated and ``exec``-ed per method, Python 3.11), a
     Struct 0.05 ms; 67 of them were 35-48 ms of every start-up.  Each backend runs twice (the second
@@ -113,20 +109,15 @@ def test_a_run_builds_no_dataclass(tmp_path: Path, capture_backend: str) -> None
         "from spyglass.cli.main import main\n"
         "main(['run', '-q', '--backend', sys.argv[1], '--', 'true'])\n"
     )
-    env = {**os.environ, "SPYGLASS_STORE": str(tmp_path / "store"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    env.pop("SPYGLASS_POLICY", None)
     work = tmp_path / "work"
     work.mkdir()
     for _ in range(2):
-        res = subprocess.run([sys.executable, "-c", code, capture_backend], cwd=work, env=env, capture_output=True,
-                             text=True, timeout=180, check=False)
+        res = fresh_python(code, capture_backend, cwd=work)
         assert res.returncode == 0, res.stderr
     assert out.read_text().split() == []
     # the spy sees a dataclass built after it is installed (the check can fail)
     probe = "class Probe:\n    a: int\nProbe.__module__ = 'spyglass.probe'\ndataclasses.dataclass(Probe)\n"
     spied = code.replace("from spyglass.cli.main", probe + "from spyglass.cli.main")
-    res = subprocess.run([sys.executable, "-c", spied, capture_backend], cwd=work, env=env, capture_output=True,
-                         text=True, timeout=180, check=False)
+    res = fresh_python(spied, capture_backend, cwd=work)
     assert res.returncode == 0, res.stderr
     assert out.read_text().split(), "the spy saw no dataclass where one is built"

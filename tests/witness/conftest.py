@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,3 +88,34 @@ def secret_on_small_fs(setup: Setup, small_fs: Path) -> tuple[Path, Path]:
     (home / ".ssh").mkdir()
     (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
     return store, ws
+
+
+# a module's byte-code forged with its source's time and size in the header: when it runs, it leaves
+# a marker (tests/witness/test_imports*.py)
+FORGE = r"""
+import importlib._bootstrap_external as be, os, sys
+src, cached, marker = sys.argv[1:4]
+st = os.stat(src)
+evil = f"open({marker!r}, 'w').write('ran')\n"
+open(cached, "wb").write(be._code_to_timestamp_pyc(compile(evil, src, "exec"), st.st_mtime, st.st_size))
+"""
+
+
+@pytest.fixture
+def forger(setup: Setup) -> tuple[Path, Path]:
+    """The forging script (``python forge.py SOURCE CACHED MARKER``) and the marker the forged
+    byte-code leaves when it runs."""
+    forge = setup.ws.parent / "forge.py"
+    forge.write_text(FORGE)
+    return forge, setup.ws.parent / "marker"
+
+
+@pytest.fixture
+def next_spyglass(setup: Setup) -> Callable[[], None]:
+    """Start the next spyglass command (``ls``), which must start."""
+
+    def start() -> None:
+        res = setup.spyglass("ls", "--store", str(setup.store))
+        assert res.returncode == 0, res.stderr
+
+    return start

@@ -26,16 +26,8 @@ import pytest
 from spyglass.witness import imports
 from spyglass.witness.bytecode import stamp
 
+
 # a sitecustomize whose forged byte-code leaves a marker, then does what the module does
-FORGE = r"""
-import importlib._bootstrap_external as be, os, sys
-src, cached, marker = sys.argv[1:4]
-st = os.stat(src)
-evil = f"open({marker!r}, 'w').write('ran')\n"
-open(cached, "wb").write(be._code_to_timestamp_pyc(compile(evil, src, "exec"), st.st_mtime, st.st_size))
-"""
-
-
 def _deps(setup: Any) -> tuple[Path, Path, Path]:
     """A directory on spyglass's import path with a ``sitecustomize`` and its byte-code."""
     deps = setup.ws.parent / "deps"
@@ -65,34 +57,29 @@ def _tamper_alerts(setup: Any) -> list[str]:
 
 
 @pytest.mark.backends("auto")
-def test_forged_byte_code_of_a_module_spyglass_runs_is_removed(setup: Any) -> None:
+def test_forged_byte_code_of_a_module_spyglass_runs_is_removed(setup: Any, forger: Any, next_spyglass: Any) -> None:
     _, source, cached = _deps(setup)
-    marker = setup.ws.parent / "marker"
-    forge = setup.ws.parent / "forge.py"
-    forge.write_text(FORGE)
+    forge, marker = forger
     res = setup.run(f"{setup.python} {forge} {source} {cached} {marker}")
     assert res.returncode == 0, res.stderr
     facts = _imports(setup)
     assert facts.get("bytecode") == [str(cached)] and facts.get("failed") == [], facts
     assert not cached.exists()
     assert _tamper_alerts(setup) == []  # a Python process of the run may write byte-code: no alarm
-    res = setup.spyglass("ls", "--store", str(setup.store))
-    assert res.returncode == 0, res.stderr
+    next_spyglass()
     assert not marker.exists(), "the forged byte-code ran in the next spyglass"
 
 
 @pytest.mark.backends("auto")
-def test_the_forgery_runs_in_the_next_spyglass_when_nothing_removes_it(setup: Any) -> None:
+def test_the_forgery_runs_in_the_next_spyglass_when_nothing_removes_it(setup: Any,
+                                                                       forger: Any, next_spyglass: Any) -> None:
     """The control: forged outside any run, the byte-code is what the next spyglass runs."""
     import subprocess
 
     _, source, cached = _deps(setup)
-    marker = setup.ws.parent / "marker"
-    forge = setup.ws.parent / "forge.py"
-    forge.write_text(FORGE)
+    forge, marker = forger
     subprocess.run([setup.python, str(forge), str(source), str(cached), str(marker)], check=True, timeout=60)
-    res = setup.spyglass("ls", "--store", str(setup.store))
-    assert res.returncode == 0, res.stderr
+    next_spyglass()
     assert marker.read_text() == "ran"
 
 

@@ -40,15 +40,6 @@ pytestmark = pytest.mark.backends("auto")
 REPO = Path(spyglass.__file__).resolve().parent.parent
 SITE = next(p for p in sys.path if p.endswith("site-packages"))  # this environment's: click, msgspec
 
-FORGE = r"""
-import importlib._bootstrap_external as be, os, sys
-src, cached, marker = sys.argv[1:4]
-st = os.stat(src)
-evil = f"open({marker!r}, 'w').write('ran')\n"
-open(cached, "wb").write(be._code_to_timestamp_pyc(compile(evil, src, "exec"), st.st_mtime, st.st_size))
-"""
-
-
 def _facts(setup: Any) -> dict[str, Any]:
     (run,) = (setup.store / "runs").iterdir()
     found: dict[str, Any] = json.loads((run / "run.json").read_text()).get("extra", {}).get("imports", {})
@@ -212,43 +203,42 @@ def _package(setup: Any) -> Path:
     return pkg
 
 
-def test_a_package_put_ahead_of_a_loaded_submodule_in_its_package_is_an_alert(setup: Any) -> None:
+@pytest.mark.parametrize("name", ["sub", "lazy"])  # a submodule spyglass loaded; one only another command imports
+def test_a_package_put_ahead_of_a_module_in_a_loaded_package_is_an_alert(setup: Any, name: str) -> None:
+    """A package comes before a module of its name in the same directory: ``sitepkg/sub/`` before
+    ``sitepkg/sub.py``, whether this spyglass loaded the module or only ``spyglass ls`` imports it."""
     pkg = _package(setup)
     marker = setup.ws.parent / "marker"
-    res = setup.run(f"mkdir {pkg}/sub && echo \"open('{marker}', 'w').write('ran')\" > {pkg}/sub/__init__.py")
+    res = setup.run(f"mkdir {pkg}/{name} && echo \"open('{marker}', 'w').write('ran')\" > {pkg}/{name}/__init__.py")
     assert res.returncode == 0, res.stderr
     alerts = _tamper(setup)
-    assert any(f"{pkg}/sub" in m and "import path" in m for m in alerts), alerts
+    assert any(f"{pkg}/{name}" in m and "import path" in m for m in alerts), alerts
     setup.spyglass("ls", "--store", str(setup.store))
-    assert marker.read_text() == "ran"  # the attack is real: a package comes before a module of its name
+    assert marker.read_text() == "ran"  # the attack is real
 
 
-def test_forged_byte_code_of_a_module_another_command_imports_is_removed(setup: Any) -> None:
+def test_forged_byte_code_of_a_module_another_command_imports_is_removed(setup: Any,
+                                                                         forger: Any, next_spyglass: Any) -> None:
     pkg = _package(setup)
-    marker = setup.ws.parent / "marker"
-    forge = setup.ws.parent / "forge.py"
-    forge.write_text(FORGE)
+    forge, marker = forger
     cached = pkg / "__pycache__" / f"lazy.{sys.implementation.cache_tag}.pyc"
     res = setup.run(f"{sys.executable} {forge} {pkg}/lazy.py {cached} {marker}")
     assert res.returncode == 0, res.stderr
     assert _facts(setup).get("bytecode") == [str(cached)], _facts(setup)
     assert _tamper(setup) == []
-    res = setup.spyglass("ls", "--store", str(setup.store))
-    assert res.returncode == 0, res.stderr
+    next_spyglass()
     assert not marker.exists(), "the forged byte-code ran in the next spyglass"
 
 
-def test_the_lazy_module_forgery_runs_in_the_next_spyglass_when_nothing_removes_it(setup: Any) -> None:
+def test_the_lazy_module_forgery_runs_in_the_next_spyglass_when_nothing_removes_it(
+        setup: Any, forger: Any, next_spyglass: Any) -> None:
     """The control: ``spyglass ls`` imports ``sitepkg.lazy`` and runs its byte-code."""
     pkg = _package(setup)
-    marker = setup.ws.parent / "marker"
-    forge = setup.ws.parent / "forge.py"
-    forge.write_text(FORGE)
+    forge, marker = forger
     cached = pkg / "__pycache__" / f"lazy.{sys.implementation.cache_tag}.pyc"
     subprocess.run([sys.executable, str(forge), str(pkg / "lazy.py"), str(cached), str(marker)], check=True,
                    timeout=60)
-    res = setup.spyglass("ls", "--store", str(setup.store))
-    assert res.returncode == 0, res.stderr
+    next_spyglass()
     assert marker.read_text() == "ran"
 
 
@@ -265,17 +255,6 @@ def test_benign_twin_byte_code_of_a_package_written_as_python_does_is_kept(setup
     assert res.returncode == 0, res.stderr
     assert _tamper(setup) == [] and _facts(setup) == {}
     assert (pkg / "__pycache__" / f"lazy.{sys.implementation.cache_tag}.pyc").exists()
-
-
-def test_a_package_put_ahead_of_a_module_another_command_imports_is_an_alert(setup: Any) -> None:
-    pkg = _package(setup)
-    marker = setup.ws.parent / "marker"
-    res = setup.run(f"mkdir {pkg}/lazy && echo \"open('{marker}', 'w').write('ran')\" > {pkg}/lazy/__init__.py")
-    assert res.returncode == 0, res.stderr
-    alerts = _tamper(setup)
-    assert any(f"{pkg}/lazy" in m and "import path" in m for m in alerts), alerts
-    setup.spyglass("ls", "--store", str(setup.store))
-    assert marker.read_text() == "ran"  # the attack is real
 
 
 SPECIALISE = r"""
@@ -359,32 +338,27 @@ def _lazy(setup: Any) -> tuple[Path, list[Path]]:
 
 
 @pytest.mark.backends("strace", "ebpf")
-def test_forged_byte_code_of_modules_no_spyglass_loaded_is_removed(setup: Any) -> None:
+def test_forged_byte_code_of_modules_no_spyglass_loaded_is_removed(setup: Any, forger: Any, next_spyglass: Any) -> None:
     _, sources = _lazy(setup)
-    marker = setup.ws.parent / "marker"
-    forge = setup.ws.parent / "forge.py"
-    forge.write_text(FORGE)
+    forge, marker = forger
     cached = [Path(importlib.util.cache_from_source(str(s))) for s in sources]
     res = setup.run(" && ".join(f"{sys.executable} {forge} {s} {c} {marker}" for s, c in zip(sources, cached,
                                                                                              strict=True)))
     assert res.returncode == 0, res.stderr
     assert sorted(_facts(setup).get("bytecode", [])) == sorted(map(str, cached)), _facts(setup)
     assert _tamper(setup) == [] and not any(c.exists() for c in cached)
-    res = setup.spyglass("ls", "--store", str(setup.store))
-    assert res.returncode == 0, res.stderr
+    next_spyglass()
     assert not marker.exists(), "the forged byte-code ran in the next spyglass"
 
 
-def test_the_forgery_of_a_module_no_spyglass_loaded_runs_next_when_nothing_removes_it(setup: Any) -> None:
+def test_the_forgery_of_a_module_no_spyglass_loaded_runs_next_when_nothing_removes_it(
+        setup: Any, forger: Any, next_spyglass: Any) -> None:
     """The control: ``spyglass ls`` imports ``lazypkg.mod`` and runs its byte-code."""
     _, sources = _lazy(setup)
-    marker = setup.ws.parent / "marker"
-    forge = setup.ws.parent / "forge.py"
-    forge.write_text(FORGE)
+    forge, marker = forger
     cached = importlib.util.cache_from_source(str(sources[2]))
     subprocess.run([sys.executable, str(forge), str(sources[2]), cached, str(marker)], check=True, timeout=60)
-    res = setup.spyglass("ls", "--store", str(setup.store))
-    assert res.returncode == 0, res.stderr
+    next_spyglass()
     assert marker.read_text() == "ran"
 
 
