@@ -101,13 +101,13 @@ class WitnessGuard(Sink):
             if dest.endswith(WRITTEN):
                 self.end.note_written(dest)
         if writes or handle:
-            path = _writers(ev.path, ev.pid)
             # a link or rename is judged on its source without following it (the link itself may be the store)
-            what = self.protected.which(path, follow=t not in ("file.rename", "file.link", "file.symlink"))
+            what = self.protected.which(ev.path, follow=t not in ("file.rename", "file.link", "file.symlink"),
+                                        pid=ev.pid)
             if what == OWN_SOURCE and t == "file.mkdir" and os.path.basename(ev.path) == "__pycache__":
                 what = None  # Python making the cache of a subpackage that had none (what it writes there goes)
             if what is None and ev.target and t in ("file.rename", "file.link"):
-                what = self.protected.which(_writers(ev.target, ev.pid))
+                what = self.protected.which(ev.target, pid=ev.pid)
             if what is not None:
                 if not ev.ok:
                     pass
@@ -162,16 +162,6 @@ class WitnessGuard(Sink):
         self.ctx.raise_alert(alert)
         if action == "kill" and self.mode == "enforce" and self.ctx.stop_agent is not None:
             self.ctx.stop_agent(rule)
-
-
-def _writers(path: str, pid: int) -> str:
-    """``path`` as the writer meant it: ``/proc/self`` and ``/proc/thread-self`` name the writing
-    process's own entries (``/proc/self/fd/N/...``), judged here in spyglass's process they would
-    name spyglass's (its descriptor N may be the store's).  A writer gone since leaves no verdict."""
-    for alias in ("/proc/self", "/proc/thread-self"):
-        if path == alias or path.startswith(alias + "/"):
-            return f"/proc/{pid}" + path[len(alias):]
-    return path
 
 
 def _as(ev: Event) -> str:

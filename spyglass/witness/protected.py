@@ -36,6 +36,16 @@ def file_id(path: str | Path, follow: bool = True) -> FileId | None:
     return st.st_dev, st.st_ino
 
 
+def writers(path: str, pid: int) -> str:
+    """``path`` as process ``pid`` meant it: ``/proc/self`` and ``/proc/thread-self`` name the
+    process's own entries (``/proc/self/fd/N/...``); judged in spyglass's process they would name
+    spyglass's (its descriptor N may be the store's).  A process gone since leaves no verdict."""
+    for alias in ("/proc/self", "/proc/thread-self"):
+        if path == alias or path.startswith(alias + "/"):
+            return f"/proc/{pid}" + path[len(alias):]
+    return path
+
+
 class Protected(msgspec.Struct):
     """What the run must not change (``trees``: directories and all below) and must not read (``secrets``)."""
 
@@ -145,10 +155,13 @@ class Protected(msgspec.Struct):
             prot.add(cache_key, "the rule cache's key", secret=True)
         return prot
 
-    def which(self, path: str, *, follow: bool = True) -> str | None:
-        """What protected thing ``path`` is or lies in, by name or by device and inode."""
+    def which(self, path: str, *, follow: bool = True, pid: int | None = None) -> str | None:
+        """What protected thing ``path`` is or lies in, by name or by device and inode; ``pid``: the
+        process that used the name (its ``/proc/self`` is judged, not spyglass's: :func:`writers`)."""
         if self.pending:
             self.settle()
+        if pid is not None:
+            path = writers(path, pid)
         what = self._which(path, follow=follow)
         if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
             return None  # Python's byte-code cache, written by any process of the run that imports spyglass
