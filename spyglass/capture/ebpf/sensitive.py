@@ -35,7 +35,11 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
         fields = path_fields(*p) if p else {}
         if name == "umount2":
             flags = R.names(a[1], R.MNT_FLAGS)
+            if rec.ret == 0 and p:
+                dec.overlays.unmounted(p[0])
             return dec._sensitive(rec, f"umount {target_raw} {flags or ''}".rstrip(), **fields)
+        if rec.ret == 0 and p:  # blob 3: the mount's data (spyglass.bpf.c, SP_MOUNT)
+            dec.overlays.mounted(p[0], R.cstr(rec.blobs[3]), dec._proc(rec.pid).cwd)
         src = R.cstr(rec.blobs[1]) or "none"
         return dec._sensitive(rec, f"mount {src} on {target_raw}", **fields)
     if name == "unshare":

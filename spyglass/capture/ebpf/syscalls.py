@@ -19,8 +19,8 @@ CATEGORIES: Final = ("file", "net", "priv", "sensitive", "fork", "exec", "exit",
 
 # special handling (the program's SP_* values)
 # SP_TIMEX: adjtimex/clock_adjtime, the record's args[5] holds the modes word of the struct timex
-# that argument ``flags_arg`` points to
-SP_NONE, SP_OPENAT2, SP_MSG, SP_MMSG, SP_RECV, SP_IOCTL, SP_FAILONLY, SP_OPEN, SP_CRED, SP_TIMEX = range(10)
+# that argument ``flags_arg`` points to; SP_MOUNT: mount, blob 3 holds its data (overlay layers)
+SP_NONE, SP_OPENAT2, SP_MSG, SP_MMSG, SP_RECV, SP_IOCTL, SP_FAILONLY, SP_OPEN, SP_CRED, SP_TIMEX, SP_MOUNT = range(11)
 
 DESC = struct.Struct("<BBBbbbbbbbbb")
 
@@ -108,7 +108,7 @@ TABLE: Final[tuple[Sys, ...]] = (
     Sys(101, "ptrace", S),
     Sys(319, "memfd_create", S, path_b=0),
     Sys(425, "io_uring_setup", S),
-    Sys(165, "mount", S, path_a=1, dir_a=CWD, path_b=0),
+    Sys(165, "mount", S, SP_MOUNT, path_a=1, dir_a=CWD, path_b=0),
     Sys(166, "umount2", S, path_a=0, dir_a=CWD),
     Sys(272, "unshare", S),
     Sys(308, "setns", S, fd_a=0),

@@ -120,12 +120,17 @@ def h_mount(st: TraceState, c: Call) -> Event | None:
         detail += f" type {fs}"
     if flags and flags != "0":
         detail += f" {flags}"
+    if c.ok and path:
+        data = c.arg(4)
+        st.overlays.mounted(path, unquote(data) if data.startswith('"') else None, c.proc.cwd)
     return _sensitive(st, c, detail, fields=path_fields(path, raw_target))
 
 
 def h_umount(st: TraceState, c: Call) -> Event | None:
     raw_target = unquote(c.arg(0))
     path = st.resolve(c, raw_target)
+    if c.ok and path:
+        st.overlays.unmounted(path)
     return _sensitive(st, c, f"umount {raw_target} {c.arg(1)}".rstrip(), fields=path_fields(path, raw_target))
 
 
