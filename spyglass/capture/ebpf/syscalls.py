@@ -127,6 +127,14 @@ TABLE: Final[tuple[Sys, ...]] = (
     Sys(438, "pidfd_getfd", S),
     Sys(424, "pidfd_send_signal", S),
     Sys(16, "ioctl", S, SP_IOCTL, fd_a=0),  # only TIOCSTI, with the terminal it types into
+    # the new mount API (spyglass/capture/mountapi.py): mounts made without mount(2)
+    Sys(428, "open_tree", S, path_a=1, dir_a=0),
+    Sys(429, "move_mount", S, path_a=3, dir_a=2),
+    Sys(430, "fsopen", S, path_b=0),  # blob 1: the file system's name
+    Sys(431, "fsconfig", S, path_a=2, path_b=3),  # blobs 0 and 1: key and value, as strings
+    Sys(432, "fsmount", S),
+    Sys(433, "fspick", S, path_a=1, dir_a=0),
+    Sys(442, "mount_setattr", S, path_a=1, dir_a=0),
     # the clock (spyglass/capture/clockcalls.py): the end-of-run checks go by status change times
     Sys(164, "settimeofday", S),
     Sys(227, "clock_settime", S),
