@@ -43,6 +43,8 @@ def writers(path: str, pid: int) -> str:
     """``path`` as process ``pid`` meant it: ``/proc/self`` and ``/proc/thread-self`` name the
     process's own entries (``/proc/self/fd/N/...``); judged in spyglass's process they would name
     spyglass's (its descriptor N may be the store's).  A process gone since leaves no verdict."""
+    if not path.startswith("/proc/"):
+        return path
     for alias in ("/proc/self", "/proc/thread-self"):
         if path == alias or path.startswith(alias + "/"):
             return f"/proc/{pid}" + path[len(alias):]
@@ -184,13 +186,13 @@ class Protected(msgspec.Struct):
         a name's device and inode change only by a rename, delete, link or symlink (each forgets all);
         a file or directory made where none was gets an inode no protected file has (theirs are in use,
         or freed by a delete).  ``/proc`` names are judged afresh (a descriptor's target changes)."""
-        p = os.path.normpath(path)
-        if p.startswith("/proc/"):
-            return self._judge(p, follow)
-        key = (p, follow)
+        key = (path, follow)  # as given (a backend's paths are normalised already: no normpath per event)
         memo = self._verdicts
         if key in memo:
             return memo[key]
+        p = os.path.normpath(path)
+        if p.startswith("/proc/"):
+            return self._judge(p, follow)
         if len(memo) >= VERDICTS_MAX:
             memo.clear()
         verdict = memo[key] = self._judge(p, follow)
@@ -287,8 +289,9 @@ class Protected(msgspec.Struct):
         self._dirs.pop(p, None)
         self._dirs.pop("\0real\0" + p, None)
         self._reals.pop(p, None)
-        self._verdicts.pop((p, True), None)
-        self._verdicts.pop((p, False), None)
+        for name in {p, path}:
+            self._verdicts.pop((name, True), None)
+            self._verdicts.pop((name, False), None)
 
     def follow_rename(self, old: str, new: str, what: str) -> None:
         """``old`` (protected) is now called ``new``: protect the new name the same way."""
