@@ -10,8 +10,9 @@ drop (and count) records, it never waits for us.
 
 So that a burst does not fill the ring while the reader decodes what it read
 before (decoding costs several times what copying a record out does), the
-reader *spills*: once the kernel's part is past half the ring, its complete
-records are copied out, undecoded, to a queue in user memory
+reader *spills*: once the kernel's part is past an eighth of the ring (a
+margin for a reader kept off the CPU for a while), its complete records are
+copied out, undecoded, to a queue in user memory
 (:meth:`Ring.spill`, at most ``spill_max`` bytes); :meth:`Ring.read` takes
 the spilled records first, so the order is the kernel's.
 """
@@ -28,6 +29,8 @@ _DISCARD = 1 << 30
 _HDR = 8
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
+#: the spill starts past ``size >> SPILL_SHIFT`` bytes pending in the mapping (an eighth)
+SPILL_SHIFT = 3
 
 
 class Ring:
@@ -63,10 +66,11 @@ class Ring:
         return out
 
     def spill(self) -> int:
-        """Past half the ring, copy its complete records out to the spill queue (up to
-        ``spill_max`` bytes held); returns the records spilled now."""
+        """Past an eighth of the ring, copy its complete records out to the spill queue (up to
+        ``spill_max`` bytes held); returns the records spilled now.  Reading copies each record
+        out anyway: a spilled one costs a queue's push and pop more, and memory until it is read."""
         room = self.spill_max - self._spilled_bytes
-        if room <= 0 or self._kernel_pending() <= self.size >> 1:
+        if room <= 0 or self._kernel_pending() <= self.size >> SPILL_SHIFT:
             return 0
         got = self._take(room)
         if got:

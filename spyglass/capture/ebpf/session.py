@@ -155,7 +155,7 @@ class EbpfSession:
         try:
             self._drop_dirs = maps.configure(self._obj, opts, protected, self._result.notes)
             life_r, alert_r = Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("alert"), _ALERT_RING)
-            #: a burst past half the events ring is copied out undecoded (Ring.spill), up to spill_bytes
+            #: a burst past an eighth of the events ring is copied out undecoded (Ring.spill), up to spill_bytes
             spill = int(str(opts.get("spill_bytes", SPILL_RINGS * ring)))
             self._events_ring = Ring(self._obj.map_fd("events"), ring, spill_max=spill)
             self._rings = [life_r, self._events_ring, alert_r]

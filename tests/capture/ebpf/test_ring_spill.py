@@ -1,4 +1,4 @@
-"""The events ring's spill: a burst's records copied out undecoded once the ring is past half full.
+"""The events ring's spill: a burst's records copied out undecoded once the ring is past an eighth full.
 
 The ring here is a memfd laid out as the kernel lays out a BPF ring buffer (consumer page,
 producer page, data), written by the test in the kernel's record format: a live program
@@ -53,13 +53,13 @@ def kernel() -> Iterator[_FakeKernel]:
     os.close(k.fd)
 
 
-def test_below_half_nothing_is_spilled(kernel: _FakeKernel) -> None:
+def test_below_an_eighth_nothing_is_spilled(kernel: _FakeKernel) -> None:
     ring = Ring(kernel.fd, SIZE, spill_max=1 << 20)
-    kernel.fill_to(SIZE // 4, "a")
+    kernel.fill_to(SIZE // 16, "a")
     assert ring.spill() == 0 and ring.spilled == 0
 
 
-def test_past_half_the_records_are_spilled_and_read_back_first_in_order(kernel: _FakeKernel) -> None:
+def test_past_an_eighth_the_records_are_spilled_and_read_back_first_in_order(kernel: _FakeKernel) -> None:
     ring = Ring(kernel.fd, SIZE, spill_max=1 << 20)
     first = kernel.fill_to(SIZE // 2 + 1024, "a")
     assert ring.spill() == len(first)
@@ -94,7 +94,7 @@ def test_a_record_still_being_written_stops_the_spill(kernel: _FakeKernel) -> No
 @pytest.mark.usefixtures("need_ebpf")
 def test_a_burst_into_a_small_ring_is_spilled_and_every_record_accounted(tmp_path: Path) -> None:
     """A 64 KiB events ring and 20,000 creates: the reader wakes every 20 ms and finds the ring past
-    half full, so it spills; every create is an event or a counted loss, never silently gone."""
+    an eighth full, so it spills; every create is an event or a counted loss, never silently gone."""
     from ebpf_helpers import run_under
 
     script = '"$PY" -c "import os\nfor i in range(20000): os.close(os.open(\'f\', os.O_WRONLY | os.O_CREAT))"; exit 5'
