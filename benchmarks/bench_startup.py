@@ -20,10 +20,12 @@ of one run's record under new ids): a harness's store holds thousands, and every
 command opening the store looks at each of them.  ``--baseline DIR`` adds the same
 runs with another checkout's package (for example an export of ``main``) so a
 change is measured against what it replaces in one run (same interpreter and
-packages).  Usage:
+packages).  ``--baseline-python`` runs the baseline with another virtual environment's
+interpreter instead (its ``site`` start and ``.pth`` files: how the package is installed), the same
+checkout unless ``--baseline`` names one.  Usage:
 
     .venv/bin/python benchmarks/bench_startup.py [--repeat 9] [--quick] [--baseline DIR] [--watchdog 30]
-                                                 [--store-runs 2000]
+                                                 [--store-runs 2000] [--baseline-python OTHER_VENV/bin/python]
 """
 
 from __future__ import annotations
@@ -48,10 +50,11 @@ PHASES = [
 ]  # fmt: skip
 
 
-def _launcher(pkg_root: Path) -> list[str]:
-    """``spyglass`` from ``pkg_root`` with this interpreter (its own checkout first on the path)."""
+def _launcher(pkg_root: Path, python: str = sys.executable) -> list[str]:
+    """``spyglass`` from ``pkg_root`` with ``python`` (this interpreter unless named; its own checkout first on
+    the path).  Another virtual environment's interpreter runs its ``site`` start, ``.pth`` files included."""
     code = f"import sys; sys.path.insert(0, {str(pkg_root)!r}); from spyglass.cli.main import main; main()"
-    return [sys.executable, "-c", code]
+    return [python, "-c", code]
 
 
 #: mode -> CPU seconds (user + system) of each run and the processes it waited for
@@ -101,6 +104,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=9, help="rounds (each runs every mode once)")
     ap.add_argument("--quick", action="store_true", help="3 rounds")
     ap.add_argument("--baseline", type=Path, help="another checkout (its spyglass/ package) to compare with")
+    ap.add_argument("--baseline-python", metavar="PY",
+                    help="run the baseline with this interpreter (another virtual environment's python: its "
+                         "site start and .pth files); the baseline's checkout is this one unless --baseline names one")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
     ap.add_argument("--watchdog", type=int, default=0, metavar="N",
                     help="also start the eBPF watchdog's script N times (and the baseline's), as a run does, "
@@ -133,13 +139,12 @@ def main() -> None:
         modes[f"run {b}"] = ([*_launcher(REPO), "run", "-q", "--backend", b, "--", true], True)
     modes[f"run {backends[0]} --policy"] = ([*_launcher(REPO), "run", "-q", "--backend", backends[0], *with_policy,
                                              "--", true], False)
-    if args.baseline is not None:
+    if args.baseline is not None or args.baseline_python:
+        launch = _launcher((args.baseline or REPO).resolve(), args.baseline_python or sys.executable)
         for b in backends:
-            modes[f"baseline run {b}"] = ([*_launcher(args.baseline.resolve()), "run", "-q", "--backend", b,
-                                          "--", true], True)  # its phases too, beside the run's
+            modes[f"baseline run {b}"] = ([*launch, "run", "-q", "--backend", b, "--", true], True)  # its phases too
         modes[f"baseline run {backends[0]} --policy"] = (
-            [*_launcher(args.baseline.resolve()), "run", "-q", "--backend", backends[0], *with_policy, "--", true],
-            False)
+            [*launch, "run", "-q", "--backend", backends[0], *with_policy, "--", true], False)
     # one unmeasured run of each: bytecode caches written, the rule cache filled (a harness runs many)
     for i, (argv, _) in enumerate(modes.values()):
         _run_in(argv, env, base, f"warm{i}", None)

@@ -25,7 +25,11 @@ def _run_as_module() -> bool:
 # ``python -m spyglass`` puts the working directory, often the agent's workspace, first on the import
 # path: a ``json/`` or ``typing.py`` the agent made there would be what spyglass imports next.  It is
 # taken off before spyglass imports anything (its own modules are found through the package).
+#: that directory (None when it was not on the path): the next ``python -m spyglass`` started there
+#: imports a ``spyglass`` made there before any of this runs (the end of a run looks: witness/imports.py)
+CWD_OFF_PATH: str | None = None
 if _run_as_module() and _sys.path and _sys.path[0] and _os.path.abspath(_sys.path[0]) == _os.getcwd():
+    CWD_OFF_PATH = _os.getcwd()
     del _sys.path[0]
 
 from typing import TYPE_CHECKING, Any  # noqa: E402

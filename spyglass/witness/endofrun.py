@@ -104,7 +104,7 @@ class EndOfRun:
             installed = "/site-packages/" in path or "/dist-packages/" in path
             return not installed and (path + "/").startswith(workspace)
 
-        report = imports.check(self.started, skip, written=self.written)
+        report = imports.check(self.started, skip, written=self.written, ahead=spyglass.CWD_OFF_PATH)
         if report.bytecode or report.changed or report.shadowing or report.failed:
             ctx.note_fact("imports", msgspec.to_builtins(report))
         return report

@@ -44,6 +44,7 @@ from types import CodeType, ModuleType
 
 import msgspec
 
+import spyglass
 from spyglass.witness.bytecode import unlink_in
 
 #: names Python imports at every start when the import path holds them
@@ -76,14 +77,17 @@ def site_dirs() -> list[str]:
 
 def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, ModuleType] | None = None,
           path: Iterable[str] | None = None, sites: Iterable[str] | None = None,
-          runs: Iterable[str] | None = None, written: Iterable[str] = (), remove: bool = True) -> ImportsReport:
+          runs: Iterable[str] | None = None, written: Iterable[str] = (), remove: bool = True,
+          ahead: str | None = None) -> ImportsReport:
     """What changed since ``started`` among the loaded ``modules`` (default: this process's), in
     their packages' directories, in the directories of the import ``path`` (default ``sys.path``)
     and ``sites``, and among the files that ``runs`` Python itself (default :func:`interpreter`);
     a file for which ``skip`` is true is left out (spyglass's own package, the places the run may
     write).  ``written``: byte-code files the run's events show written; those of a module below
     a directory of the import path are looked at too (a module no spyglass loaded yet), and
-    so are modules' sources and extensions written there."""
+    so are modules' sources and extensions written there.  ``ahead``: the working directory
+    ``python -m spyglass`` took off the path (:mod:`spyglass`): the next one started there imports a
+    ``spyglass`` made there before spyglass's own code can run."""
     mods = dict(sys.modules if modules is None else modules)
     report = ImportsReport()
     tops: set[str] = set(START_HOOKS)
@@ -127,6 +131,8 @@ def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, 
             continue
         _scan(d, started, tops, loaded, report, pth=d in site_set, later=ordered[i + 1:],
               made=max(st.st_ctime, lst.st_ctime) >= started)  # through a symlink: the directory's time too
+    if ahead is not None:
+        _spyglass_ahead(ahead, started, report)
     if written:
         _check_written(written, ordered, {os.path.realpath(d) for d in site_set}, started, cached_seen, skip,
                        report, remove)
@@ -166,6 +172,22 @@ def _scan(d: str, started: float, names: set[str], loaded: set[str], report: Imp
             continue
         name = None if is_pth else _module_name(entry, full)
         if is_pth or (name is not None and (name in names or _shadows(name, entry, d, present, later))):
+            report.shadowing.append(full)
+
+
+def _spyglass_ahead(d: str, started: float, report: ImportsReport) -> None:
+    """A ``spyglass`` module, package or plain directory made in ``d`` since ``started`` (spyglass's own
+    package left out: a checkout of spyglass is its own working directory).  A plain directory counts:
+    under an editable install (whose finder comes after the path's) it makes ``spyglass`` a namespace
+    package whose first portion is that directory, so a ``spyglass/cli/main.py`` there is what runs."""
+    own = os.path.realpath(os.path.dirname(spyglass.__file__ or ""))
+    for entry in ("spyglass", *("spyglass" + s for s in _SUFFIXES)):
+        full = os.path.join(d, entry)
+        is_dir = entry == "spyglass" and os.path.isdir(full)
+        if not (is_dir or _module_name(entry, full) == "spyglass") or os.path.realpath(full) == own:
+            continue
+        inits = [os.path.join(full, "__init__" + s) for s in _SUFFIXES] if is_dir else []
+        if any(_newer(f, started) for f in (full, *inits)):
             report.shadowing.append(full)
 
 

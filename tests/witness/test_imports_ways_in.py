@@ -309,6 +309,41 @@ def test_with_python_m_a_module_put_in_the_working_directory_is_not_what_spyglas
     assert marker.read_text() == "ran", res.stderr  # the attack is real for a program that keeps the path
 
 
+@pytest.mark.parametrize("made", [
+    "mkdir spyglass && echo \"$FORGED\" > spyglass/__init__.py",
+    "echo \"$FORGED\" > spyglass.py",
+    # no __init__: under an editable install spyglass is then a namespace package, this directory first
+    "mkdir -p spyglass/cli && touch spyglass/cli/__init__.py && echo \"$FORGED\" > spyglass/cli/main.py",
+], ids=["package", "module", "namespace"])  # fmt: skip
+def test_with_python_m_a_spyglass_made_in_the_working_directory_is_tamper(setup: Any, made: str) -> None:
+    """The one name ``python -m spyglass`` cannot take off its path: ``spyglass`` itself is imported
+    from the working directory before any of its code runs.  The next ``python -m spyglass`` started
+    there is not the real one (the control: it runs the forgery, or, a namespace package under an
+    install that is not editable, it starts from the real package), so the end of the run says so."""
+    marker = setup.ws.parent / "marker"
+    setup.env["FORGED"] = f"open('{marker}', 'w').write('ran'); raise SystemExit('forged')"
+    res = setup.run(made)
+    assert "Traceback" not in res.stderr, res.stderr
+    forged = setup.ws / ("spyglass.py" if made.startswith("echo") else "spyglass")
+    assert _facts(setup).get("shadowing") == [str(forged)], res.stderr
+    assert any(str(forged) in m for m in _tamper(setup)), _tamper(setup)
+    res = setup.spyglass("ls", "--store", str(setup.store))
+    editable = not (Path(SITE) / "spyglass").is_dir()
+    if "cli" not in made or editable:
+        assert marker.read_text() == "ran" and "forged" in res.stderr  # the attack is real
+
+
+def test_benign_twin_with_python_m_names_like_spyglass_are_silent(setup: Any) -> None:
+    """Files and packages named like spyglass but not it, and a ``spyglass`` package deeper down:
+    nothing said, and the next ``python -m spyglass`` there is the real one."""
+    res = setup.run("echo x > spyglass.txt && mkdir spyglass_notes && touch spyglass_notes/__init__.py"
+                    " && mkdir -p src/spyglass && touch src/spyglass/__init__.py")
+    assert res.returncode == 0, res.stderr
+    assert _tamper(setup) == [] and _facts(setup) == {}
+    res = setup.spyglass("ls", "--store", str(setup.store))
+    assert res.returncode == 0, res.stderr
+
+
 def test_benign_twin_with_python_m_work_in_the_working_directory_is_silent(setup: Any) -> None:
     res = setup.run("mkdir -p pkg src && echo 'X = 1' > helper.py && touch pkg/__init__.py && echo x > notes.txt"
                     f" && {sys.executable} -m compileall -q . && {sys.executable} helper.py")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from spyglass.capture.clockcalls import adjust_detail, clock_detail
 from spyglass.capture.ebpf import records as R
 from spyglass.capture.ebpf.syscalls import BY_NR
 from spyglass.capture.fields import open_kind, path_fields
@@ -72,6 +73,14 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
         tty = dec._fd_path(rec)
         fields = path_fields(tty) if tty and tty.startswith("/") else {}
         return dec._sensitive(rec, f"TIOCSTI into {tty or f'fd {R.s32(a[0])}'}", **fields)
+    if name == "settimeofday":
+        return None if a[0] == 0 and a[1] == 0 else dec._sensitive(rec, clock_detail(name))  # NULL, NULL: nothing
+    if name == "clock_settime":
+        return dec._sensitive(rec, clock_detail(name, clock=R.s32(a[0])))
+    if name in ("adjtimex", "clock_adjtime"):  # args[5]: the struct timex's modes (spyglass.bpf.c, SP_TIMEX)
+        told = adjust_detail(name, R.s32(a[0]) if name != "adjtimex" else None, a[5], failed=rec.ret < 0,
+                             bad_address=rec.ret == -14)  # EFAULT
+        return dec._sensitive(rec, told) if told is not None else None
     if name == "open_by_handle_at":
         return _by_handle(dec, rec)
     if name == "name_to_handle_at":

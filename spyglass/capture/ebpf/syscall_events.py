@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from spyglass.capture.clockcalls import CLOCK_CALLS
 from spyglass.capture.ebpf import records as R
 from spyglass.capture.ebpf.sensitive import sensitive_event
 from spyglass.capture.ebpf.syscalls import BY_NR
@@ -268,7 +269,7 @@ _HANDLERS: dict[str, Callable[[RecordDecoder, R.Record], Event | None]] = {
 for _name in (
     "ptrace", "memfd_create", "io_uring_setup", "mount", "umount2", "unshare", "setns", "bpf", "init_module",
     "finit_module", "open_by_handle_at", "name_to_handle_at", "process_vm_readv", "process_vm_writev",
-    "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "ioctl",
+    "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "ioctl", *CLOCK_CALLS,
 ):  # fmt: skip
     _HANDLERS[_name] = sensitive_event
 

@@ -18,7 +18,9 @@ CAT_FILE, CAT_NET, CAT_PRIV, CAT_SENSITIVE, CAT_FORK, CAT_EXEC, CAT_EXIT = range
 CATEGORIES: Final = ("file", "net", "priv", "sensitive", "fork", "exec", "exit", "other")
 
 # special handling (the program's SP_* values)
-SP_NONE, SP_OPENAT2, SP_MSG, SP_MMSG, SP_RECV, SP_IOCTL, SP_FAILONLY, SP_OPEN, SP_CRED = range(9)
+# SP_TIMEX: adjtimex/clock_adjtime, the record's args[5] holds the modes word of the struct timex
+# that argument ``flags_arg`` points to
+SP_NONE, SP_OPENAT2, SP_MSG, SP_MMSG, SP_RECV, SP_IOCTL, SP_FAILONLY, SP_OPEN, SP_CRED, SP_TIMEX = range(10)
 
 DESC = struct.Struct("<BBBbbbbbbbbb")
 
@@ -125,6 +127,11 @@ TABLE: Final[tuple[Sys, ...]] = (
     Sys(438, "pidfd_getfd", S),
     Sys(424, "pidfd_send_signal", S),
     Sys(16, "ioctl", S, SP_IOCTL, fd_a=0),  # only TIOCSTI, with the terminal it types into
+    # the clock (spyglass/capture/clockcalls.py): the end-of-run checks go by status change times
+    Sys(164, "settimeofday", S),
+    Sys(227, "clock_settime", S),
+    Sys(159, "adjtimex", S, SP_TIMEX, flags_arg=0),
+    Sys(305, "clock_adjtime", S, SP_TIMEX, flags_arg=1),
 )
 
 BY_NR: Final[dict[int, Sys]] = {s.nr: s for s in TABLE}

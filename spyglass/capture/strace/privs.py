@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from spyglass.capture.clockcalls import CLOCK_CALLS, CLOCK_NUMBERS, adjust_detail, clock_detail, modes_from_text
 from spyglass.capture.fields import group_kill, path_fields, to_text
 from spyglass.capture.strace.decode import ann_path, parse_fd, parse_int, parse_pid, unquote
 from spyglass.capture.strace.state import Call, TraceState
@@ -196,6 +197,32 @@ def _sock_of(entry: str) -> str:
     return entry if entry.upper().startswith(("TCP", "UDP")) and ":[" in entry else ""
 
 
+_MODES = re.compile(r"\bmodes=([^,}]+)")
+
+
+def _clock_id(text: str) -> int | None:
+    word = text.strip().split(" ", 1)[0]
+    return CLOCK_NUMBERS[word] if word in CLOCK_NUMBERS else parse_int(word)
+
+
+def h_clock(st: TraceState, c: Call) -> Event | None:
+    """A call that may set a clock (``spyglass.capture.clockcalls``); reads of its state are not
+    reported."""
+    name = c.name
+    if name == "settimeofday":
+        if c.arg(0).strip() == "NULL" and c.arg(1).strip() == "NULL":
+            return None  # sets nothing
+        return _sensitive(st, c, clock_detail(name))
+    if name == "clock_settime":
+        clock = _clock_id(c.arg(0))
+        return _sensitive(st, c, clock_detail(name, clock=clock) if clock is not None else f"{name} {c.arg(0)}")
+    found = _MODES.search(c.arg(0 if name == "adjtimex" else 1))
+    detail = adjust_detail(name, _clock_id(c.arg(0)) if name != "adjtimex" else None,
+                           modes_from_text(found.group(1)) if found else None,
+                           failed=not c.ok, bad_address=(c.err or "").startswith("EFAULT"))
+    return _sensitive(st, c, detail) if detail is not None else None
+
+
 def stdio_socket(st: TraceState, c: Call) -> Event | None:
     """After a successful exec: a ``sys.sensitive`` event when the program's standard
     input or output is an internet socket (a reverse or bind shell, whatever its command line)."""
@@ -229,4 +256,5 @@ HANDLERS: dict[str, Handler] = {
     "kill": h_kill,
     "tkill": h_kill,
     "tgkill": h_kill,
+    **dict.fromkeys(CLOCK_CALLS, h_clock),
 }

@@ -49,6 +49,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define SP_FAILONLY 6 // execve/execveat: success is the exec record
 #define SP_OPEN 7     // open-like: flags in desc.flags_arg (read-only directory opens may be dropped)
 #define SP_CRED 8     // credentials after the call
+#define SP_TIMEX 9    // adjtimex/clock_adjtime: the modes word of the struct timex at arg flags_arg
 
 #define TIOCSTI 0x5412
 #define O_ACCMODE 3
@@ -561,6 +562,13 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	r->args[5] = regs->r9;
 	if (d->special == SP_CRED)
 		read_creds(task, r);
+	if (d->special == SP_TIMEX) {
+		// 0 or ADJ_OFFSET_SS_READ only read the clock's state (the kernel copies the struct
+		// back as it got it, modes included); args[5] is no argument of either call
+		__u32 modes = 0;
+		bpf_probe_read_user(&modes, sizeof(modes), (void *)reg_arg(regs, d->flags_arg));
+		r->args[5] = modes;
+	}
 	if (d->special == SP_OPENAT2) {
 		struct open_how how = {};
 		if (!bpf_probe_read_user(&how, sizeof(how), (void *)r->args[2])) {

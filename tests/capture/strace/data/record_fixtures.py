@@ -4,7 +4,7 @@ Each workload below is a small Python program; it runs under the same strace
 command line the backend uses, and the output is saved as ``<name>.strace``.
 The files are committed: the parser tests read them and never run strace.
 Run: ``python tests/capture/strace/data/record_fixtures.py`` (from the repo
-root).  Paths in the fixtures live under ``/tmp/sgfx``.
+root; ``... record_fixtures.py clock`` records only ``clock.strace``).  Paths in the fixtures live under ``/tmp/sgfx``.
 """
 
 from __future__ import annotations
@@ -336,6 +336,13 @@ def main() -> None:
         ["unshare", "-p", "-f", "--mount-proc", "sh", "-c", "sleep 0.1 & kill -0 $$; kill -0 1; wait"],
     )
     record_resolver()
+    record_clock()
+
+
+def record_clock() -> None:
+    """The clock calls (tests/capture/progs/clock.py: refused sets, a set to now, reads)."""
+    prog = HERE.parents[1] / "progs" / "clock.py"
+    record_cmd("clock", ["sh", "-c", f"{PY} -I -S {prog} set && {PY} -I -S {prog} read"])
 
 
 def record_cmd(name: str, argv: list[str]) -> None:
@@ -385,4 +392,8 @@ def record_resolver() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["clock"]:  # only this one (the others unchanged)
+        WORK.mkdir(exist_ok=True)
+        record_clock()
+    else:
+        main()
