@@ -30,7 +30,11 @@ __all__ = ["KEY_READ_RULE", "OWN_SOURCE", "TAMPER_RULE", "FileId", "Protected", 
 TAMPER_RULE = "witness-tamper"
 KEY_READ_RULE = "witness-key-read"
 _HANDLE_CALLS = ("open_by_handle_at", "name_to_handle_at")
-_DIR_CHANGES = frozenset({"file.rename", "file.delete", "file.mkdir", "file.symlink"})
+#: events after which the directory verdicts are looked up again (Protected.forget_dirs).  Not a
+#: made directory: like a created file it is a new inode where no name was (no protected inode, no
+#: symlink), so no verdict by path, inode or resolved path changes; an untar made thousands, and
+#: each looked every directory up again (most of the run's time in the guard)
+_DIR_CHANGES = frozenset({"file.rename", "file.delete", "file.symlink"})
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_TRUNC", "O_CREAT", "O_APPEND")
 
 #: alerts of one rule per process (an ``rm -rf`` of the store is one story, not a thousand)
