@@ -28,10 +28,12 @@ and the line stamped is ``cred-honeytoken-access``).  ``--latency-only ebpf`` (o
 
 Usage: .venv/bin/python benchmarks/bench_live.py [--quick] [--repeat 3] [--trials 60] [--ebpf]
        [--sandbox] [--latency-only strace|ebpf] [--only untar,git,...] [--no-latency] [--no-ratios]
-       [--no-per-event] [--shared-workspace] [--compare OTHER_CHECKOUT]
+       [--no-per-event] [--shared-workspace] [--compare OTHER_CHECKOUT] [--ebpf-only]
 
 ``--compare DIR`` runs another checkout's spyglass (e.g. an export of main) in the same run,
-alternating with this one, for before/after figures on a noisy machine.
+alternating with this one, for before/after figures on a noisy machine (with ``--ebpf``, under
+both backends; the eBPF columns also give the records each code's runs lost).
+``--ebpf-only`` leaves out the strace runs (with ``--ebpf``: bare against ``--backend ebpf``).
 Run it from another checkout's root to measure that checkout (the spyglass it runs is the one
 beside this script: PYTHONPATH).
 """
@@ -128,6 +130,16 @@ def make_workloads(base: Path, quick: bool, shared: bool = False) -> dict[str, W
     }  # fmt: skip
 
 
+def _last_lost(store: Path) -> int:
+    """Records the newest run in ``store`` lost (run.json ``capture.lost``; 0 when none is found)."""
+    import json
+
+    runs = sorted((store / "runs").glob("*/run.json"), key=lambda p: p.stat().st_mtime_ns)
+    if not runs:
+        return 0
+    return int(json.loads(runs[-1].read_text()).get("capture", {}).get("lost", 0) or 0)
+
+
 def ratios(base: Path, args: argparse.Namespace, env: dict[str, str], other: dict[str, str] | None) -> None:
     workloads = make_workloads(base, args.quick, args.shared_workspace)
     if args.only:
@@ -135,42 +147,62 @@ def ratios(base: Path, args: argparse.Namespace, env: dict[str, str], other: dic
         workloads = {k: v for k, v in workloads.items() if k.startswith(wanted)}
     spyglass = [sys.executable, "-m", "spyglass", "run", "-q"]
     trace = base / "trace.txt"
+    store = Path(env["SPYGLASS_STORE"])
     rows = []
+    strace = not args.ebpf_only
     for name, (argv, cwd, reset) in workloads.items():
-        modes: dict[str, Callable[[], float]] = {
-            "bare": lambda argv=argv, cwd=cwd: timed(argv, cwd),
-            "strace": lambda argv=argv, cwd=cwd: timed(strace_command(str(trace), argv), cwd),
-            "sg strace": lambda argv=argv, cwd=cwd: timed([*spyglass, "--backend", "strace", "--", *argv], cwd, env),
-        }
-        if other is not None:
+        modes: dict[str, Callable[[], float]] = {"bare": lambda argv=argv, cwd=cwd: timed(argv, cwd)}
+        if strace:
+            modes["strace"] = lambda argv=argv, cwd=cwd: timed(strace_command(str(trace), argv), cwd)
+            modes["sg strace"] = lambda argv=argv, cwd=cwd: timed([*spyglass, "--backend", "strace", "--", *argv], cwd,
+                                                                  env)
+        if other is not None and strace:
             modes["sg other"] = lambda argv=argv, cwd=cwd: timed(
                 [*spyglass, "--backend", "strace", "--", *argv], cwd, other)
         if args.ebpf:
             modes["sg ebpf"] = lambda argv=argv, cwd=cwd: timed([*spyglass, "--backend", "ebpf", "--", *argv], cwd, env)
+            if other is not None:
+                modes["sg ebpf other"] = lambda argv=argv, cwd=cwd: timed(
+                    [*spyglass, "--backend", "ebpf", "--", *argv], cwd, other)
         times: dict[str, list[float]] = {m: [] for m in modes}
+        lost: dict[str, int] = {m: 0 for m in modes if m.startswith("sg ebpf")}
         order = list(modes)
         for i in range(args.repeat):
             for mode in order[i % len(order):] + order[: i % len(order)]:
                 reset()
                 times[mode].append(modes[mode]())
-        rows.append((name, {m: statistics.median(v) for m, v in times.items()}))
+                if mode in lost:
+                    lost[mode] += _last_lost(store)
+        rows.append((name, {m: statistics.median(v) for m, v in times.items()}, lost))
         print(f"  {name}: done", file=sys.stderr, flush=True)
-    head = "| workload | bare s | strace s | sg strace s | sg strace / strace |"
-    if other is not None:
+    head = "| workload | bare s |"
+    if strace:
+        head += " strace s | sg strace s | sg strace / strace |"
+    if other is not None and strace:
         head += " --compare s | --compare / strace |"
     if args.ebpf:
-        head += " sg ebpf s | sg ebpf / bare |"
+        head += " sg ebpf s | sg ebpf / bare | lost |"
+        if other is not None:
+            head += " --compare ebpf s | --compare ebpf / bare | lost | this / --compare (ebpf) |"
     print("\n" + head)
     print("|---" + "|---:" * (head.count("|") - 2) + "|")
-    for name, med in rows:
-        line = (f"| {name} | {med['bare']:.3f} | {med['strace']:.3f} | {med['sg strace']:.3f} | "
-                f"{med['sg strace'] / med['strace']:.2f}x |")
-        if other is not None:
+    for name, med, lost in rows:
+        line = f"| {name} | {med['bare']:.3f} |"
+        if strace:
+            line += f" {med['strace']:.3f} | {med['sg strace']:.3f} | {med['sg strace'] / med['strace']:.2f}x |"
+        if other is not None and strace:
             line += f" {med['sg other']:.3f} | {med['sg other'] / med['strace']:.2f}x |"
         if args.ebpf:
-            line += f" {med['sg ebpf']:.3f} | {med['sg ebpf'] / med['bare']:.2f}x |"
+            line += f" {med['sg ebpf']:.3f} | {med['sg ebpf'] / med['bare']:.2f}x | {lost['sg ebpf']} |"
+            if other is not None:
+                line += (f" {med['sg ebpf other']:.3f} | {med['sg ebpf other'] / med['bare']:.2f}x |"
+                         f" {lost['sg ebpf other']} | {med['sg ebpf'] / med['sg ebpf other']:.2f}x |")
         print(line)
-    print("(target: sg strace / strace <= 1.10x)")
+    if strace:
+        print("(target: sg strace / strace <= 1.10x)")
+    if args.ebpf:
+        print(f"(lost: eBPF records the runs lost, summed over the {args.repeat} repeats; "
+              "the eBPF target: 0 lost, end to end as close to bare as possible)")
 
 
 AGENT = r"""
@@ -375,6 +407,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller workloads and fewer trials (a smoke run)")
     ap.add_argument("--only", help="comma-separated workload name prefixes")
     ap.add_argument("--ebpf", action="store_true", help="also spyglass run --backend ebpf (root)")
+    ap.add_argument("--ebpf-only", action="store_true",
+                    help="with --ebpf: the ratios of bare and --backend ebpf only (no strace runs)")
     ap.add_argument("--sandbox", action="store_true", help="also the alert latency of sandboxed runs")
     ap.add_argument("--latency-only", choices=["strace", "ebpf"], help="the alert latency of this backend only")
     ap.add_argument("--no-latency", action="store_true")

@@ -12,15 +12,19 @@ pure (:func:`parse_agent_log` takes text); :func:`read_agent_log` reads a file.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from spyglass.errors import SourceError
+
+if TYPE_CHECKING:
+    from spyglass.agents.adapters.base import AgentAdapter
 
 #: Function-call names whose arguments hold a shell command, and the argument.
 SHELL_TOOL_ARGS: dict[str, str] = {
@@ -201,12 +205,29 @@ def read_agent_log(path: str | Path) -> AgentLog:
 
 def looks_like_agent_log(path: str) -> str | None:
     """The name of the agent (``codex``, ``claude``, ``mini``) that writes its session log at ``path``."""
-    from spyglass.agents.adapters import all_adapters
-
-    for adapter in all_adapters():
+    adapters, quick = _log_adapters()
+    if quick is not None and quick.search(path) is None:  # called per file written: one search for most
+        return None
+    for adapter in adapters:
         if adapter.looks_like_log(path):
             return adapter.name
     return None
+
+
+@functools.cache
+def _log_adapters() -> tuple[tuple[AgentAdapter, ...], re.Pattern[str] | None]:
+    """The adapters (made once, not per file written), and one pattern that every log path any of
+    them recognises matches (None when one decides otherwise than by its plain patterns)."""
+    from spyglass.agents.adapters import all_adapters
+    from spyglass.agents.adapters.base import AgentAdapter
+
+    adapters = all_adapters()
+    pats = [p for a in adapters for p in a.log_patterns]
+    plain = all(type(a).looks_like_log is AgentAdapter.looks_like_log for a in adapters) and all(
+        p.flags == re.UNICODE for p in pats
+    )
+    quick = re.compile("|".join(f"(?:{p.pattern})" for p in pats) or "(?!)") if plain else None
+    return adapters, quick
 
 
 def log_from_argv(argv: list[str] | None, cwd: str | None) -> str | None:

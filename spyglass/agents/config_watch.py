@@ -43,8 +43,8 @@ _CLAUDE_OPEN_MODES: Final = {"bypassPermissions", "acceptEdits"}
 
 def classify(path: str, codex_home: str | None = None) -> str | None:
     """The kind of agent file at ``path``, or None if it is not one."""
-    base = os.path.basename(path)
-    parent = os.path.basename(os.path.dirname(path))
+    head, _, base = path.rpartition("/")  # os.path.basename and dirname, without their calls
+    parent = head.rpartition("/")[2]
     if parent == ".claude" and base in ("settings.json", "settings.local.json"):
         return "claude-settings"
     if base == ".claude.json":

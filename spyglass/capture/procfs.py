@@ -121,7 +121,8 @@ def kill_all(pids: list[int], stop: bool = True) -> None:
     members at once), and the rest children before their parents.  The kills are sent whatever
     happens to the stops (nothing is left stopped).  ``stop=False`` for processes under ptrace
     (strace): a SIGSTOP becomes a stop the tracer must handle, and a tracer busy elsewhere left
-    them stopped with their kill pending.
+    them stopped with their kill pending; then, with nothing stopped, parents are killed before
+    their children (a shell killed after its child could act on that death first).
     """
     import signal
 
@@ -161,7 +162,9 @@ def kill_all(pids: list[int], stop: bool = True) -> None:
                 depth[p] = base + 1 + i
             return depth[chain[0]] if chain else depth.get(pid, 0)
 
-        for pid in sorted(listed, key=depth_of, reverse=True):  # the deepest first
+        # stopped: the deepest first; running (traced), parents first: a shell killed after its child
+        # could act on that death before its own kill lands (run its next command, or exit 0)
+        for pid in sorted(listed, key=depth_of, reverse=stop):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:

@@ -87,6 +87,10 @@ class OutsideWriteTracker:
 
     def __init__(self, roots: Sequence[str], allowed: Iterable[str] = ()) -> None:
         self.roots = [r.rstrip("/") or "/" for r in roots]
+        # for inside(): one C-level test per event instead of a string built per root
+        self._everywhere = "/" in self.roots
+        self._root_set = frozenset(self.roots)
+        self._prefixes = tuple(r + "/" for r in self.roots if r != "/")
         patterns = [*PSEUDO_PATHS, *allowed]
         # "/literal/dir/**" patterns are a directory test; only the others need a glob match
         trees = {p for p in patterns if p.endswith("/**") and not any(c in p[:-3] for c in "*?[\\")}
@@ -101,7 +105,7 @@ class OutsideWriteTracker:
         self.inside_overflow = False  # more than MAX_INSIDE of them: not all are named
 
     def inside(self, path: str) -> bool:
-        return any(root == "/" or path == root or path.startswith(root + "/") for root in self.roots)
+        return self._everywhere or path in self._root_set or path.startswith(self._prefixes)
 
     def ignored(self, path: str) -> bool:
         """A path whose changes never count (pseudo-devices, the allowed globs); memoised."""

@@ -30,11 +30,7 @@ __all__ = ["KEY_READ_RULE", "OWN_SOURCE", "TAMPER_RULE", "FileId", "Protected", 
 TAMPER_RULE = "witness-tamper"
 KEY_READ_RULE = "witness-key-read"
 _HANDLE_CALLS = ("open_by_handle_at", "name_to_handle_at")
-#: events after which the directory verdicts are looked up again (Protected.forget_dirs).  Not a
-#: made directory: like a created file it is a new inode where no name was (no protected inode, no
-#: symlink), so no verdict by path, inode or resolved path changes; an untar made thousands, and
-#: each looked every directory up again (most of the run's time in the guard)
-_DIR_CHANGES = frozenset({"file.rename", "file.delete", "file.symlink"})
+_DIR_CHANGES = frozenset({"file.rename", "file.delete", "file.mkdir", "file.symlink", "file.link"})
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_TRUNC", "O_CREAT", "O_APPEND")
 
 #: alerts of one rule per process (an ``rm -rf`` of the store is one story, not a thousand)
@@ -94,7 +90,9 @@ class WitnessGuard(Sink):
             # renameat2(RENAME_NOREPLACE) refusing to replace: nothing was touched, and mv, which tries
             # it first, follows with the plain rename that is the real change (one alert, not two)
             return
-        if t in _DIR_CHANGES and ev.ok:
+        if t == "file.mkdir" and ev.ok:
+            self.protected.made_dir(ev.path)
+        elif t in _DIR_CHANGES and ev.ok:
             self.protected.forget_dirs()
         handle = ev.syscall in _HANDLE_CALLS
         writes = t in FILE_WRITE_TYPES or (
@@ -116,7 +114,7 @@ class WitnessGuard(Sink):
                 if not ev.ok:
                     pass
                 elif t == "file.link" and ev.path:  # the new name is a way in: watch it too
-                    self.protected.files[os.path.normpath(ev.path)] = what
+                    self.protected.protect_name(ev.path, what)
                     if ev.target and os.path.normpath(ev.target) in self.protected.secrets:
                         self.protected.secrets[os.path.normpath(ev.path)] = what
                 elif t == "file.rename" and ev.target:  # follows the store under its new name, in event order

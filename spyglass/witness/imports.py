@@ -258,10 +258,14 @@ def _check_written(written: Iterable[str], dirs: list[str], sites: set[str], sta
     new (a package installed during the run)."""
     roots = sorted(dict.fromkeys(os.path.realpath(d).rstrip("/") + "/" for d in dirs), key=len, reverse=True)
     said = {*report.changed, *report.shadowing}
+    reals: dict[str, str] = {}  # directory -> its real path: an untar writes thousands of files in a few
     for path in sorted(written):
         where, name = os.path.split(path)
         pyc = os.path.basename(where) == "__pycache__"
-        top = os.path.realpath(os.path.dirname(where) if pyc else where)
+        folder = os.path.dirname(where) if pyc else where
+        top = reals.get(folder)
+        if top is None:
+            top = reals[folder] = os.path.realpath(folder)
         root = next((r for r in roots if (top + "/").startswith(r)), None)
         if root is None or "-packages/" in (top + "/")[len(root):]:
             continue

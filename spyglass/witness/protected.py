@@ -15,6 +15,7 @@ compares with what it found at the start.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -26,6 +27,8 @@ __all__ = ["OWN_SOURCE", "FileId", "Protected", "file_id"]
 
 #: what spyglass's own installed source is called in alerts (its byte-code cache is not guarded)
 OWN_SOURCE = "spyglass's own source"
+#: verdicts remembered per name at most (then the memo starts afresh)
+VERDICTS_MAX = 65_536
 
 
 def file_id(path: str | Path, follow: bool = True) -> FileId | None:
@@ -40,6 +43,8 @@ def writers(path: str, pid: int) -> str:
     """``path`` as process ``pid`` meant it: ``/proc/self`` and ``/proc/thread-self`` name the
     process's own entries (``/proc/self/fd/N/...``); judged in spyglass's process they would name
     spyglass's (its descriptor N may be the store's).  A process gone since leaves no verdict."""
+    if not path.startswith("/proc/"):
+        return path
     for alias in ("/proc/self", "/proc/thread-self"):
         if path == alias or path.startswith(alias + "/"):
             return f"/proc/{pid}" + path[len(alias):]
@@ -64,10 +69,16 @@ class Protected(msgspec.Struct):
     starts: dict[str, Start] = msgspec.field(default_factory=dict)
     #: protected directories not walked yet (path, what): see :meth:`settle`
     pending: list[tuple[str, str]] = msgspec.field(default_factory=list)
-    #: directory -> what protected tree it lies in, as last seen; cleared by every rename, delete, mkdir, symlink
+    #: directory -> what protected tree it lies in, as last seen; cleared by every rename, delete, link, symlink
     _dirs: dict[str, str | None] = msgspec.field(default_factory=dict)
+    #: (path, follow) -> :meth:`_which`'s verdict, as last seen: cleared with ``_dirs`` and by every change
+    #: of what is protected (a run writes each new file's name several times: one ``stat`` for them all)
+    _verdicts: dict[tuple[str, bool], str | None] = msgspec.field(default_factory=dict)
+    #: directory -> its real path (symlinks resolved), as last seen: cleared with ``_dirs``
+    _reals: dict[str, str] = msgspec.field(default_factory=dict)
 
     def allow(self, path: str | Path) -> None:
+        self._verdicts.clear()
         for p in {str(path), os.path.realpath(path)}:
             self.allowed.add(os.path.normpath(os.path.abspath(p)))
 
@@ -75,6 +86,7 @@ class Protected(msgspec.Struct):
         return any(p == a or p.startswith(a.rstrip("/") + "/") for a in self.allowed)
 
     def add(self, path: str | Path, what: str, *, secret: bool = False) -> None:
+        self._verdicts.clear()
         real = os.path.realpath(path)
         for p in {str(path), real}:
             if os.path.isdir(p):
@@ -111,6 +123,8 @@ class Protected(msgspec.Struct):
         first), after spyglass's own imports for the run: their byte-code, written by then, is
         then as at the start (a later walk would find it changed, remove it, and every run would
         compile it again).  Whoever reads ``ids`` or ``paths`` settles first."""
+        if self.pending:
+            self._verdicts.clear()
         while self.pending:
             path, what = self.pending.pop(0)
             ids, start = walk(path)
@@ -168,7 +182,23 @@ class Protected(msgspec.Struct):
         return what
 
     def _which(self, path: str, *, follow: bool = True) -> str | None:
+        """Memoised per name while no name changes (:meth:`forget_dirs`) and nothing is protected anew:
+        a name's device and inode change only by a rename, delete, link or symlink (each forgets all);
+        a file or directory made where none was gets an inode no protected file has (theirs are in use,
+        or freed by a delete).  ``/proc`` names are judged afresh (a descriptor's target changes)."""
+        key = (path, follow)  # as given (a backend's paths are normalised already: no normpath per event)
+        memo = self._verdicts
+        if key in memo:
+            return memo[key]
         p = os.path.normpath(path)
+        if p.startswith("/proc/"):
+            return self._judge(p, follow)
+        if len(memo) >= VERDICTS_MAX:
+            memo.clear()
+        verdict = memo[key] = self._judge(p, follow)
+        return verdict
+
+    def _judge(self, p: str, follow: bool) -> str | None:
         if self.allowed and self._allowed(p):
             return None
         hit = self.files.get(p)
@@ -193,13 +223,37 @@ class Protected(msgspec.Struct):
         key = "\0real\0" + d
         if key in self._dirs:
             return self._dirs[key]
-        real = os.path.realpath(d)  # /proc/PID/fd/N: the writer's descriptor, while it has it
+        # /proc/PID/fd/N: the writer's descriptor, while it has it
+        real = os.path.realpath(d) if d.startswith("/proc/") else self._real(d)
         verdict = None
         if real != d and not (self.allowed and self._allowed(real)):
             verdict = self._in_tree(real)
         if not d.startswith("/proc/"):  # a descriptor's target changes: not memoised
             self._dirs[key] = verdict
         return verdict
+
+    def _real(self, d: str) -> str:
+        """``os.path.realpath(d)`` of an absolute, normalised ``d``, from its parent's (memoised with
+        ``_dirs``): one ``lstat`` per directory not seen yet instead of one per component."""
+        reals = self._reals
+        todo: list[str] = []
+        at = d
+        while at not in reals and at != "/":
+            todo.append(at)
+            at = os.path.dirname(at)
+        real = reals.get(at, "/")
+        for name in reversed(todo):
+            real = os.path.join(real, os.path.basename(name))
+            try:
+                link = stat.S_ISLNK(os.lstat(real).st_mode)
+            except (OSError, ValueError):
+                link = False  # not there: realpath keeps the name as it is
+            if link:
+                real = os.path.realpath(real)
+            if len(reals) >= VERDICTS_MAX:
+                reals.clear()
+            reals[name] = real
+        return real
 
     def _in_tree(self, p: str) -> str | None:
         for root, what in self.trees.items():
@@ -223,18 +277,37 @@ class Protected(msgspec.Struct):
         return verdict
 
     def forget_dirs(self) -> None:
-        """Directories were renamed, made or removed: stat them again."""
+        """Names were renamed, removed, linked or made symlinks: stat them again."""
         self._dirs.clear()
+        self._verdicts.clear()
+        self._reals.clear()
+
+    def made_dir(self, path: str) -> None:
+        """A directory was made at ``path`` (``mkdir``): only what was noted of that name while it
+        did not exist goes (its new inode is no protected one); the rest stays true."""
+        p = os.path.normpath(path)
+        self._dirs.pop(p, None)
+        self._dirs.pop("\0real\0" + p, None)
+        self._reals.pop(p, None)
+        for name in {p, path}:
+            self._verdicts.pop((name, True), None)
+            self._verdicts.pop((name, False), None)
 
     def follow_rename(self, old: str, new: str, what: str) -> None:
         """``old`` (protected) is now called ``new``: protect the new name the same way."""
         o, n = os.path.normpath(old), os.path.normpath(new)
+        self._verdicts.clear()
         if o in self.secrets:
             self.secrets[n] = self.secrets[o]
         if o in self.trees or any(o.startswith(r.rstrip("/") + "/") for r in self.trees) or os.path.isdir(n):
             self.trees[n] = what
         else:
             self.files[n] = what
+
+    def protect_name(self, path: str, what: str) -> None:
+        """A new name of a protected file (a hard link made during the run) is protected too."""
+        self._verdicts.clear()
+        self.files[os.path.normpath(path)] = what
 
     def secret(self, path: str) -> str | None:
         """By name: the key's paths, and the names it was linked or renamed to during the run."""

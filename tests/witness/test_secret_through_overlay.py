@@ -1,9 +1,11 @@
 """A root agent reads a secret through an overlay mount of its directory.
 
-An overlay file has the overlay's device (and, on another file system than its
-lower layer, another inode): neither the secret's name nor its device and inode
-match, so the read is not ``cred-secret-read``.  The mount itself is
-``sys-namespace-change`` (high), whose process line names the lower directory.
+An overlay file has the overlay's device and is named below the mount point:
+neither the secret's name nor its device matches.  Both backends note the
+overlays the run mounts (spyglass/capture/overlays.py) and record a file below
+one under the path it has in the layer that holds it, so the read is
+``cred-secret-read`` on the secret itself.  The mount is also
+``sys-namespace-change`` (high).
 """
 
 from __future__ import annotations
@@ -29,16 +31,15 @@ def _overlay_read(setup: Any, tmp_path: Path, lower: Path, name: str) -> tuple[s
     return {str(a["rule_id"]) for a in setup.alerts()}, res.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="gap: a secret read through an overlay mount of its directory is no "
-                   "cred-secret-read (overlay device and inode; docs/threat-model.md)")
 def test_a_secret_read_through_an_overlay_is_a_secret_read(setup: Any, tmp_path: Path) -> None:
     ssh = Path(setup.env["HOME"]) / ".ssh"
     ssh.mkdir()
     (ssh / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
     rules, out = _overlay_read(setup, tmp_path, ssh, "id_rsa")
     assert "PRIVATE KEY" in out  # the attack read the secret
-    assert "sys-namespace-change" in rules  # what is raised today
-    assert "cred-secret-read" in rules
+    assert {"sys-namespace-change", "cred-secret-read"} <= rules
+    (read,) = [a for a in setup.alerts() if a["rule_id"] == "cred-secret-read"]
+    assert read["message"].endswith(f"read secret {ssh / 'id_rsa'}"), read
 
 
 def test_benign_twin_a_plain_file_through_an_overlay_is_no_secret_read(setup: Any, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from spyglass.capture.ebpf.syscall_events import HANDLERS as _BY_NR
 from spyglass.capture.ebpf.syscalls import BY_NR, CLONE_NAMES, EXEC_NAMES
 from spyglass.capture.fields import to_text
 from spyglass.capture.ident import Identities
+from spyglass.capture.overlays import Overlays
 from spyglass.capture.strace.paths import join, normalize
 from spyglass.events.schema import Event
 
@@ -65,6 +66,7 @@ class RecordDecoder:
         self.unparsed = 0
         self.dns_names: dict[str, str] = {}
         self._uring: set[tuple[int, int]] = set()
+        self.overlays = Overlays()  # overlay mounts of the run: files below them get their own path
 
     # --- public -----------------------------------------------------------------
 
@@ -84,11 +86,16 @@ class RecordDecoder:
         except Exception:  # a bad record must never stop a capture
             self.unparsed += 1
             return []
-        return [] if ev is None else [ev]
+        if ev is None:
+            return []
+        if self.overlays:
+            self.overlays.apply((ev,))
+        return [ev]
 
     def feed_many(self, batch: list[bytes], out: list[Event]) -> None:
         """``feed`` for each record of ``batch`` in turn, the events appended to ``out``."""
         parse, decode, append = R.parse, self._decode, out.append
+        first = len(out)
         for data in batch:
             self.records += 1
             try:
@@ -98,6 +105,8 @@ class RecordDecoder:
                 continue
             if ev is not None:
                 append(ev)
+        if self.overlays:
+            self.overlays.apply(out[first:])
 
     def live(self) -> list[ProcInfo]:
         return [p for p in self.procs.values() if p.alive]

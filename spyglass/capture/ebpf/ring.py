@@ -7,6 +7,14 @@ record starts with an 8-byte header: a 32-bit length with a BUSY bit (still
 being written) and a DISCARD bit, and a page offset; records are 8-byte
 aligned.  Reading never blocks the producer: a full ring makes the program
 drop (and count) records, it never waits for us.
+
+So that a burst does not fill the ring while the reader decodes what it read
+before (decoding costs several times what copying a record out does), the
+reader *spills*: once the kernel's part is past an eighth of the ring (a
+margin for a reader kept off the CPU for a while), its complete records are
+copied out, undecoded, to a queue in user memory
+(:meth:`Ring.spill`, at most ``spill_max`` bytes); :meth:`Ring.read` takes
+the spilled records first, so the order is the kernel's.
 """
 
 from __future__ import annotations
@@ -14,17 +22,26 @@ from __future__ import annotations
 import mmap
 import struct
 import time
+from collections import deque
 
 _BUSY = 1 << 31
 _DISCARD = 1 << 30
 _HDR = 8
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
+#: the spill starts past ``size >> SPILL_SHIFT`` bytes pending in the mapping (an eighth)
+SPILL_SHIFT = 3
 
 
 class Ring:
-    def __init__(self, fd: int, size: int) -> None:
+    def __init__(self, fd: int, size: int, spill_max: int = 0) -> None:
         page = mmap.PAGESIZE
+        #: records copied out of the mapping and not read yet (:meth:`spill`), their bytes in ring terms
+        self._spilled: deque[bytes] = deque()
+        self._spilled_bytes = 0
+        self.spill_max = spill_max
+        self.spilled = 0  # records spilled in all
+        self.spilled_peak = 0  # the most bytes held spilled at once
         self.fd = fd
         self.size = size
         self._mask = size - 1
@@ -33,7 +50,37 @@ class Ring:
         self._page = page
 
     def read(self, limit: int = 1 << 30) -> list[bytes]:
-        """Every complete record available now (up to ``limit`` bytes), oldest first."""
+        """Every complete record available now (up to ``limit`` bytes), oldest first: the spilled
+        ones, then the mapping's."""
+        if not self._spilled:
+            return self._take(limit)
+        out: list[bytes] = []
+        spilled, took = self._spilled, 0
+        while spilled and took < limit:
+            data = spilled.popleft()
+            out.append(data)
+            took += _size(data)
+        self._spilled_bytes -= took
+        if took < limit:
+            out += self._take(limit - took)
+        return out
+
+    def spill(self) -> int:
+        """Past an eighth of the ring, copy its complete records out to the spill queue (up to
+        ``spill_max`` bytes held); returns the records spilled now.  Reading copies each record
+        out anyway: a spilled one costs a queue's push and pop more, and memory until it is read."""
+        room = self.spill_max - self._spilled_bytes
+        if room <= 0 or self._kernel_pending() <= self.size >> SPILL_SHIFT:
+            return 0
+        got = self._take(room)
+        if got:
+            self._spilled.extend(got)
+            self._spilled_bytes += sum(_size(d) for d in got)
+            self.spilled += len(got)
+            self.spilled_peak = max(self.spilled_peak, self._spilled_bytes)
+        return len(got)
+
+    def _take(self, limit: int) -> list[bytes]:
         out: list[bytes] = []
         cons = _U64.unpack_from(self._cons, 0)[0]
         prod = _U64.unpack_from(self._data, 0)[0]
@@ -53,12 +100,20 @@ class Ring:
         return out
 
     def pending(self) -> int:
-        """Bytes written by the kernel and not read yet."""
+        """Bytes written by the kernel and not read yet (spilled ones included)."""
+        return self._spilled_bytes + self._kernel_pending()
+
+    def _kernel_pending(self) -> int:
         return int(_U64.unpack_from(self._data, 0)[0] - _U64.unpack_from(self._cons, 0)[0])
 
     def close(self) -> None:
         self._data.close()
         self._cons.close()
+
+
+def _size(data: bytes) -> int:
+    """The bytes a record took in the ring (header and padding included)."""
+    return (len(data) + _HDR + 7) & ~7
 
 
 _TS = struct.Struct("<Q")  # a record's CLOCK_BOOTTIME stamp, at offset 16 of its header

@@ -9,6 +9,7 @@ from spyglass.capture.clockcalls import adjust_detail, clock_detail
 from spyglass.capture.ebpf import records as R
 from spyglass.capture.ebpf.syscalls import BY_NR
 from spyglass.capture.fields import open_kind, path_fields
+from spyglass.capture.mountapi import OPEN_TREE_CLONE, fsconfig_detail, mount_call_detail
 from spyglass.events.schema import Event
 
 if TYPE_CHECKING:
@@ -35,7 +36,11 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
         fields = path_fields(*p) if p else {}
         if name == "umount2":
             flags = R.names(a[1], R.MNT_FLAGS)
+            if rec.ret == 0 and p:
+                dec.overlays.unmounted(p[0])
             return dec._sensitive(rec, f"umount {target_raw} {flags or ''}".rstrip(), **fields)
+        if rec.ret == 0 and p:  # blob 3: the mount's data (spyglass.bpf.c, SP_MOUNT)
+            dec.overlays.mounted(p[0], R.cstr(rec.blobs[3]), dec._proc(rec.pid).cwd)
         src = R.cstr(rec.blobs[1]) or "none"
         return dec._sensitive(rec, f"mount {src} on {target_raw}", **fields)
     if name == "unshare":
@@ -73,6 +78,13 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
         tty = dec._fd_path(rec)
         fields = path_fields(tty) if tty and tty.startswith("/") else {}
         return dec._sensitive(rec, f"TIOCSTI into {tty or f'fd {R.s32(a[0])}'}", **fields)
+    if name == "fsconfig":
+        return dec._sensitive(rec, fsconfig_detail(a[1], R.cstr(rec.blobs[0]), R.cstr(rec.blobs[1])))
+    if name in ("open_tree", "move_mount", "fspick", "mount_setattr", "fsopen", "fsmount"):
+        p = dec._path(rec, 0) if name not in ("fsopen", "fsmount") and R.cstr(rec.blobs[0]) else None
+        clone = name == "open_tree" and bool(a[2] & OPEN_TREE_CLONE)
+        detail = mount_call_detail(name, fs=R.cstr(rec.blobs[1]), clone=clone)
+        return dec._sensitive(rec, detail, **(path_fields(*p) if p else {}))
     if name == "settimeofday":
         return None if a[0] == 0 and a[1] == 0 else dec._sensitive(rec, clock_detail(name))  # NULL, NULL: nothing
     if name == "clock_settime":

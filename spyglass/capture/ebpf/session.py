@@ -61,6 +61,8 @@ PROGRAMS, OPTIONAL_PROGRAMS = maps.PROGRAMS, maps.OPTIONAL_PROGRAMS
 _POLL = 0.02
 #: bytes of the events ring decoded per step (between two looks at the alert ring)
 _CHUNK = 32 << 10
+#: records of a burst copied out of the events ring undecoded, at most this many times the ring's size
+SPILL_RINGS = 4
 _ALERT_RING = 256 << 10  # the program's size of the alert ring
 #: what ``descendants`` may ask for processes alive after the grace period (as the strace backend)
 DESCENDANTS = ("kill", "follow", "detach")
@@ -153,7 +155,10 @@ class EbpfSession:
         try:
             self._drop_dirs = maps.configure(self._obj, opts, protected, self._result.notes)
             life_r, alert_r = Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("alert"), _ALERT_RING)
-            self._rings = [life_r, Ring(self._obj.map_fd("events"), ring), alert_r]
+            #: a burst past an eighth of the events ring is copied out undecoded (Ring.spill), up to spill_bytes
+            spill = int(str(opts.get("spill_bytes", SPILL_RINGS * ring)))
+            self._events_ring = Ring(self._obj.map_fd("events"), ring, spill_max=spill)
+            self._rings = [life_r, self._events_ring, alert_r]
             self._order = KernelOrder(self._rings[1:2], chunk=_CHUNK)
             self._lookout = Lookout([life_r, alert_r], self._ahead, spec.lookout)
             self._table = TableCheck(self._obj.map_fd("tracked"), lambda: [p.pid for p in self.decoder.live()],
@@ -259,6 +264,7 @@ class EbpfSession:
     def _look_ahead(self) -> None:
         """Reader thread: the alert and lifecycle rings, read ahead for the fast lane."""
         if not self._closed and not self._last_read:
+            self._events_ring.spill()
             self._lookout.look()
 
     # --- the stream -----------------------------------------------------------------
@@ -358,6 +364,8 @@ class EbpfSession:
         res.root_pid = self._proc.pid
         res.lines, res.unparsed = dec.records, dec.unparsed
         res.handover = self._queue.stats()
+        if self._events_ring.spilled:
+            res.handover.update(spilled=self._events_ring.spilled, spilled_peak_bytes=self._events_ring.spilled_peak)
         if dec.root_exited:
             res.exit_code, res.signal = dec.root_exit_code, dec.root_signal
         elif rc is not None:

@@ -15,6 +15,7 @@ from spyglass.capture.ebpf import records as R
 from spyglass.capture.ebpf.sensitive import sensitive_event
 from spyglass.capture.ebpf.syscalls import BY_NR
 from spyglass.capture.fields import group_kill, path_fields, to_text
+from spyglass.capture.mountapi import NEW_MOUNT_CALLS
 from spyglass.capture.strace.dns import learn_answer
 from spyglass.capture.strace.paths import join, normalize
 from spyglass.events.schema import Event
@@ -269,7 +270,7 @@ _HANDLERS: dict[str, Callable[[RecordDecoder, R.Record], Event | None]] = {
 for _name in (
     "ptrace", "memfd_create", "io_uring_setup", "mount", "umount2", "unshare", "setns", "bpf", "init_module",
     "finit_module", "open_by_handle_at", "name_to_handle_at", "process_vm_readv", "process_vm_writev",
-    "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "ioctl", *CLOCK_CALLS,
+    "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "ioctl", *CLOCK_CALLS, *NEW_MOUNT_CALLS,
 ):  # fmt: skip
     _HANDLERS[_name] = sensitive_event
 

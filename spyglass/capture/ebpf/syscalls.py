@@ -19,8 +19,8 @@ CATEGORIES: Final = ("file", "net", "priv", "sensitive", "fork", "exec", "exit",
 
 # special handling (the program's SP_* values)
 # SP_TIMEX: adjtimex/clock_adjtime, the record's args[5] holds the modes word of the struct timex
-# that argument ``flags_arg`` points to
-SP_NONE, SP_OPENAT2, SP_MSG, SP_MMSG, SP_RECV, SP_IOCTL, SP_FAILONLY, SP_OPEN, SP_CRED, SP_TIMEX = range(10)
+# that argument ``flags_arg`` points to; SP_MOUNT: mount, blob 3 holds its data (overlay layers)
+SP_NONE, SP_OPENAT2, SP_MSG, SP_MMSG, SP_RECV, SP_IOCTL, SP_FAILONLY, SP_OPEN, SP_CRED, SP_TIMEX, SP_MOUNT = range(11)
 
 DESC = struct.Struct("<BBBbbbbbbbbb")
 
@@ -108,7 +108,7 @@ TABLE: Final[tuple[Sys, ...]] = (
     Sys(101, "ptrace", S),
     Sys(319, "memfd_create", S, path_b=0),
     Sys(425, "io_uring_setup", S),
-    Sys(165, "mount", S, path_a=1, dir_a=CWD, path_b=0),
+    Sys(165, "mount", S, SP_MOUNT, path_a=1, dir_a=CWD, path_b=0),
     Sys(166, "umount2", S, path_a=0, dir_a=CWD),
     Sys(272, "unshare", S),
     Sys(308, "setns", S, fd_a=0),
@@ -127,6 +127,14 @@ TABLE: Final[tuple[Sys, ...]] = (
     Sys(438, "pidfd_getfd", S),
     Sys(424, "pidfd_send_signal", S),
     Sys(16, "ioctl", S, SP_IOCTL, fd_a=0),  # only TIOCSTI, with the terminal it types into
+    # the new mount API (spyglass/capture/mountapi.py): mounts made without mount(2)
+    Sys(428, "open_tree", S, path_a=1, dir_a=0),
+    Sys(429, "move_mount", S, path_a=3, dir_a=2),
+    Sys(430, "fsopen", S, path_b=0),  # blob 1: the file system's name
+    Sys(431, "fsconfig", S, path_a=2, path_b=3),  # blobs 0 and 1: key and value, as strings
+    Sys(432, "fsmount", S),
+    Sys(433, "fspick", S, path_a=1, dir_a=0),
+    Sys(442, "mount_setattr", S, path_a=1, dir_a=0),
     # the clock (spyglass/capture/clockcalls.py): the end-of-run checks go by status change times
     Sys(164, "settimeofday", S),
     Sys(227, "clock_settime", S),

@@ -79,6 +79,23 @@ _alive: Callable[[int], bool] = _PROCFS["running"]
 _stop_pending: Callable[[int], bool] = _PROCFS["stop_pending"]
 
 
+def _job_stopped(root: int) -> bool:
+    """The agent stopped with spyglass (job control): its root stopped, or held in ``D`` with a stop
+    pending by a vfork child that is stopped itself (a Ctrl-Z reaching a shell between its vfork and
+    the child's exec: the shell takes its stop only once the child has run on)."""
+    state = _state(root)
+    if state == b"T":
+        return True
+    if state != b"D" or not _stop_pending(root):
+        return False
+    try:
+        with open(f"/proc/{root}/task/{root}/children", "rb") as f:
+            children = f.read().split()
+    except OSError:
+        return False
+    return any(_state(int(child)) == b"T" for child in children)
+
+
 def _monitor_alone_stopped(monitor: int, root: int, grace: bool = True) -> bool:
     """spyglass stopped while the agent is not, and still so a moment later: a stop sent to a
     whole process group reaches its members one by one (each stops when next scheduled), so
@@ -91,7 +108,7 @@ def _monitor_alone_stopped(monitor: int, root: int, grace: bool = True) -> bool:
     deadline = time.monotonic() + _STOPPING_MAX
     look = 0
     while True:
-        if _state(monitor) not in (b"T", b"t") or (root and _state(root) == b"T"):
+        if _state(monitor) not in (b"T", b"t") or (root and _job_stopped(root)):
             return False
         if look and not (
             grace and root and _stop_pending(root) and _state(root) in (b"R", b"S") and time.monotonic() < deadline

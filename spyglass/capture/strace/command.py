@@ -21,6 +21,7 @@ TRACE_SET: tuple[str, ...] = (
     "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "process_vm_readv", "process_vm_writev",
     "name_to_handle_at", "open_by_handle_at", "ioctl",
     "settimeofday", "clock_settime", "adjtimex", "clock_adjtime",
+    "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
 )  # fmt: skip
 
 #: Descriptor bookkeeping (dup/close), traced only with ``options={"fd_tracking": True}``: each is

@@ -128,6 +128,8 @@ class StraceParser:
             if self.fast:
                 fast = self._fastpaths.feed(line)
                 if fast is not None:
+                    if self.state.overlays and fast:
+                        self.state.overlays.apply(fast)
                     if self.protected is not None and fast:
                         self._identify(fast)
                     return fast
@@ -135,6 +137,8 @@ class StraceParser:
                 self.unparsed += 1
         except Exception:  # malformed input must never stop a capture
             self.unparsed += 1
+        if self.state.overlays and out:
+            self.state.overlays.apply(out)
         if self.protected is not None and out:
             self._identify(out)
         return out

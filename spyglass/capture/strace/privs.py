@@ -16,6 +16,13 @@ from typing import Any
 
 from spyglass.capture.clockcalls import CLOCK_CALLS, CLOCK_NUMBERS, adjust_detail, clock_detail, modes_from_text
 from spyglass.capture.fields import group_kill, path_fields, to_text
+from spyglass.capture.mountapi import (
+    FSCONFIG_NUMBERS,
+    NEW_MOUNT_CALLS,
+    OPEN_TREE_CLONE,
+    fsconfig_detail,
+    mount_call_detail,
+)
 from spyglass.capture.strace.decode import ann_path, parse_fd, parse_int, parse_pid, unquote
 from spyglass.capture.strace.state import Call, TraceState
 from spyglass.events.schema import Event
@@ -120,12 +127,17 @@ def h_mount(st: TraceState, c: Call) -> Event | None:
         detail += f" type {fs}"
     if flags and flags != "0":
         detail += f" {flags}"
+    if c.ok and path:
+        data = c.arg(4)
+        st.overlays.mounted(path, unquote(data) if data.startswith('"') else None, c.proc.cwd)
     return _sensitive(st, c, detail, fields=path_fields(path, raw_target))
 
 
 def h_umount(st: TraceState, c: Call) -> Event | None:
     raw_target = unquote(c.arg(0))
     path = st.resolve(c, raw_target)
+    if c.ok and path:
+        st.overlays.unmounted(path)
     return _sensitive(st, c, f"umount {raw_target} {c.arg(1)}".rstrip(), fields=path_fields(path, raw_target))
 
 
@@ -223,6 +235,32 @@ def h_clock(st: TraceState, c: Call) -> Event | None:
     return _sensitive(st, c, detail) if detail is not None else None
 
 
+#: new mount API call -> (index of its directory descriptor, index of its path) when it has a path
+_MOUNT_PATHS = {"open_tree": (0, 1), "move_mount": (2, 3), "fspick": (0, 1), "mount_setattr": (0, 1)}
+
+
+def h_new_mount(st: TraceState, c: Call) -> Event | None:
+    """A call of the new mount API (``spyglass.capture.mountapi``)."""
+    name = c.name
+    if name == "fsconfig":
+        cmd_text = c.arg(1).strip()
+        cmd = FSCONFIG_NUMBERS[cmd_text] if cmd_text in FSCONFIG_NUMBERS else parse_int(cmd_text)
+        key, value = c.arg(2).strip(), c.arg(3).strip()
+        said = fsconfig_detail(-1 if cmd is None else cmd, unquote(key) if key.startswith('"') else None,
+                               unquote(value) if value.startswith('"') else None)
+        return _sensitive(st, c, said)
+    fields: dict[str, Any] = {}
+    where = _MOUNT_PATHS.get(name)
+    if where is not None:
+        raw = c.arg(where[1]).strip()
+        raw = unquote(raw) if raw.startswith('"') else ""
+        if raw:
+            fields = path_fields(st.resolve(c, raw, c.arg(where[0])), raw)
+    fs = unquote(c.arg(0)) if name == "fsopen" and c.arg(0).startswith('"') else None
+    clone = name == "open_tree" and ("OPEN_TREE_CLONE" in c.arg(2) or (parse_int(c.arg(2)) or 0) & OPEN_TREE_CLONE)
+    return _sensitive(st, c, mount_call_detail(name, fs=fs, clone=bool(clone)), fields=fields)
+
+
 def stdio_socket(st: TraceState, c: Call) -> Event | None:
     """After a successful exec: a ``sys.sensitive`` event when the program's standard
     input or output is an internet socket (a reverse or bind shell, whatever its command line)."""
@@ -257,4 +295,5 @@ HANDLERS: dict[str, Handler] = {
     "tkill": h_kill,
     "tgkill": h_kill,
     **dict.fromkeys(CLOCK_CALLS, h_clock),
+    **dict.fromkeys(NEW_MOUNT_CALLS, h_new_mount),
 }

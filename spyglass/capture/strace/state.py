@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from spyglass.capture.overlays import Overlays
 from spyglass.capture.strace.decode import ann_path, parse_fd, split_args
 from spyglass.capture.strace.paths import ProcLookup, RealpathDir, resolve
 from spyglass.events.schema import Event
@@ -127,6 +128,7 @@ class TraceState(ProcLookup):
         self.fd_link = fd_link
         self.pgid_of = pgid_of
         self.handles: dict[str, str] = {}  # "type:f_handle" from name_to_handle_at -> path
+        self.overlays = Overlays()  # overlay mounts of the run: files below them get their own path
         self.untraced: set[int] = set()  # children made with CLONE_UNTRACED (never traced)
         self.uid = uid
         self.gid = gid

@@ -50,6 +50,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define SP_OPEN 7     // open-like: flags in desc.flags_arg (read-only directory opens may be dropped)
 #define SP_CRED 8     // credentials after the call
 #define SP_TIMEX 9    // adjtimex/clock_adjtime: the modes word of the struct timex at arg flags_arg
+#define SP_MOUNT 10   // mount: blob 3 is its data string (an overlay's layers)
 
 #define TIOCSTI 0x5412
 #define O_ACCMODE 3
@@ -579,6 +580,10 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	__u32 off = d->sock_fd >= 0 ? sys_net(nr, ret) : sys_paths(nr);
 	if (!off)
 		return 0;
+	if (d->special == SP_MOUNT && ret == 0 && r->args[4]) {
+		BOUND(off, 0x3fff);
+		off = blob_done(s, 3, off, put_user_str(s, off, r->args[4]));
+	}
 	// the file a successful open reached (whatever name, link or /proc/self/fd path led there):
 	// the decoder knows the protected files by device and inode
 	if (ret >= 0 && (d->special == SP_OPEN || d->special == SP_OPENAT2 || nr == 85 || nr == 304)) {

@@ -4,7 +4,8 @@ Each workload below is a small Python program; it runs under the same strace
 command line the backend uses, and the output is saved as ``<name>.strace``.
 The files are committed: the parser tests read them and never run strace.
 Run: ``python tests/capture/strace/data/record_fixtures.py`` (from the repo
-root; ``... record_fixtures.py clock`` records only ``clock.strace``).  Paths in the fixtures live under ``/tmp/sgfx``.
+root; ``... record_fixtures.py clock`` records only ``clock.strace``, ``... newmount`` only
+``newmount.strace``).  Paths in the fixtures live under ``/tmp/sgfx``.
 """
 
 from __future__ import annotations
@@ -337,12 +338,23 @@ def main() -> None:
     )
     record_resolver()
     record_clock()
+    record_newmount()
 
 
 def record_clock() -> None:
     """The clock calls (tests/capture/progs/clock.py: refused sets, a set to now, reads)."""
     prog = HERE.parents[1] / "progs" / "clock.py"
     record_cmd("clock", ["sh", "-c", f"{PY} -I -S {prog} set && {PY} -I -S {prog} read"])
+
+
+def record_newmount() -> None:
+    """The new mount API (tests/capture/progs/newmount.py: a tmpfs and a bind mount, unmounted)."""
+    prog = HERE.parents[1] / "progs" / "newmount.py"
+    for d in ("nm-src", "nm-t"):
+        (WORK / d).mkdir(exist_ok=True)
+    (WORK / "nm-src" / "notes.txt").write_text("hello\n")
+    record_cmd("newmount", ["sh", "-c", f"{PY} -I -S {prog} tmpfs {WORK}/nm-t && "
+                                        f"{PY} -I -S {prog} clone {WORK}/nm-src {WORK}/nm-t"])
 
 
 def record_cmd(name: str, argv: list[str]) -> None:
@@ -392,8 +404,8 @@ def record_resolver() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["clock"]:  # only this one (the others unchanged)
+    if sys.argv[1:] in (["clock"], ["newmount"]):  # only this one (the others unchanged)
         WORK.mkdir(exist_ok=True)
-        record_clock()
+        record_clock() if sys.argv[1] == "clock" else record_newmount()
     else:
         main()

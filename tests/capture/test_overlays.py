@@ -1,0 +1,48 @@
+"""Overlay mounts' layers and the real path of a file below one (spyglass/capture/overlays.py).
+The mount itself is played for real, under both backends, in tests/witness/test_secret_through_overlay.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spyglass.capture.overlays import Overlays, layers
+from spyglass.events.schema import Event
+
+
+def test_layers_upper_first_then_the_lower_ones_relative_to_the_mounters_directory() -> None:
+    assert layers("lowerdir=/a:b/c,upperdir=/u,workdir=/w", "/home/x") == ["/u", "/a", "/home/x/b/c"]
+    assert layers("lowerdir=/with\\:colon:/two,index=off", "/") == ["/with:colon", "/two"]
+    assert layers("lowerdir=/a\\,b:/c,upperdir=/u\\,v", "/") == ["/u,v", "/a,b", "/c"]
+    assert layers("mode=755,size=1m", "/") == []  # a tmpfs: no overlay
+    assert layers("", "/") == []
+
+
+def test_a_file_below_an_overlay_gets_the_path_in_the_layer_that_holds_it(tmp_path: Path) -> None:
+    upper, lower1, lower2 = (tmp_path / n for n in ("upper", "lower1", "lower2"))
+    for d in (upper, lower1 / "sub", lower2):
+        d.mkdir(parents=True)
+    (lower1 / "sub" / "key").write_text("k")
+    (lower2 / "key").write_text("shadowed by nothing")
+    (upper / "new").write_text("n")
+    (lower2 / "new").write_text("hidden by the upper layer")
+    ov = Overlays()
+    assert not ov
+    ov.mounted("/mnt/o", f"lowerdir={lower1}:{lower2},upperdir={upper},workdir={tmp_path / 'w'}", "/")
+    assert ov.real("/mnt/o/sub/key") == f"{lower1}/sub/key"
+    assert ov.real("/mnt/o/key") == f"{lower2}/key"
+    assert ov.real("/mnt/o/new") == f"{upper}/new"
+    assert ov.real("/mnt/o/missing") is None and ov.real("/mnt/other") is None and ov.real("/mnt/oo/key") is None
+    events = [Event(type="file.read", path="/mnt/o/sub/key"), Event(type="sys.sensitive", path="/mnt/o/key"),
+              Event(type="file.read", path="/elsewhere")]
+    ov.apply(events)
+    assert [(e.path, e.raw_path) for e in events] == [
+        (f"{lower1}/sub/key", "/mnt/o/sub/key"), ("/mnt/o/key", None), ("/elsewhere", None)]
+    ov.unmounted("/mnt/o")
+    assert not ov and ov.real("/mnt/o/sub/key") is None
+
+
+def test_another_mount_over_an_overlay_ends_it(tmp_path: Path) -> None:
+    ov = Overlays()
+    ov.mounted("/mnt/o", f"lowerdir={tmp_path}", "/")
+    ov.mounted("/mnt/o", "mode=755", "/")  # a tmpfs mounted over it
+    assert not ov

@@ -1,0 +1,115 @@
+"""The guard's verdicts are remembered per name (one ``stat`` for the several events a new file
+gets) and forgotten when a name may reach something else: a link, rename, delete or symlink.
+
+Real files; the events are fed to the guard as a backend emits them, each after the change it
+reports, so what the guard finds on disk is what it would find live (a live run judges each
+event after the fact, when later changes may already be made: see test_guard.py for runs)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from spyglass.events import Event
+from spyglass.pipeline import Pipeline, RunContext
+from spyglass.witness import Protected, WitnessGuard
+
+
+class _Guarded:
+    def __init__(self, store: Path) -> None:
+        (store / "runs").mkdir(parents=True)
+        (store / "index.sqlite").write_text("")
+        self.protected = Protected.for_run(store)
+        self.guard = WitnessGuard(self.protected)
+        self.alerts: list[str] = []
+        outer = self
+
+        class Catch:
+            def alert(self, a: object) -> None:
+                outer.alerts.append(str(getattr(a, "message", "")))
+
+        self.pipe = Pipeline([self.guard, Catch()], RunContext(run_id="r"))
+        self.pipe.start()
+
+    def feed(self, type_: str, path: Path, target: Path | None = None) -> None:
+        self.pipe.feed(Event(type=type_, pid=9, syscall="x", path=str(path),
+                             target=str(target) if target else None))
+
+
+def test_a_name_made_a_hard_link_to_the_store_is_judged_again(tmp_path: Path) -> None:
+    store, g = tmp_path / "st", tmp_path / "ws" / "g"
+    run = _Guarded(store)
+    g.parent.mkdir()
+    g.write_text("a")
+    run.feed("file.create", g)
+    run.feed("file.write", g)
+    assert run.alerts == []
+    g.unlink()
+    run.feed("file.delete", g)
+    os.link(store / "index.sqlite", g)
+    run.feed("file.link", g, store / "index.sqlite")
+    run.alerts.clear()
+    run.feed("file.write", g)
+    assert any(m.startswith("the spyglass store") and m.endswith(str(g)) for m in run.alerts), run.alerts
+
+
+def test_a_directory_replaced_by_a_symlink_into_the_store_is_judged_again(tmp_path: Path) -> None:
+    store, d = tmp_path / "st", tmp_path / "ws" / "d"
+    run = _Guarded(store)
+    d.mkdir(parents=True)
+    run.feed("file.mkdir", d)
+    (d / "f").write_text("a")
+    run.feed("file.create", d / "f")
+    assert run.alerts == []
+    (d / "f").unlink()
+    d.rmdir()
+    run.feed("file.delete", d)
+    d.symlink_to(store / "runs")
+    run.feed("file.symlink", d, store / "runs")
+    (d / "f").write_text("x")
+    run.feed("file.create", d / "f")
+    assert any(m.endswith(f"{d}/f") for m in run.alerts), run.alerts
+
+
+def test_a_renamed_store_directory_is_followed_under_the_name_judged_before(tmp_path: Path) -> None:
+    store, aside = tmp_path / "st", tmp_path / "aside"
+    run = _Guarded(store)
+    run.feed("file.create", aside / "runs" / "x")  # not there yet: judged clean (and remembered)
+    assert run.alerts == []
+    store.rename(aside)
+    run.feed("file.rename", store, aside)
+    run.alerts.clear()
+    (aside / "runs" / "x").write_text("x")
+    run.feed("file.create", aside / "runs" / "x")
+    assert any(m.endswith(f"{aside}/runs/x") for m in run.alerts), run.alerts
+
+
+def test_benign_twin_a_directory_made_after_a_name_below_it_was_judged_stays_clean(tmp_path: Path) -> None:
+    """mkdir keeps the other verdicts (a new directory's inode is no protected file's): the files
+    made in it are judged clean, and the store is still the store."""
+    store, nd = tmp_path / "st", tmp_path / "ws" / "nd"
+    run = _Guarded(store)
+    nd.parent.mkdir()
+    run.feed("file.create", nd / "f")  # failed first: nd did not exist
+    nd.mkdir()
+    run.feed("file.mkdir", nd)
+    for name in ("f", "g"):
+        (nd / name).write_text("a")
+        run.feed("file.create", nd / name)
+        run.feed("file.chmod", nd / name)
+    assert run.alerts == []
+    run.feed("file.create", store / "runs" / "planted")
+    assert any(m.endswith(f"{store}/runs/planted") for m in run.alerts), run.alerts
+
+
+def test_real_paths_resolved_a_directory_at_a_time_agree_with_realpath(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "abs").symlink_to(tmp_path / "a")
+    (tmp_path / "c" / "rel").symlink_to("../a/b")
+    (tmp_path / "dangling").symlink_to("/nonexistent/x")
+    prot = Protected()
+    for p in ["c/abs/b", "c/rel", "c/rel/not/there", "dangling/q", "none/x", "c/abs", "c/rel/../rel"]:
+        d = os.path.normpath(tmp_path / p)
+        assert prot._real(d) == os.path.realpath(d), p
+    assert prot._real("/") == "/"
