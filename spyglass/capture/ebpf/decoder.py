@@ -95,7 +95,7 @@ class RecordDecoder:
     def feed_many(self, batch: list[bytes], out: list[Event]) -> None:
         """``feed`` for each record of ``batch`` in turn, the events appended to ``out``."""
         parse, decode, append = R.parse, self._decode, out.append
-        first = len(out)
+        mounts = self.overlays.mounts  # an event below an overlay mounted when it came (not one made later)
         for data in batch:
             self.records += 1
             try:
@@ -104,9 +104,9 @@ class RecordDecoder:
                 self.unparsed += 1
                 continue
             if ev is not None:
+                if mounts:
+                    self.overlays.apply((ev,))
                 append(ev)
-        if self.overlays:
-            self.overlays.apply(out[first:])
 
     def live(self) -> list[ProcInfo]:
         return [p for p in self.procs.values() if p.alive]
