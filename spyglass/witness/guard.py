@@ -32,6 +32,13 @@ KEY_READ_RULE = "witness-key-read"
 _HANDLE_CALLS = ("open_by_handle_at", "name_to_handle_at")
 _DIR_CHANGES = frozenset({"file.rename", "file.delete", "file.mkdir", "file.symlink", "file.link"})
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_TRUNC", "O_CREAT", "O_APPEND")
+#: calls that put a file system (or a bind mount of a file) over a name, or take one off: what a
+#: name reaches changes with no rename (``sys.sensitive`` events, under both backends)
+_MOUNT_CALLS = frozenset({"mount", "umount", "umount2", "move_mount", "fsmount", "open_tree", "mount_setattr",
+                          "pivot_root", "chroot"})
+#: io_uring renames, links and deletes without a system call of their own (eBPF records the first
+#: operation of each kind per process; strace none): its use leaves no verdict remembered per name
+_URING_CALLS = frozenset({"io_uring_setup", "io_uring_enter", "io_uring_register"})
 
 #: alerts of one rule per process (an ``rm -rf`` of the store is one story, not a thousand)
 MAX_PER_PROCESS = 5
@@ -81,6 +88,11 @@ class WitnessGuard(Sink):
         ctx.raise_alert(alert)
 
     def event(self, ev: Event) -> None:
+        if ev.type == "sys.sensitive":
+            if ev.syscall in _MOUNT_CALLS:
+                self.protected.forget_dirs()
+            elif ev.syscall in _URING_CALLS:
+                self.protected.distrust()
         if not ev.path or not ev.path.startswith("/"):
             return
         # an attempt that failed (EACCES from a store owned by another user) is as telling as a success
