@@ -102,9 +102,11 @@ class WitnessGuard(Sink):
             # renameat2(RENAME_NOREPLACE) refusing to replace: nothing was touched, and mv, which tries
             # it first, follows with the plain rename that is the real change (one alert, not two)
             return
-        if t == "file.mkdir" and ev.ok:
+        # failed or not: a call recorded as failed (or unfinished: its process killed in it) may have
+        # changed the name all the same, and forgetting costs a few stats
+        if t == "file.mkdir":
             self.protected.made_dir(ev.path)
-        elif t in _DIR_CHANGES and ev.ok:
+        elif t in _DIR_CHANGES:
             self.protected.forget_dirs()
         handle = ev.syscall in _HANDLE_CALLS
         writes = t in FILE_WRITE_TYPES or (

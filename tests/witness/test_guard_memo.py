@@ -152,3 +152,20 @@ def test_after_io_uring_names_are_judged_afresh(tmp_path: Path) -> None:
     os.rename(store / "index.sqlite", g)  # as IORING_OP_RENAMEAT would: no event
     run.feed("file.chmod", g)
     assert any(m.startswith("the spyglass store") and m.endswith(str(g)) for m in run.alerts), run.alerts
+
+
+def test_a_rename_recorded_as_failed_still_forgets(tmp_path: Path) -> None:
+    """A call whose result the capture did not see (its process killed in it) may have renamed all
+    the same: the name is judged again."""
+    store, g = tmp_path / "st", tmp_path / "ws" / "g"
+    run = _Guarded(store)
+    g.parent.mkdir()
+    g.write_text("a")
+    run.feed("file.chmod", g)
+    assert run.alerts == []
+    os.rename(store / "index.sqlite", g)
+    run.pipe.feed(Event(type="file.rename", pid=9, syscall="rename", path=str(store / "index.sqlite"),
+                        target=str(g), ok=False, errno="EINTR"))
+    run.alerts.clear()
+    run.feed("file.chmod", g)
+    assert any(m.startswith("the spyglass store") and m.endswith(str(g)) for m in run.alerts), run.alerts
