@@ -53,7 +53,21 @@ def writers(path: str, pid: int) -> str:
         return path
     for alias in ("/proc/self", "/proc/thread-self"):
         if path == alias or path.startswith(alias + "/"):
-            return f"/proc/{pid}" + path[len(alias):]
+            path = f"/proc/{pid}" + path[len(alias):]
+            break
+    return _rooted(path)
+
+
+def _rooted(path: str) -> str:
+    """``/proc/PID/root/X`` of a process gone since: ``/X``, as the strace backend reads it (a
+    ``chmod`` of the store through its own ``/proc/self/root`` exits before it is judged)."""
+    who, sep, rest = path[len("/proc/"):].partition("/root")
+    if not sep or not who.isdigit() or (rest and not rest.startswith("/")):
+        return path
+    try:
+        os.stat(f"/proc/{who}/root")
+    except OSError:
+        return rest or "/"
     return path
 
 
