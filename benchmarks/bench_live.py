@@ -7,7 +7,14 @@ Ratios (issue 19's targets: <= 1.10x): each workload runs bare, under raw strace
 --backend strace`` (and ``--backend ebpf`` with ``--ebpf``), the modes alternating in a
 rotating order; medians of ``--repeat``.  Workloads on tmpfs (/dev/shm): untar of ~48 MB
 in ~12k files of the Python standard library, ``git status`` x5 in a repository of 10k
-files, ``compileall`` of part of the standard library, 1000 execs of /bin/true.
+files, ``compileall`` of part of the standard library, 1000 execs of /bin/true.  Each workload
+runs in a directory of its own, which is the run's workspace (the untar's target, the repository,
+the sources compiled, an empty directory for the execs): ``--shared-workspace`` runs the untar,
+compileall and the execs in the benchmark's one temporary directory instead (what earlier figures
+measured), so that each run's workspace evidence lists and hashes every other workload's files too
+(the tarball, the repository, the untarred tree).  The bytecode of each spyglass measured is
+compiled first (``compileall``), as an installed spyglass's is: the runs have
+PYTHONDONTWRITEBYTECODE set, and a fresh checkout would compile its modules at every start.
 
 Alert latency (target: p99 <= 50 ms under bursts): one ``spyglass run --backend strace``
 whose agent forks a child per trial; the child notes CLOCK_REALTIME and reads a decoy
@@ -21,7 +28,7 @@ and the line stamped is ``cred-honeytoken-access``).  ``--latency-only ebpf`` (o
 
 Usage: .venv/bin/python benchmarks/bench_live.py [--quick] [--repeat 3] [--trials 60] [--ebpf]
        [--sandbox] [--latency-only strace|ebpf] [--only untar,git,...] [--no-latency] [--no-ratios]
-       [--no-per-event] [--compare OTHER_CHECKOUT] [--ebpf-only]
+       [--no-per-event] [--shared-workspace] [--compare OTHER_CHECKOUT] [--ebpf-only]
 
 ``--compare DIR`` runs another checkout's spyglass (e.g. an export of main) in the same run,
 alternating with this one, for before/after figures on a noisy machine (with ``--ebpf``, under
@@ -80,7 +87,7 @@ def _stdlib_files(limit_files: int, limit_bytes: int) -> list[Path]:
     return out
 
 
-def make_workloads(base: Path, quick: bool) -> dict[str, Workload]:
+def make_workloads(base: Path, quick: bool, shared: bool = False) -> dict[str, Workload]:
     lib = Path(sysconfig.get_paths()["stdlib"])
     files = _stdlib_files(3000 if quick else 12000, (12 if quick else 48) << 20)
     tar_path = base / "lib.tar"
@@ -111,13 +118,15 @@ def make_workloads(base: Path, quick: bool) -> dict[str, Workload]:
             shutil.rmtree(p, ignore_errors=True)
 
     execs = 300 if quick else 1000
+    exec_dir = base / "execs"
+    exec_dir.mkdir()
     return {
         f"untar {sum(p.stat().st_size for p in files) >> 20} MB ({len(files)} files)": (
-            ["tar", "xf", str(tar_path), "-C", str(untar_dir)], base, reset_untar),
+            ["tar", "xf", str(tar_path), "-C", str(untar_dir)], base if shared else untar_dir, reset_untar),
         "git status x5": (["sh", "-c", "for i in 1 2 3 4 5; do git status -s >/dev/null; done"], repo, lambda: None),
-        "compileall": ([sys.executable, "-m", "compileall", "-q", str(src)], base, reset_compile),
-        f"{execs} execs": (["sh", "-c", f"i=0; while [ $i -lt {execs} ]; do /bin/true; i=$((i+1)); done"], base,
-                           lambda: None),
+        "compileall": ([sys.executable, "-m", "compileall", "-q", str(src)], base if shared else src, reset_compile),
+        f"{execs} execs": (["sh", "-c", f"i=0; while [ $i -lt {execs} ]; do /bin/true; i=$((i+1)); done"],
+                           base if shared else exec_dir, lambda: None),
     }  # fmt: skip
 
 
@@ -132,7 +141,7 @@ def _last_lost(store: Path) -> int:
 
 
 def ratios(base: Path, args: argparse.Namespace, env: dict[str, str], other: dict[str, str] | None) -> None:
-    workloads = make_workloads(base, args.quick)
+    workloads = make_workloads(base, args.quick, args.shared_workspace)
     if args.only:
         wanted = tuple(args.only.split(","))
         workloads = {k: v for k, v in workloads.items() if k.startswith(wanted)}
@@ -405,6 +414,8 @@ def main() -> None:
     ap.add_argument("--no-latency", action="store_true")
     ap.add_argument("--no-ratios", action="store_true")
     ap.add_argument("--no-per-event", action="store_true")
+    ap.add_argument("--shared-workspace", action="store_true",
+                    help="untar, compileall and the execs in one directory, the workspace of each (earlier figures)")
     ap.add_argument("--engine-only", action="store_true", help=argparse.SUPPRESS)  # per_event's child
     ap.add_argument("--compare", metavar="DIR", help="another checkout's root: its spyglass measured alongside, "
                     "alternating (ratios and latency)")
@@ -426,6 +437,10 @@ def main() -> None:
                    PYTHONPATH=str(REPO))
         other = None
         codes = {"this": env}
+        for code in [REPO, *([Path(args.compare).resolve()] if args.compare else [])]:
+            # as an installed spyglass: its modules compiled (the runs themselves write no bytecode)
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(code / "spyglass")], check=True,
+                           stdout=subprocess.DEVNULL)
         if args.compare:
             other = dict(env, PYTHONPATH=str(Path(args.compare).resolve()))
             codes["--compare"] = other

@@ -9,6 +9,14 @@ and count what they cannot hold) instead of growing memory and delaying
 every event behind it.  The time spent waiting is counted
 (:meth:`Handover.stats`, recorded in run.json ``capture.handover``).
 
+With ``linger`` (seconds), :meth:`Handover.get` lets events gather for up to that
+long after the first of them was queued, then hands over everything queued at once
+(up to the end of the stream): one wake-up of the consumer per ``linger`` instead of
+one per batch, which a busy trace (a batch of one or two lines per read) made most of
+the consumer's cost.  The producer does not wake a lingering consumer, unless the
+queue is half full or the stream ends.  Only what the queue delays waits: the fast
+lane (``urgent``) has seen each event before it is queued.
+
 Before a batch is queued, every event is passed to ``urgent`` (if given), on
 the reader's thread: the session's fast lane, where single-event alert and
 kill rules are decided without waiting behind the queue (see
@@ -51,13 +59,20 @@ class Handover:
     """A bounded FIFO of event batches (``None`` ends the stream), one producer, one consumer."""
 
     def __init__(
-        self, max_events: int = MAX_QUEUED, urgent: Urgent | None = None, idle: Callable[[], None] | None = None
+        self,
+        max_events: int = MAX_QUEUED,
+        urgent: Urgent | None = None,
+        idle: Callable[[], None] | None = None,
+        linger: float = 0.0,
     ) -> None:
         self.max_events = max(1, max_events)
         self.urgent = urgent
         self.idle = idle
+        self.linger_ns = max(0, int(linger * 1e9))
         self._items: deque[list[Event] | None] = deque()
         self._queued = 0  # events in _items
+        self._first_ns = 0  # when the oldest item now queued was queued (monotonic)
+        self._lingering = False  # the consumer waits for more: only a half-full queue or the end wakes it
         self._cond = threading.Condition(threading.Lock())
         self._closed = False  # the consumer is gone: put never waits again
         self.waits = 0  # puts that found the queue full
@@ -96,11 +111,14 @@ class Handover:
                 if not full:
                     if t0:
                         self.blocked_ns += time.monotonic_ns() - t0
+                    if not self._items:
+                        self._first_ns = time.monotonic_ns() if self.linger_ns else 0
                     self._items.append(batch)
                     self._queued += n
                     if self._queued > self.max_queued:
                         self.max_queued = self._queued
-                    self._cond.notify_all()
+                    if not self._lingering or batch is None or self._queued * 2 >= self.max_events:
+                        self._cond.notify_all()
                     return
             assert self.idle is not None
             self.idle()  # outside the lock: the consumer goes on taking batches meanwhile
@@ -111,7 +129,8 @@ class Handover:
         return n > 0 and self._queued > 0 and self._queued + n > self.max_events and not self._closed
 
     def get(self, timeout: float | None = None) -> list[Event] | None:
-        """The next batch; raises :class:`Empty` after ``timeout`` seconds without one."""
+        """The next batch (with ``linger``: every event queued, up to the end of the stream, in one
+        batch); ``None`` ends the stream; raises :class:`Empty` after ``timeout`` seconds without one."""
         with self._cond:
             if not self._items:
                 if timeout is None:
@@ -119,11 +138,40 @@ class Handover:
                         self._cond.wait()
                 elif not self._cond.wait_for(lambda: bool(self._items), timeout):
                     raise Empty
+            if self.linger_ns:
+                return self._take_all()
             batch = self._items.popleft()
             if batch:
                 self._queued -= len(batch)
             self._cond.notify_all()
             return batch
+
+    def _take_all(self) -> list[Event] | None:
+        """(Lock held, something queued) once the oldest item has waited ``linger`` (or the queue is
+        half full, or holds the end): everything up to the end of the stream, as one batch."""
+        items = self._items
+        self._lingering = True
+        try:
+            while items[-1] is not None and not self._closed and self._queued * 2 < self.max_events:
+                left = self._first_ns + self.linger_ns - time.monotonic_ns()
+                if left <= 0:
+                    break
+                self._cond.wait(left / 1e9)
+        finally:
+            self._lingering = False
+        if items[0] is None:
+            items.popleft()
+            self._cond.notify_all()
+            return None
+        out: list[Event] = []
+        while items and items[0] is not None:
+            batch = items.popleft()
+            assert batch is not None
+            out += batch
+        self._queued -= len(out)
+        self._first_ns = time.monotonic_ns() if items else 0
+        self._cond.notify_all()
+        return out
 
     def empty(self) -> bool:
         with self._cond:

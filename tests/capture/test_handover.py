@@ -89,3 +89,55 @@ def test_idle_runs_while_the_producer_waits_for_room_and_between_urgent_events()
     assert len(h.get(timeout=5) or []) == 64
     assert done.wait(30)
     assert h.stats()["waits"] == 1
+
+
+def test_lingering_hands_over_what_gathered_as_one_batch_in_order_and_the_end_apart() -> None:
+    h = Handover(linger=0.05)
+    h.put(_batch(3))
+    h.put([])
+    h.put([Event(type="file.write", pid=2, path="/g")])
+    h.put(None)
+    got = h.get(timeout=5)
+    assert [e.path for e in got or []] == ["/f0", "/f1", "/f2", "/g"]
+    assert h.get(timeout=5) is None
+    assert h.stats()["max_queued"] == 4
+
+
+def test_a_lingering_consumer_is_woken_by_a_half_full_queue_and_by_the_end() -> None:
+    # a linger far longer than any test: only the queue's state can end the consumer's wait
+    h = Handover(max_events=10, linger=3600)
+    got: list[list[Event] | None] = []
+    done = threading.Event()
+
+    def consumer() -> None:
+        got.append(h.get(timeout=60))
+        done.set()
+
+    t = threading.Thread(target=consumer, daemon=True)
+    t.start()
+    h.put(_batch(2))
+    h.put(_batch(3))  # 5 of 10: half full
+    assert done.wait(30)
+    assert len(got[0] or []) >= 2  # all that was queued when it woke, from the first batch on
+    rest = 5 - len(got[0] or [])
+    h.put(_batch(1))
+    h.put(None)  # the end: no waiting for the linger either
+    assert len(h.get(timeout=60) or []) == rest + 1
+    assert h.get(timeout=60) is None
+
+
+def test_lingering_lets_a_producer_that_waits_for_room_go_on() -> None:
+    h = Handover(max_events=4, linger=3600)
+    h.put(_batch(3))
+    put_done = threading.Event()
+
+    def producer() -> None:
+        h.put(_batch(3))  # 3 + 3 > 4: waits for the consumer
+        put_done.set()
+
+    threading.Thread(target=producer, daemon=True).start()
+    assert len(h.get(timeout=60) or []) == 3  # half full already: taken at once
+    assert put_done.wait(30)
+    h.put(None)
+    assert len(h.get(timeout=60) or []) == 3
+    assert h.get(timeout=60) is None

@@ -164,7 +164,10 @@ def test_the_placeholder_sent_elsewhere_is_critical(servers: Servers, tmp_path: 
     finally:
         b.close()
     hits = [a for a in run.alerts() if a.rule_id == MISUSE_RULE]
-    assert hits and hits[0].level == "critical", [a.rule_id for a in run.alerts()]
+    assert hits and hits[0].level == "critical", (  # what the proxy saw, and what the agent printed
+        [a.rule_id for a in run.alerts()], run.outcome.exit_code,
+        [(e.address, e.port, e.decision, e.reason, e.detail) for e in run.events("proxy.request")],
+        [(e.argv, e.exit_code) for e in run.events("process.exit")][-3:])
     assert "allowed.test:8443" in hits[0].message
     if mode == "enforce":
         assert run.outcome.meta.stopped_by == MISUSE_RULE

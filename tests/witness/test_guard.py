@@ -223,3 +223,50 @@ def test_a_failed_attempt_on_a_store_owned_by_another_user_is_still_critical(set
                     "--no-seccomp", store=store)
     msgs = [str(a["message"]) for a in witness(setup.alerts(store=store))]
     assert any("attempted; failed: EACCES" in m for m in msgs), (msgs, res.stderr)
+
+
+def _guard_feed(store: Path) -> tuple[Any, list[str]]:
+    guard = WitnessGuard(Protected.for_run(store), mode="observe")
+    seen: list[str] = []
+
+    class Catch:
+        def alert(self, a: object) -> None:
+            seen.append(f"{getattr(a, 'rule_id', '')} {getattr(a, 'message', '')}")
+
+    pipe = Pipeline([guard, Catch()], RunContext(run_id="r"))
+    pipe.start()
+    return pipe.feed, seen
+
+
+def test_directories_made_keep_the_verdicts_and_a_renamed_or_linked_store_is_still_caught(tmp_path: Path) -> None:
+    """Made directories do not make the guard look every directory up again (an untar makes
+    thousands); what can change a verdict (a rename, a delete, a symlink) still does.  Real files;
+    the events as a backend emits them when it could not resolve the path (the writer was gone)."""
+    store, ws = tmp_path / "st", tmp_path / "ws"
+    (store / "runs").mkdir(parents=True)
+    ws.mkdir()
+    feed, seen = _guard_feed(store)
+    feed(Event(type="file.create", pid=9, path=f"{ws}/later/f", ok=False, errno="ENOENT"))  # judged before it exists
+    (ws / "later").mkdir()
+    feed(Event(type="file.mkdir", pid=9, path=f"{ws}/later"))
+    feed(Event(type="file.create", pid=9, path=f"{ws}/later/f"))
+    assert seen == []
+    (ws / "alias").symlink_to(store)  # the store under a name of the workspace
+    feed(Event(type="file.symlink", pid=9, path=f"{ws}/alias", target=str(store)))
+    feed(Event(type="file.write", pid=9, path=f"{ws}/alias/runs/a"))
+    for i in range(3):
+        (ws / f"d{i}").mkdir()
+        feed(Event(type="file.mkdir", pid=9, path=f"{ws}/d{i}"))
+        feed(Event(type="file.write", pid=9, path=f"{ws}/alias/runs/b{i}"))
+    assert [m.split()[0] for m in seen] == ["witness-tamper"] * 4, seen
+    assert all("alias/runs/" in m for m in seen)
+    seen.clear()
+    (ws / "later").rename(ws / "later2")  # a rename: looked up again, nothing protected there
+    feed(Event(type="file.rename", pid=9, path=f"{ws}/later", target=f"{ws}/later2"))
+    feed(Event(type="file.create", pid=9, path=f"{ws}/later2/g"))
+    assert seen == []
+    store.rename(ws / "later")  # the store moved where a verdict said "nothing protected" (another
+    feed(Event(type="file.rename", pid=10, path=str(store), target=f"{ws}/later"))  # process: per-process cap)
+    feed(Event(type="file.create", pid=10, path=f"{ws}/later/runs/planted"))
+    assert len(seen) == 2 and all(m.startswith("witness-tamper") for m in seen), seen
+    assert "planted" in seen[1]

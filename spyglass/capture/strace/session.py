@@ -52,6 +52,7 @@ _DETACH_SECCOMP = "left running with strace's seccomp filter: its traced system 
 _KILL_GRACE = 5.0  # seconds to let a killed tree report its deaths before detaching anyway
 _FIFO_BYTES = 64 << 10  # the FIFO from strace
 _DRAIN_LIMIT = 0.25  # seconds spent draining queued output before detaching
+_LINGER = 0.002  # seconds queued events may wait for more (handover.py)
 _SECCOMP_NOTE = (
     "{n} process(es) left running still carry strace's seccomp filter: their traced system calls "
     'fail with ENOSYS from now on (run with options={{"seccomp": False}} to avoid this)'
@@ -75,7 +76,9 @@ class StraceSession:
         # guards the parser and the FIFO ends across threads; re-entrant because stop() and
         # kill_tree() may run in a signal handler while this thread is inside parser.feed()
         self._lock = threading.RLock()
-        self._queue = Handover(urgent=spec.urgent)  # bounded: a slow consumer slows strace, not memory
+        # bounded: a slow consumer slows strace, not memory; lingering: one wake-up of the consumer per
+        # _LINGER, not one per read of the FIFO (a busy trace comes a line or two at a time)
+        self._queue = Handover(urgent=spec.urgent, linger=_LINGER)
         self._detached = False
         self._killing = False
         self._tracer: int | None = None  # strace's own pid (it runs as the command's grandchild)

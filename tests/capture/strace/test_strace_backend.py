@@ -432,3 +432,21 @@ def test_exec_through_a_symlink_names_the_file_it_points_at(tmp_path: Path) -> N
     (ex,) = [e for e in events if e.type == "process.exec"]
     assert ex.exe == os.path.realpath("/bin/true")
     assert ex.raw_path == str(link)
+
+
+def test_a_burst_arrives_whole_and_in_order_through_the_lingering_hand_over(tmp_path: Path) -> None:
+    # a line or two per FIFO read, handed over in batches gathered for up to the linger: nothing lost,
+    # nothing twice, the trace's order kept
+    n = 300
+    script = f"i=0; while [ $i -lt {n} ]; do : > f$i; /bin/true; i=$((i+1)); done"
+    events, res = run(["sh", "-c", script], tmp_path)
+    assert res.exit_code == 0
+    made = [ev.path for ev in events if ev.type == "file.create" and ev.ok]
+    assert made == [real(tmp_path / f"f{i}") for i in range(n)]
+    execs = [ev for ev in events if ev.type == "process.exec" and ev.exe == os.path.realpath("/bin/true")]
+    assert len(execs) == n and len({ev.pid for ev in execs}) == n
+    starts = {ev.pid for ev in events if ev.type == "process.start"}
+    assert {ev.pid for ev in execs} <= starts
+    assert [ev.ts for ev in events if ev.pid == res.root_pid] == sorted(
+        ev.ts for ev in events if ev.pid == res.root_pid
+    )
