@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 
+from spyglass.capture.ident import MOUNT_CALLS
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
 from spyglass.witness.endofrun import WRITTEN, EndOfRun
@@ -32,10 +33,6 @@ KEY_READ_RULE = "witness-key-read"
 _HANDLE_CALLS = ("open_by_handle_at", "name_to_handle_at")
 _DIR_CHANGES = frozenset({"file.rename", "file.delete", "file.mkdir", "file.symlink", "file.link"})
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_TRUNC", "O_CREAT", "O_APPEND")
-#: calls that put a file system (or a bind mount of a file) over a name, or take one off: what a
-#: name reaches changes with no rename (``sys.sensitive`` events, under both backends)
-_MOUNT_CALLS = frozenset({"mount", "umount", "umount2", "move_mount", "fsmount", "open_tree", "mount_setattr",
-                          "pivot_root", "chroot"})
 #: io_uring renames, links and deletes without a system call of their own (eBPF records the first
 #: operation of each kind per process; strace none): its use leaves no verdict remembered per name
 _URING_CALLS = frozenset({"io_uring_setup", "io_uring_enter", "io_uring_register"})
@@ -89,7 +86,7 @@ class WitnessGuard(Sink):
 
     def event(self, ev: Event) -> None:
         if ev.type == "sys.sensitive":
-            if ev.syscall in _MOUNT_CALLS:
+            if ev.syscall in MOUNT_CALLS:  # a name may reach another file now
                 self.protected.forget_dirs()
             elif ev.syscall in _URING_CALLS:
                 self.protected.distrust()

@@ -12,6 +12,7 @@ in the run's ``events.jsonl`` the earlier ones have been judged."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,3 +111,22 @@ judged 1
 """)
     assert (setup.ws / "out" / "made").exists()
     assert _tamper(setup) == [], res.stderr
+
+
+def test_a_secret_bind_mounted_over_a_name_read_before_is_a_secret_read(setup: Any) -> None:
+    """The strace backend knows a protected file opened under another name by a ``stat`` of the name,
+    remembered per name (spyglass.capture.ident): a mount forgets it too."""
+    ssh = Path(setup.env["HOME"]) / ".ssh"
+    ssh.mkdir()
+    (ssh / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
+    res = _play(setup, f"""
+echo a > f; cat f
+judged 1
+mount --bind {ssh}/id_rsa f
+cat f
+judged 2
+umount f
+""")
+    assert "PRIVATE KEY" in res.stdout
+    reads = [str(a["message"]) for a in setup.alerts() if a["rule_id"] == "cred-secret-read"]
+    assert any(m.endswith(f"read secret {ssh / 'id_rsa'}") for m in reads), (reads, res.stderr)
