@@ -12,11 +12,13 @@ in the run's ``events.jsonl`` the earlier ones have been judged."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+URING = f"{sys.executable} {Path(__file__).resolve().parent / 'progs' / 'uring_rename.py'}"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the attacks mount and chdir as root")
 
 #: ``judged N``: make the marker file ``sync-N-done`` in the workspace and wait (bounded: 60 s) until
@@ -130,3 +132,29 @@ umount f
     assert "PRIVATE KEY" in res.stdout
     reads = [str(a["message"]) for a in setup.alerts() if a["rule_id"] == "cred-secret-read"]
     assert any(m.endswith(f"read secret {ssh / 'id_rsa'}") for m in reads), (reads, res.stderr)
+
+
+def test_a_store_file_renamed_by_io_uring_over_a_name_judged_clean_is_caught(setup: Any) -> None:
+    """IORING_OP_RENAMEAT makes no rename event (eBPF records the operation once per process, strace
+    not at all): once the run used io_uring, every name is judged afresh."""
+    res = _play(setup, f"""
+echo a > f; chmod 644 f
+judged 1
+{URING} "$STORE/index.sqlite" f || exit 3
+chmod 600 f
+judged 2
+{URING} f "$STORE/index.sqlite"
+""")
+    msgs = _tamper(setup)
+    assert any("chmod-ed" in m and f"{setup.ws}/f" in m for m in msgs), (msgs, res.stderr)
+
+
+def test_benign_twin_a_workspace_file_renamed_by_io_uring_stays_silent(setup: Any) -> None:
+    res = _play(setup, f"""
+echo a > f; chmod 644 f; echo b > g
+judged 1
+{URING} g f || exit 3
+chmod 600 f
+judged 2
+""")
+    assert _tamper(setup) == [], res.stderr
