@@ -12,7 +12,8 @@ in ``path`` and keeps the name as typed in ``raw_path``.
 * strace: ``-yy`` already prints the kernel's path of the returned
   descriptor (symlinks and ``/proc/self/fd`` resolved), which leaves hard
   links: the opened path is stat-ed once and memoised; any link, rename,
-  delete or symlink event forgets the memo.
+  delete, symlink or mount event forgets the memo (a file bind-mounted over
+  a name read before is named by the mount point).
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ FileId = tuple[int, int]
 MEMO_MAX = 50_000
 #: event types after which a remembered identity may be wrong
 CHANGES = frozenset({"file.link", "file.rename", "file.delete", "file.symlink"})
+#: calls (``sys.sensitive`` events) that put a file system or a bind mount of a file over a name, or
+#: take one off: what the name reaches changes with no rename
+MOUNT_CALLS = frozenset({"mount", "umount", "umount2", "move_mount", "fsmount", "open_tree", "mount_setattr",
+                         "pivot_root", "chroot"})
 
 
 def kernel_dev(dev: int) -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 
+from spyglass.capture.ident import MOUNT_CALLS
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
 from spyglass.witness.endofrun import WRITTEN, EndOfRun
@@ -32,6 +33,9 @@ KEY_READ_RULE = "witness-key-read"
 _HANDLE_CALLS = ("open_by_handle_at", "name_to_handle_at")
 _DIR_CHANGES = frozenset({"file.rename", "file.delete", "file.mkdir", "file.symlink", "file.link"})
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_TRUNC", "O_CREAT", "O_APPEND")
+#: io_uring renames, links and deletes without a system call of their own (eBPF records the first
+#: operation of each kind per process; strace none): its use leaves no verdict remembered per name
+_URING_CALLS = frozenset({"io_uring_setup", "io_uring_enter", "io_uring_register"})
 
 #: alerts of one rule per process (an ``rm -rf`` of the store is one story, not a thousand)
 MAX_PER_PROCESS = 5
@@ -81,6 +85,11 @@ class WitnessGuard(Sink):
         ctx.raise_alert(alert)
 
     def event(self, ev: Event) -> None:
+        if ev.type == "sys.sensitive":
+            if ev.syscall in MOUNT_CALLS:  # a name may reach another file now
+                self.protected.forget_dirs()
+            elif ev.syscall in _URING_CALLS:
+                self.protected.distrust()
         if not ev.path or not ev.path.startswith("/"):
             return
         # an attempt that failed (EACCES from a store owned by another user) is as telling as a success
@@ -90,9 +99,11 @@ class WitnessGuard(Sink):
             # renameat2(RENAME_NOREPLACE) refusing to replace: nothing was touched, and mv, which tries
             # it first, follows with the plain rename that is the real change (one alert, not two)
             return
-        if t == "file.mkdir" and ev.ok:
+        # failed or not: a call recorded as failed (or unfinished: its process killed in it) may have
+        # changed the name all the same, and forgetting costs a few stats
+        if t == "file.mkdir":
             self.protected.made_dir(ev.path)
-        elif t in _DIR_CHANGES and ev.ok:
+        elif t in _DIR_CHANGES:
             self.protected.forget_dirs()
         handle = ev.syscall in _HANDLE_CALLS
         writes = t in FILE_WRITE_TYPES or (

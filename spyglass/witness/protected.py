@@ -40,15 +40,39 @@ def file_id(path: str | Path, follow: bool = True) -> FileId | None:
 
 
 def writers(path: str, pid: int) -> str:
-    """``path`` as process ``pid`` meant it: ``/proc/self`` and ``/proc/thread-self`` name the
-    process's own entries (``/proc/self/fd/N/...``); judged in spyglass's process they would name
-    spyglass's (its descriptor N may be the store's).  A process gone since leaves no verdict."""
+    """``path`` as process ``pid`` meant it: ``/proc/self``, ``/proc/thread-self`` and ``/dev/fd``
+    name the process's own entries (``/proc/self/fd/N/...``, ``/dev/fd/N/...``); judged in spyglass's
+    process they would name spyglass's (its descriptor N may be the store's).  A process gone since
+    leaves no verdict."""
+    if path.startswith("/dev/"):  # /dev/fd is a symlink to /proc/self/fd, /dev/stdin to /proc/self/fd/0
+        for alias, fd in _DEV_FDS:
+            if path == alias or path.startswith(alias + "/"):
+                return f"/proc/{pid}/{fd}" + path[len(alias):]
+        return path
     if not path.startswith("/proc/"):
         return path
     for alias in ("/proc/self", "/proc/thread-self"):
         if path == alias or path.startswith(alias + "/"):
-            return f"/proc/{pid}" + path[len(alias):]
+            path = f"/proc/{pid}" + path[len(alias):]
+            break
+    return _rooted(path)
+
+
+def _rooted(path: str) -> str:
+    """``/proc/PID/root/X`` of a process gone since: ``/X``, as the strace backend reads it (a
+    ``chmod`` of the store through its own ``/proc/self/root`` exits before it is judged)."""
+    who, sep, rest = path[len("/proc/"):].partition("/root")
+    if not sep or not who.isdigit() or (rest and not rest.startswith("/")):
+        return path
+    try:
+        os.stat(f"/proc/{who}/root")
+    except OSError:
+        return rest or "/"
     return path
+
+
+#: the names in /dev that are the process's own descriptors
+_DEV_FDS = (("/dev/fd", "fd"), ("/dev/stdin", "fd/0"), ("/dev/stdout", "fd/1"), ("/dev/stderr", "fd/2"))
 
 
 class Protected(msgspec.Struct):
@@ -76,6 +100,8 @@ class Protected(msgspec.Struct):
     _verdicts: dict[tuple[str, bool], str | None] = msgspec.field(default_factory=dict)
     #: directory -> its real path (symlinks resolved), as last seen: cleared with ``_dirs``
     _reals: dict[str, str] = msgspec.field(default_factory=dict)
+    #: no verdict is remembered per name any more (:meth:`distrust`): names may change unseen
+    _unseen: bool = False
 
     def allow(self, path: str | Path) -> None:
         self._verdicts.clear()
@@ -183,54 +209,67 @@ class Protected(msgspec.Struct):
 
     def _which(self, path: str, *, follow: bool = True) -> str | None:
         """Memoised per name while no name changes (:meth:`forget_dirs`) and nothing is protected anew:
-        a name's device and inode change only by a rename, delete, link or symlink (each forgets all);
-        a file or directory made where none was gets an inode no protected file has (theirs are in use,
-        or freed by a delete).  ``/proc`` names are judged afresh (a descriptor's target changes)."""
+        a name's device and inode change only by a rename, delete, link, symlink or mount (each forgets
+        all); a file or directory made where none was gets an inode no protected file has (theirs are
+        in use, or freed by a delete).  Judged afresh each time: ``/proc`` names and names reached
+        through a symlink (a descriptor's target or a process's ``cwd`` changes, no name does), and
+        every name once the run used io_uring (:meth:`distrust`)."""
         key = (path, follow)  # as given (a backend's paths are normalised already: no normpath per event)
         memo = self._verdicts
         if key in memo:
             return memo[key]
         p = os.path.normpath(path)
-        if p.startswith("/proc/"):
-            return self._judge(p, follow)
-        if len(memo) >= VERDICTS_MAX:
-            memo.clear()
-        verdict = memo[key] = self._judge(p, follow)
+        verdict, lasting = self._judge(p, follow)
+        if lasting and not self._unseen and not p.startswith("/proc/"):
+            if len(memo) >= VERDICTS_MAX:
+                memo.clear()
+            memo[key] = verdict
         return verdict
 
-    def _judge(self, p: str, follow: bool) -> str | None:
+    def _judge(self, p: str, follow: bool) -> tuple[str | None, bool]:
+        """The verdict on ``p``, and whether it lasts until a name changes: not when a symlink
+        leads there (its directory's or its own), which may be or lead to a ``/proc`` link
+        (``/proc/PID/cwd``, ``/dev/fd/N``) that a ``chdir``, a ``dup2`` or a ``close`` turns
+        elsewhere, with no name changed."""
         if self.allowed and self._allowed(p):
-            return None
+            return None, True
         hit = self.files.get(p)
         if hit is not None:
-            return hit
+            return hit, True
         what = self._in_tree(p)
         if what is not None:
-            return what
-        fid = file_id(p, follow=follow)
-        if fid is not None and fid in self.ids:
-            return self.ids[fid]
-        # an ancestor directory that is a protected tree under another name (renamed aside)
+            return what, True
         d = os.path.dirname(p)
-        return self._dir_verdict(d) or self._resolved(d)
+        lasting = not p.startswith("/proc/") and self._real(d) == d
+        try:
+            st = os.lstat(p)
+            if follow and stat.S_ISLNK(st.st_mode):
+                lasting = False
+                st = os.stat(p)
+            fid: FileId | None = (st.st_dev, st.st_ino)
+        except (OSError, ValueError):
+            fid = None
+        if fid is not None and fid in self.ids:
+            return self.ids[fid], lasting
+        # an ancestor directory that is a protected tree under another name (renamed aside)
+        return self._dir_verdict(d) or self._resolved(d), lasting
 
     def _resolved(self, d: str) -> str | None:
         """What protected tree ``d`` lies in once its symlinks are resolved: a symlink to a directory
         inside a tree (the store's cache, an older run's evidence) whose inode is not known, only the
-        tree's top directory's.  One ``realpath`` per directory, memoised like the inode verdicts."""
+        tree's top directory's.  Resolved at each look (such names are rare): a symlink may be, or
+        lead to, one in ``/proc`` that turns elsewhere with no name changed."""
         if d.startswith(("/proc/self", "/proc/thread-self")):
             return None  # ours, not the writer's (the guard names the writer's /proc/PID instead)
-        key = "\0real\0" + d
-        if key in self._dirs:
-            return self._dirs[key]
-        # /proc/PID/fd/N: the writer's descriptor, while it has it
-        real = os.path.realpath(d) if d.startswith("/proc/") else self._real(d)
-        verdict = None
+        # /proc/PID/fd/N: the writer's descriptor, while it has it; a directory reached through a
+        # symlink is resolved afresh (the link may be, or lead to, one in /proc: /proc/PID/cwd)
+        if d.startswith("/proc/") or self._real(d) != d:
+            real = os.path.realpath(d)
+        else:
+            return None  # no symlink on the way: nothing to resolve
         if real != d and not (self.allowed and self._allowed(real)):
-            verdict = self._in_tree(real)
-        if not d.startswith("/proc/"):  # a descriptor's target changes: not memoised
-            self._dirs[key] = verdict
-        return verdict
+            return self._in_tree(real)
+        return None
 
     def _real(self, d: str) -> str:
         """``os.path.realpath(d)`` of an absolute, normalised ``d``, from its parent's (memoised with
@@ -272,22 +311,29 @@ class Protected(msgspec.Struct):
             verdict = self.ids.get(fid) if fid is not None else None
             if verdict is None:
                 verdict = self._dir_verdict(os.path.dirname(d))
-        if not d.startswith("/proc/"):  # /proc/PID/fd/N: a descriptor's target changes, not memoised
+        # /proc/PID/fd/N, or a symlink that may lead there: a descriptor's target changes, not memoised
+        if not d.startswith("/proc/") and (d == "/" or not d or self._real(d) == d):
             cache[d] = verdict
         return verdict
 
     def forget_dirs(self) -> None:
-        """Names were renamed, removed, linked or made symlinks: stat them again."""
+        """Names were renamed, removed, linked or made symlinks, or a file system was mounted or
+        unmounted: stat them again."""
         self._dirs.clear()
         self._verdicts.clear()
         self._reals.clear()
+
+    def distrust(self) -> None:
+        """Names may change without an event saying so (io_uring's renames and links, recorded once
+        per process and operation or not at all): forget, and judge each name afresh from now on."""
+        self.forget_dirs()
+        self._unseen = True
 
     def made_dir(self, path: str) -> None:
         """A directory was made at ``path`` (``mkdir``): only what was noted of that name while it
         did not exist goes (its new inode is no protected one); the rest stays true."""
         p = os.path.normpath(path)
         self._dirs.pop(p, None)
-        self._dirs.pop("\0real\0" + p, None)
         self._reals.pop(p, None)
         for name in {p, path}:
             self._verdicts.pop((name, True), None)

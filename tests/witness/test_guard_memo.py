@@ -8,7 +8,10 @@ event after the fact, when later changes may already be made: see test_guard.py 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from spyglass.events import Event
 from spyglass.pipeline import Pipeline, RunContext
@@ -113,3 +116,56 @@ def test_real_paths_resolved_a_directory_at_a_time_agree_with_realpath(tmp_path:
         d = os.path.normpath(tmp_path / p)
         assert prot._real(d) == os.path.realpath(d), p
     assert prot._real("/") == "/"
+
+
+def test_a_file_bind_mounted_over_a_name_judged_clean_is_judged_again(tmp_path: Path) -> None:
+    """A mount changes what a name reaches with no rename: every mount call forgets (here the
+    new API's ``move_mount``, as the run would record it)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting needs root")
+    store, f = tmp_path / "st", tmp_path / "ws" / "f"
+    run = _Guarded(store)
+    f.parent.mkdir()
+    f.write_text("a")
+    run.feed("file.chmod", f)
+    assert run.alerts == []
+    subprocess.run(["mount", "--bind", str(store / "index.sqlite"), str(f)], check=True)
+    try:
+        run.pipe.feed(Event(type="sys.sensitive", pid=9, syscall="move_mount", detail="move_mount"))
+        run.feed("file.chmod", f)
+    finally:
+        subprocess.run(["umount", str(f)], check=True)
+    assert any(m.startswith("the spyglass store") and m.endswith(str(f)) for m in run.alerts), run.alerts
+
+
+def test_after_io_uring_names_are_judged_afresh(tmp_path: Path) -> None:
+    """io_uring renames with no event of their own (eBPF records an operation once per process; strace
+    not at all): once the run used it, no verdict is remembered per name."""
+    store, g = tmp_path / "st", tmp_path / "ws" / "g"
+    run = _Guarded(store)
+    g.parent.mkdir()
+    g.write_text("a")
+    run.feed("file.chmod", g)
+    run.pipe.feed(Event(type="sys.sensitive", pid=9, syscall="io_uring_enter", detail="io_uring RENAMEAT"))
+    run.feed("file.chmod", g)
+    assert run.alerts == []
+    os.rename(store / "index.sqlite", g)  # as IORING_OP_RENAMEAT would: no event
+    run.feed("file.chmod", g)
+    assert any(m.startswith("the spyglass store") and m.endswith(str(g)) for m in run.alerts), run.alerts
+
+
+def test_a_rename_recorded_as_failed_still_forgets(tmp_path: Path) -> None:
+    """A call whose result the capture did not see (its process killed in it) may have renamed all
+    the same: the name is judged again."""
+    store, g = tmp_path / "st", tmp_path / "ws" / "g"
+    run = _Guarded(store)
+    g.parent.mkdir()
+    g.write_text("a")
+    run.feed("file.chmod", g)
+    assert run.alerts == []
+    os.rename(store / "index.sqlite", g)
+    run.pipe.feed(Event(type="file.rename", pid=9, syscall="rename", path=str(store / "index.sqlite"),
+                        target=str(g), ok=False, errno="EINTR"))
+    run.alerts.clear()
+    run.feed("file.chmod", g)
+    assert any(m.startswith("the spyglass store") and m.endswith(str(g)) for m in run.alerts), run.alerts

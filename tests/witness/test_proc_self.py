@@ -48,3 +48,19 @@ def test_a_write_into_the_store_through_the_agent_s_descriptor_is_tamper(setup: 
     res = setup.run(script, store=store)
     assert (store / "runs" / "planted").exists(), res.stderr
     assert any("planted" in m for m in _witness(setup, store=store)), res.stderr
+
+
+def test_a_chmod_of_the_store_through_its_own_proc_root_is_tamper(setup: Any, tmp_path: Path) -> None:
+    """``/proc/self/root/...`` of a process that exits at once (``chmod``): gone when the guard
+    looks, its root is read as ``/`` (as the strace backend reads it), not left unjudged."""
+    store = tmp_path / "st"
+    setup.run("true", store=store)
+    res = setup.run(f"chmod 600 /proc/self/root{store}/index.sqlite", store=store)
+    msgs = _witness(setup, store)
+    assert any("chmod-ed" in m and "index.sqlite" in m for m in msgs), res.stderr
+
+
+def test_benign_twin_a_chmod_in_the_workspace_through_proc_root_is_silent(setup: Any, tmp_path: Path) -> None:
+    store = tmp_path / "st"
+    res = setup.run(f"touch f && chmod 600 /proc/self/root{setup.ws}/f", store=store)
+    assert _witness(setup, store) == [], res.stderr

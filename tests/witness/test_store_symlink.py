@@ -45,3 +45,25 @@ def test_benign_twin_writing_through_a_symlink_to_a_workspace_directory_is_silen
     res = setup.run("ln -s cache c && printf ok > c/code-forged.bin && cat c/code-forged.bin", store=store)
     assert res.returncode == 0, res.stderr
     assert witness(setup.alerts(store=store)) == []
+
+
+def test_dot_dot_after_a_symlink_into_the_store_is_the_store(setup: Any, tmp_path: Path) -> None:
+    """``l/..`` is the parent of ``l``'s target (the kernel's reading), not ``l``'s directory:
+    folded by name, a file planted, a directory made and the index chmod-ed through it named the
+    workspace (it did under eBPF)."""
+    store = tmp_path / "st"
+    assert setup.run("true", store=store).returncode == 0
+    res = setup.run(f"ln -s {store}/runs l && echo x > l/../planted && mkdir l/../made && "
+                    "chmod 600 l/../index.sqlite", store=store)
+    assert (store / "planted").is_file() and (store / "made").is_dir(), res.stderr
+    msgs = [str(a["message"]) for a in witness(setup.alerts(store=store))]
+    for what in ("planted", "made", "index.sqlite"):
+        assert any(f"{store}/{what}" in m for m in msgs), (what, msgs)
+
+
+def test_benign_twin_dot_dot_after_a_symlink_within_the_workspace_is_silent(setup: Any, tmp_path: Path) -> None:
+    store = tmp_path / "st"
+    res = setup.run("mkdir -p a/b && ln -s a/b l && echo x > l/../planted && mkdir l/../made && "
+                    "chmod 600 l/../planted", store=store)
+    assert (setup.ws / "a" / "planted").is_file(), res.stderr
+    assert witness(setup.alerts(store=store)) == [], res.stderr

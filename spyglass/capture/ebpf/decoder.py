@@ -21,7 +21,8 @@ from spyglass.capture.ebpf.syscalls import BY_NR, CLONE_NAMES, EXEC_NAMES
 from spyglass.capture.fields import to_text
 from spyglass.capture.ident import Identities
 from spyglass.capture.overlays import Overlays
-from spyglass.capture.strace.paths import join, normalize
+from spyglass.capture.strace.host import realpath_dir
+from spyglass.capture.strace.paths import join, normalize, split_dir
 from spyglass.events.schema import Event
 
 #: ``realpath(pid, path) -> path`` with symlinks resolved as ``pid`` sees them
@@ -244,10 +245,14 @@ class RecordDecoder:
         raw = R.cstr(rec.blobs[which])
         if raw is None:
             return None
-        if raw.startswith("/"):
-            return normalize(raw), raw
-        base = R.walk(rec.blobs[2 + which]) or self._proc(rec.pid).cwd
-        return normalize(join(base, raw)), raw
+        full = raw if raw.startswith("/") else join(R.walk(rec.blobs[2 + which]) or self._proc(rec.pid).cwd, raw)
+        if ".." in raw.split("/") and not full.startswith("/proc/"):
+            # ``link/..`` is the parent of the link's target, not the link's directory: folded by
+            # name, ``l/../x`` with ``l`` a symlink into the store would name a file beside ``l``
+            head, name = split_dir(full)
+            head = realpath_dir(rec.pid, head)
+            full = join(head, name) if name else head
+        return normalize(full), raw
 
     def _fd_path(self, rec: R.Record) -> str | None:
         return R.walk(rec.blobs[2]) or self._proc(rec.pid).fds.get(R.s32(rec.args[0]))

@@ -150,7 +150,7 @@ class StraceParser:
         assert prot is not None
         for ev in events:
             t = ev.type
-            if t in ident.CHANGES:
+            if t in ident.CHANGES or (t == "sys.sensitive" and ev.syscall in ident.MOUNT_CALLS):
                 prot.forget()
             elif ev.ok and ev.path and t in _OPENED and ev.path[:1] == "/":
                 canon = prot.by_path(ev.path)
