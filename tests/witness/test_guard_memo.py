@@ -38,6 +38,16 @@ class _Guarded:
         self.pipe.feed(Event(type=type_, pid=9, syscall="x", path=str(path),
                              target=str(target) if target else None))
 
+    def judged_clean(self, name: Path) -> None:
+        """``name`` made in a new directory and chmod-ed: judged, no alert."""
+        name.parent.mkdir()
+        name.write_text("a")
+        self.feed("file.chmod", name)
+        assert self.alerts == []
+
+    def store_alert_on(self, name: Path) -> bool:
+        return any(m.startswith("the spyglass store") and m.endswith(str(name)) for m in self.alerts)
+
 
 def test_a_name_made_a_hard_link_to_the_store_is_judged_again(tmp_path: Path) -> None:
     store, g = tmp_path / "st", tmp_path / "ws" / "g"
@@ -53,7 +63,7 @@ def test_a_name_made_a_hard_link_to_the_store_is_judged_again(tmp_path: Path) ->
     run.feed("file.link", g, store / "index.sqlite")
     run.alerts.clear()
     run.feed("file.write", g)
-    assert any(m.startswith("the spyglass store") and m.endswith(str(g)) for m in run.alerts), run.alerts
+    assert run.store_alert_on(g), run.alerts
 
 
 def test_a_directory_replaced_by_a_symlink_into_the_store_is_judged_again(tmp_path: Path) -> None:
@@ -125,17 +135,14 @@ def test_a_file_bind_mounted_over_a_name_judged_clean_is_judged_again(tmp_path: 
         pytest.skip("mounting needs root")
     store, f = tmp_path / "st", tmp_path / "ws" / "f"
     run = _Guarded(store)
-    f.parent.mkdir()
-    f.write_text("a")
-    run.feed("file.chmod", f)
-    assert run.alerts == []
+    run.judged_clean(f)
     subprocess.run(["mount", "--bind", str(store / "index.sqlite"), str(f)], check=True)
     try:
         run.pipe.feed(Event(type="sys.sensitive", pid=9, syscall="move_mount", detail="move_mount"))
         run.feed("file.chmod", f)
     finally:
         subprocess.run(["umount", str(f)], check=True)
-    assert any(m.startswith("the spyglass store") and m.endswith(str(f)) for m in run.alerts), run.alerts
+    assert run.store_alert_on(f), run.alerts
 
 
 def test_after_io_uring_names_are_judged_afresh(tmp_path: Path) -> None:
@@ -143,15 +150,13 @@ def test_after_io_uring_names_are_judged_afresh(tmp_path: Path) -> None:
     not at all): once the run used it, no verdict is remembered per name."""
     store, g = tmp_path / "st", tmp_path / "ws" / "g"
     run = _Guarded(store)
-    g.parent.mkdir()
-    g.write_text("a")
-    run.feed("file.chmod", g)
+    run.judged_clean(g)
     run.pipe.feed(Event(type="sys.sensitive", pid=9, syscall="io_uring_enter", detail="io_uring RENAMEAT"))
     run.feed("file.chmod", g)
     assert run.alerts == []
     os.rename(store / "index.sqlite", g)  # as IORING_OP_RENAMEAT would: no event
     run.feed("file.chmod", g)
-    assert any(m.startswith("the spyglass store") and m.endswith(str(g)) for m in run.alerts), run.alerts
+    assert run.store_alert_on(g), run.alerts
 
 
 def test_a_rename_recorded_as_failed_still_forgets(tmp_path: Path) -> None:
@@ -159,13 +164,10 @@ def test_a_rename_recorded_as_failed_still_forgets(tmp_path: Path) -> None:
     the same: the name is judged again."""
     store, g = tmp_path / "st", tmp_path / "ws" / "g"
     run = _Guarded(store)
-    g.parent.mkdir()
-    g.write_text("a")
-    run.feed("file.chmod", g)
-    assert run.alerts == []
+    run.judged_clean(g)
     os.rename(store / "index.sqlite", g)
     run.pipe.feed(Event(type="file.rename", pid=9, syscall="rename", path=str(store / "index.sqlite"),
                         target=str(g), ok=False, errno="EINTR"))
     run.alerts.clear()
     run.feed("file.chmod", g)
-    assert any(m.startswith("the spyglass store") and m.endswith(str(g)) for m in run.alerts), run.alerts
+    assert run.store_alert_on(g), run.alerts
