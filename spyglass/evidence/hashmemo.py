@@ -169,6 +169,18 @@ class HashMemo:
         with self._lock:
             self._known[path] = (stat_key(st), sha256)
 
+    def note_all(self, noted: Iterable[tuple[str, os.stat_result, str]]) -> None:
+        """:meth:`note` for many files at once (one lock)."""
+        settled, never = self.settled_before, self._never
+        if self._fs is None:
+            self._fs = FileSystems()
+        trusted = self._fs.trusted
+        with self._lock:
+            known = self._known
+            for path, st, sha256 in noted:
+                if st.st_ctime_ns < settled and trusted(st.st_dev, path) and path not in never:
+                    known[path] = (stat_key(st), sha256)
+
     def lookup(self, path: str, st: os.stat_result) -> str | None:
         """The hash of ``path`` if its stat ``st`` is the one it was hashed with."""
         hit = self._known.get(path)

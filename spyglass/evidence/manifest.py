@@ -291,26 +291,67 @@ def build_manifest(
 def hash_pending(pending: list[Pending], opts: ManifestOptions, keeper: TextKeeper | None = None) -> None:
     """Hash the files a ``defer_hash`` listing left (in a thread, while the agent runs).
 
-    A file whose inode, size, mtime or ctime is not what the listing saw, before
-    or after it was read, changed in between: it gets no hash but
-    :data:`CHANGED_NOTE`, so the diff counts it modified (the kernel sets ctime:
-    an agent cannot put it back to hide a change)."""
+    A file whose device, inode, size, mtime or ctime is not what the listing saw,
+    when it was opened or after it was read, changed in between: it gets no hash
+    but :data:`CHANGED_NOTE`, so the diff counts it modified (the kernel sets
+    ctime: an agent cannot put it back to hide a change).  The stat after the read
+    is taken on the open file (``fstat``): the content hashed is the listed file's."""
+    keep = opts.keep_text_max if keeper is not None else 0
+    max_bytes, remember = opts.max_hash_bytes, opts.remember
+    noted: list[tuple[str, os.stat_result, str]] = []
     for fe, path, listed in pending:
-        keep = opts.keep_text_max if keeper is not None else 0
-        sha, note, content = hash_file(path, fe.size, opts.max_hash_bytes, keep)
-        try:
-            st = os.lstat(path)
-            same = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (
-                listed.st_ino, fe.size, fe.mtime_ns, listed.st_ctime_ns)
-        except OSError:
-            same = False
-        if not same:
+        sha, note, content, st = _hash_listed(path, listed, max_bytes, keep)
+        if note is None and st is None:
             sha, note, content = None, CHANGED_NOTE, None
         fe.sha256, fe.note = sha, note
         if content is not None and keeper is not None:
             keeper(fe.path, content)
-        if sha is not None and opts.remember is not None:
-            opts.remember.note(fe.path, st, sha)
+        if sha is not None and st is not None and remember is not None:
+            noted.append((fe.path, st, sha))
+    if remember is not None:
+        remember.note_all(noted)
+
+
+def _hash_listed(
+    path: str, listed: os.stat_result, max_bytes: int, keep_max: int
+) -> tuple[str | None, str | None, bytes | None, os.stat_result | None]:
+    """(sha256, note, content kept, the file's stat after the read) of a listed file; no note and no
+    stat: the file changed since it was listed.  One open, one read for a small file, one fstat."""
+    size = listed.st_size
+    if size > max_bytes:
+        return None, f"not hashed: larger than {max_bytes} bytes", None, listed
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror}", None, listed
+    try:
+        if size < _ONE_READ:
+            data = os.read(fd, size + 1)  # a short read: the end of the file (its stat is checked after)
+            if len(data) > size:
+                return None, None, None, None  # it grew
+            digest = hashlib.sha256(data).hexdigest()
+            kept = data if size <= keep_max else None
+        else:
+            h = hashlib.sha256()
+            while chunk := os.read(fd, _CHUNK):
+                h.update(chunk)
+            digest, kept = h.hexdigest(), None
+        st = os.fstat(fd)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror}", None, listed
+    finally:
+        os.close(fd)
+    if (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != (
+        listed.st_ino, listed.st_dev, size, listed.st_mtime_ns, listed.st_ctime_ns
+    ):
+        return None, None, None, None
+    return digest, None, kept, st
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
+#: a file smaller than this is read in one call
+_ONE_READ = 1 << 20
+_CHUNK = 1 << 20
 
 
 def list_manifest(
