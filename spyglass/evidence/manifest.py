@@ -158,34 +158,35 @@ class _Walk(msgspec.Struct):
         return hit
 
 
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
+#: a file smaller than this is read in one call
+_ONE_READ = 1 << 20
+_CHUNK = 1 << 20
+
+
 def hash_file(
     path: str, size: int, max_bytes: int, keep_max: int = 0
 ) -> tuple[str | None, str | None, bytes | None]:
-    """(sha256, note, content if small enough to keep)."""
+    """(sha256, note, content if small enough to keep), read to its end whatever ``size`` said."""
     if size > max_bytes:
         return None, f"not hashed: larger than {max_bytes} bytes", None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, _READ_FLAGS)
     except OSError as exc:
         return None, f"unreadable: {exc.strerror}", None
-    h = hashlib.sha256()
-    kept: bytes | None = None
     try:
-        with os.fdopen(fd, "rb", buffering=0) as f:
-            if size <= keep_max:
-                data = f.read(keep_max + 1)
-                h.update(data)
-                if len(data) <= keep_max:
-                    kept = data
-                while chunk := f.read(1 << 20):
-                    h.update(chunk)
-                    kept = None
-            else:
-                while chunk := f.read(1 << 20):
-                    h.update(chunk)
+        data = os.read(fd, min(max(size, keep_max), _ONE_READ) + 1)
+        if len(data) <= size:  # a short read: the end of the file
+            return hashlib.sha256(data).hexdigest(), None, data if len(data) <= keep_max else None
+        h = hashlib.sha256(data)
+        while chunk := os.read(fd, _CHUNK):
+            h.update(chunk)
+            data = b""
+        return h.hexdigest(), None, data if data and len(data) <= keep_max else None
     except OSError as exc:
         return None, f"unreadable: {exc.strerror}", None
-    return h.hexdigest(), None, kept
+    finally:
+        os.close(fd)
 
 
 def _kind(mode: int) -> str:
@@ -210,7 +211,7 @@ _MODES: dict[int, str] = {}
 
 def _mode_text(st_mode: int) -> str:
     """The permission bits in octal ("0644"), memoised (a tree has few distinct modes)."""
-    bits = stat.S_IMODE(st_mode)
+    bits = st_mode & 0o7777  # stat.S_IMODE
     text = _MODES.get(bits)
     if text is None:
         text = _MODES[bits] = f"{bits:04o}"
@@ -255,8 +256,8 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
             w.manifest.complete = False
             return False
         w.count += 1
-        shown = as_text(disk_path)
-        kind = _kind(st_mode)
+        shown = disk_path if disk_path.isascii() else as_text(disk_path)
+        kind = "file" if stat.S_ISREG(st_mode) else _kind(st_mode)
         fe = FileEntry(path=shown, kind=kind, size=st.st_size, mode=_mode_text(st_mode), mtime_ns=st.st_mtime_ns)
         if kind == "file" and opts.defer_hash:
             w.pending.append((fe, disk_path, st))
@@ -346,12 +347,6 @@ def _hash_listed(
     ):
         return None, None, None, None
     return digest, None, kept, st
-
-
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
-#: a file smaller than this is read in one call
-_ONE_READ = 1 << 20
-_CHUNK = 1 << 20
 
 
 def list_manifest(
