@@ -56,6 +56,8 @@ class Manifest(msgspec.Struct, kw_only=True):
     max_files: int = DEFAULT_MAX_FILES
     notes: list[str] = msgspec.field(default_factory=list)
     seconds: float = 0.0
+    #: hashes not read but taken from the previous run's sealed entries (stat unchanged)
+    cached: int = 0
 
     def by_path(self) -> dict[str, FileEntry]:
         return {f.path: f for f in self.files}
@@ -145,6 +147,7 @@ class _Walk(msgspec.Struct):
     count: int = 0
     skip: set[str] = msgspec.field(default_factory=set)
     pending: list[Pending] = msgspec.field(default_factory=list)
+    noted: list[tuple[str, os.stat_result, str]] = msgspec.field(default_factory=list)
 
     def exclude(self, rel: str, is_dir: bool) -> str | None:
         hit = self.globs.match(rel, is_dir)
@@ -270,8 +273,8 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
                 fe.sha256, fe.note, content = hash_file(disk_path, st.st_size, opts.max_hash_bytes, keep)
                 if content is not None and w.keeper is not None:
                     w.keeper(shown, content)
-                if fe.sha256 is not None and remember is not None:
-                    remember.note(shown, st, fe.sha256)  # the stat from before the read
+            if fe.sha256 is not None and remember is not None:
+                w.noted.append((shown, st, fe.sha256))  # the stat from before the read
         elif kind == "symlink":
             try:
                 fe.target = as_text(os.readlink(disk_path))
@@ -391,6 +394,8 @@ def list_manifest(
         m.last_path = m.last_path or ""
     else:
         m.last_path = None
+    if opts.remember is not None and w.noted:
+        opts.remember.note_all(w.noted)
     if ignore is not None:
         m.gitignore = list(ignore.files)
     m.seconds = round(time.perf_counter() - started, 3)
