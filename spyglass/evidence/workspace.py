@@ -196,7 +196,7 @@ class WorkspaceEvidence(Sink):
         if self.use_cache and self.keep_hashes and self.store_root is not None:
             # read and checked before the agent starts: nothing it writes can change this run's hashes
             self._cache = WorkspaceCache(self.store_root, self.before.roots)
-            self._cache.load()
+            self._cache.check()  # decoded later, by the hashing thread
         if not self.background_hash or not pending:  # nothing to hash: only the manifest to write
             self._hash_before(self.before, pending, opts)
             return

@@ -82,22 +82,33 @@ class WorkspaceCache:
         self._sealed = RuleCache(store_root, prefix=KIND)
         self.dir = self._sealed.dir
         self.digest = digest_of(roots)
-        self.body: Body | None = None
         self.loaded_ns = time.time_ns()
         self._loaded: StatKey | None = None  # the sealed file's stat when it was loaded
+        self._payload: bytes | None = None  # checked, not decoded yet
+        self._body: Body | None = None
         self._packs: dict[str, int] = {}  # pack name -> open descriptor
 
-    def load(self) -> Body | None:
-        """The entries, if there are some whose seal holds (call before the agent starts)."""
+    def check(self) -> bool:
+        """Read the sealed entries and check their seal.  Call it before the agent starts: the bytes
+        used are fixed then.  They are decoded at their first use (:attr:`body`, in the hashing thread)."""
         self.loaded_ns = time.time_ns()
         self._loaded = self._stat()
-        payload = self._sealed.get_bytes(self.digest)
-        if payload is None:
-            return None
-        try:
-            self.body = _dec.decode(payload)
-        except (msgspec.DecodeError, ValueError):  # our own bytes from another version: a miss
-            return None
+        self._payload, self._body = self._sealed.get_bytes(self.digest), None
+        return self._payload is not None
+
+    @property
+    def body(self) -> Body | None:
+        if self._body is None and self._payload is not None:
+            payload, self._payload = self._payload, None
+            try:
+                self._body = _dec.decode(payload)
+            except (msgspec.DecodeError, ValueError):  # our own bytes from another version: a miss
+                self._body = None
+        return self._body
+
+    def load(self) -> Body | None:
+        """The entries, if there are some whose seal holds (:meth:`check`, then :attr:`body`)."""
+        self.check()
         return self.body
 
     def lookup(self, path: str, key: StatKey) -> str | None:
