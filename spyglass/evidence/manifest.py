@@ -178,14 +178,16 @@ def hash_file(
     except OSError as exc:
         return None, f"unreadable: {exc.strerror}", None
     try:
-        data = os.read(fd, min(max(size, keep_max), _ONE_READ) + 1)
-        if len(data) <= size:  # a short read: the end of the file
-            return hashlib.sha256(data).hexdigest(), None, data if len(data) <= keep_max else None
-        h = hashlib.sha256(data)
+        if size < _ONE_READ:
+            data = os.read(fd, size + 1)  # no larger buffer than the file needs
+            if len(data) <= size:  # a short read: the end of the file
+                return hashlib.sha256(data).hexdigest(), None, data if len(data) <= keep_max else None
+            h = hashlib.sha256(data)  # it grew since its stat: hashed to its end, not kept
+        else:
+            h = hashlib.sha256()
         while chunk := os.read(fd, _CHUNK):
             h.update(chunk)
-            data = b""
-        return h.hexdigest(), None, data if data and len(data) <= keep_max else None
+        return h.hexdigest(), None, None
     except OSError as exc:
         return None, f"unreadable: {exc.strerror}", None
     finally:
