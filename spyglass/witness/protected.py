@@ -195,19 +195,22 @@ class Protected(msgspec.Struct):
             prot.add(cache_key, "the rule cache's key", secret=True)
         return prot
 
-    def which(self, path: str, *, follow: bool = True, pid: int | None = None) -> str | None:
+    def which(self, path: str, *, follow: bool = True, pid: int | None = None, made: bool = False) -> str | None:
         """What protected thing ``path`` is or lies in, by name or by device and inode; ``pid``: the
-        process that used the name (its ``/proc/self`` is judged, not spyglass's: :func:`writers`)."""
+        process that used the name (its ``/proc/self`` is judged, not spyglass's: :func:`writers`);
+        ``made``: the call made ``path`` anew (a ``mkdir``, an ``O_CREAT|O_EXCL`` open that
+        succeeded), so its inode is a new one that no protected file has and is not looked up
+        (by name, and by its directory, it is judged as any other)."""
         if self.pending:
             self.settle()
         if pid is not None:
             path = writers(path, pid)
-        what = self._which(path, follow=follow)
+        what = self._which(path, follow=follow, made=made)
         if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
             return None  # Python's byte-code cache, written by any process of the run that imports spyglass
         return what
 
-    def _which(self, path: str, *, follow: bool = True) -> str | None:
+    def _which(self, path: str, *, follow: bool = True, made: bool = False) -> str | None:
         """Memoised per name while no name changes (:meth:`forget_dirs`) and nothing is protected anew:
         a name's device and inode change only by a rename, delete, link, symlink or mount (each forgets
         all); a file or directory made where none was gets an inode no protected file has (theirs are
@@ -219,14 +222,14 @@ class Protected(msgspec.Struct):
         if key in memo:
             return memo[key]
         p = os.path.normpath(path)
-        verdict, lasting = self._judge(p, follow)
+        verdict, lasting = self._judge(p, follow, made)
         if lasting and not self._unseen and not p.startswith("/proc/"):
             if len(memo) >= VERDICTS_MAX:
                 memo.clear()
             memo[key] = verdict
         return verdict
 
-    def _judge(self, p: str, follow: bool) -> tuple[str | None, bool]:
+    def _judge(self, p: str, follow: bool, made: bool = False) -> tuple[str | None, bool]:
         """The verdict on ``p``, and whether it lasts until a name changes: not when a symlink
         leads there (its directory's or its own), which may be or lead to a ``/proc`` link
         (``/proc/PID/cwd``, ``/dev/fd/N``) that a ``chdir``, a ``dup2`` or a ``close`` turns
@@ -241,6 +244,8 @@ class Protected(msgspec.Struct):
             return what, True
         d = os.path.dirname(p)
         lasting = not p.startswith("/proc/") and self._real(d) == d
+        if made:  # a new inode: none of the protected ones, whatever the name has become since
+            return self._dir_verdict(d) or self._resolved(d), lasting
         try:
             st = os.lstat(p)
             if follow and stat.S_ISLNK(st.st_mode):
