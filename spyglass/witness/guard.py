@@ -102,7 +102,8 @@ class WitnessGuard(Sink):
         # failed or not: a call recorded as failed (or unfinished: its process killed in it) may have
         # changed the name all the same, and forgetting costs a few stats
         if t == "file.mkdir":
-            self.protected.made_dir(ev.path)
+            if ev.ok or ev.errno != "EEXIST":  # refused as the name exists (tar's, for each file): nothing made
+                self.protected.made_dir(ev.path, made=ev.ok)
         elif t in _DIR_CHANGES:
             self.protected.forget_dirs()
         handle = ev.syscall in _HANDLE_CALLS

@@ -22,6 +22,7 @@ from pathlib import Path
 import msgspec
 
 from spyglass.witness.bytecode import FileId, Start, leaves_cache, walk
+from spyglass.witness.realdirs import real_dir
 
 __all__ = ["OWN_SOURCE", "FileId", "Protected", "file_id"]
 
@@ -279,25 +280,7 @@ class Protected(msgspec.Struct):
     def _real(self, d: str) -> str:
         """``os.path.realpath(d)`` of an absolute, normalised ``d``, from its parent's (memoised with
         ``_dirs``): one ``lstat`` per directory not seen yet instead of one per component."""
-        reals = self._reals
-        todo: list[str] = []
-        at = d
-        while at not in reals and at != "/":
-            todo.append(at)
-            at = os.path.dirname(at)
-        real = reals.get(at, "/")
-        for name in reversed(todo):
-            real = os.path.join(real, os.path.basename(name))
-            try:
-                link = stat.S_ISLNK(os.lstat(real).st_mode)
-            except (OSError, ValueError):
-                link = False  # not there: realpath keeps the name as it is
-            if link:
-                real = os.path.realpath(real)
-            if len(reals) >= VERDICTS_MAX:
-                reals.clear()
-            reals[name] = real
-        return real
+        return real_dir(d, self._reals, VERDICTS_MAX)
 
     def _in_tree(self, p: str) -> str | None:
         for root, what in self.trees.items():
@@ -334,15 +317,22 @@ class Protected(msgspec.Struct):
         self.forget_dirs()
         self._unseen = True
 
-    def made_dir(self, path: str) -> None:
+    def made_dir(self, path: str, *, made: bool = False) -> None:
         """A directory was made at ``path`` (``mkdir``): only what was noted of that name while it
-        did not exist goes (its new inode is no protected one); the rest stays true."""
+        did not exist goes (its new inode is no protected one); the rest stays true.  ``made``: the
+        call succeeded, so the name is a directory (no symlink) whose real path is its parent's
+        plus its name, and no ``lstat`` is needed to know it."""
         p = os.path.normpath(path)
         self._dirs.pop(p, None)
         self._reals.pop(p, None)
         for name in {p, path}:
             self._verdicts.pop((name, True), None)
             self._verdicts.pop((name, False), None)
+        if made and p.startswith("/") and p != "/" and not p.startswith("/proc/"):
+            real = os.path.join(self._real(os.path.dirname(p)), os.path.basename(p))
+            if len(self._reals) >= VERDICTS_MAX:
+                self._reals.clear()
+            self._reals[p] = real
 
     def follow_rename(self, old: str, new: str, what: str) -> None:
         """``old`` (protected) is now called ``new``: protect the new name the same way."""

@@ -129,6 +129,29 @@ def test_real_paths_resolved_a_directory_at_a_time_agree_with_realpath(tmp_path:
     assert prot._real("/") == "/"
 
 
+def test_a_directory_made_gets_its_real_path_from_its_parents_without_a_look(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    prot = Protected()
+    for name in ("link/new", "a/new2", "link/new/deeper"):
+        d = tmp_path / name
+        d.mkdir()
+        prot.made_dir(str(d), made=True)
+        assert prot._reals[str(d)] == os.path.realpath(d), name
+
+
+def test_a_mkdir_refused_as_the_name_exists_keeps_the_verdicts_another_failure_forgets(tmp_path: Path) -> None:
+    store, ws = tmp_path / "st", tmp_path / "ws"
+    run = _Guarded(store)
+    run.judged_clean(ws / "f")
+    run.feed("file.mkdir", ws, ok=False)  # EEXIST: nothing was made
+    assert (str(ws / "f"), True) in run.protected._verdicts
+    (ws / "f").unlink()
+    os.link(store / "index.sqlite", ws / "f")  # unseen: only a name judged afresh finds it
+    run.pipe.feed(Event(type="file.mkdir", pid=9, syscall="x", path=str(ws / "f"), ok=False, errno="EINTR"))
+    assert any(str(ws / "f") in m and "attempted" in m for m in run.alerts), run.alerts
+
+
 def test_a_file_bind_mounted_over_a_name_judged_clean_is_judged_again(tmp_path: Path) -> None:
     """A mount changes what a name reaches with no rename: every mount call forgets (here the
     new API's ``move_mount``, as the run would record it)."""
