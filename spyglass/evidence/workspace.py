@@ -233,7 +233,7 @@ class WorkspaceEvidence(Sink):
         """Give the listed files whose stat the sealed entries of the previous run know their hash;
         the others are left to hash."""
         cache = self._cache
-        if cache is None or cache.body is None or not cache.body.entries:
+        if cache is None or not len(cache):
             return pending
         rest: list[Pending] = []
         noted: list[tuple[str, os.stat_result, str]] = []

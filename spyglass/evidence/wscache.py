@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -53,16 +54,44 @@ Entries = dict[str, tuple[StatKey, str]]
 
 
 class Body(msgspec.Struct, array_like=True):
-    """What is sealed: the entries, and where each kept content lies (sha256 -> index in ``packs``,
-    offset, length)."""
+    """What is sealed, in a form that decodes in a few long strings (no object per file: the hashing
+    thread decodes it while the run starts, and a decode holds the interpreter lock throughout).
 
-    entries: Entries = msgspec.field(default_factory=dict)
+    Entry ``i``: the ``i``-th of the NUL-separated ``paths``, the six signed 64-bit numbers of its
+    stat key at ``stats[48 i:]`` (native order), its sha256 at ``shas[64 i:]`` (hex).  Kept content
+    ``j``: its sha256 at ``blob_shas[64 j:]``, (index in ``packs``, offset, length) at ``where[24 j:]``."""
+
+    paths: str = ""
+    stats: bytes = b""
+    shas: str = ""
     packs: list[str] = msgspec.field(default_factory=list)
-    blobs: dict[str, tuple[int, int, int]] = msgspec.field(default_factory=dict)
+    blob_shas: str = ""
+    where: bytes = b""
+
+    def entries(self) -> Entries:
+        """path -> (stat key, sha256), every entry (for tests and tools; lookups use :class:`WorkspaceCache`)."""
+        if not self.paths:
+            return {}
+        nums = array("q", self.stats)
+        return {
+            path: (tuple(nums[6 * i : 6 * i + 6]), self.shas[64 * i : 64 * i + 64])  # type: ignore[misc]
+            for i, path in enumerate(self.paths.split("\0"))
+        }
 
 
 _enc = msgspec.msgpack.Encoder()
 _dec = msgspec.msgpack.Decoder(Body)
+
+
+def _pack_entries(entries: Entries) -> tuple[str, bytes, str]:
+    """``entries`` as :class:`Body` holds them; an entry whose numbers do not fit 64 signed bits
+    (an inode number past 2**63) is left out (its file is read next time)."""
+    try:
+        nums = array("q", [n for key, _ in entries.values() for n in key])
+    except OverflowError:
+        entries = {p: e for p, e in entries.items() if all(-(2**63) <= n < 2**63 for n in e[0])}
+        nums = array("q", [n for key, _ in entries.values() for n in key])
+    return "\0".join(entries), nums.tobytes(), "".join(sha for _, sha in entries.values())
 
 
 def digest_of(roots: Sequence[str]) -> str:
@@ -86,6 +115,10 @@ class WorkspaceCache:
         self._loaded: StatKey | None = None  # the sealed file's stat when it was loaded
         self._payload: bytes | None = None  # checked, not decoded yet
         self._body: Body | None = None
+        self._index: dict[str, int] | None = None  # path -> entry
+        self._nums: array[int] = array("q")
+        self._shas = ""
+        self._where: dict[str, tuple[str, int, int]] | None = None
         self._packs: dict[str, int] = {}  # pack name -> open descriptor
 
     def check(self) -> bool:
@@ -94,6 +127,7 @@ class WorkspaceCache:
         self.loaded_ns = time.time_ns()
         self._loaded = self._stat()
         self._payload, self._body = self._sealed.get_bytes(self.digest), None
+        self._index = self._where = None
         return self._payload is not None
 
     @property
@@ -111,20 +145,52 @@ class WorkspaceCache:
         self.check()
         return self.body
 
+    def _entries(self) -> tuple[dict[str, int], array[int], str]:
+        if self._index is None:
+            body = self.body
+            if body is None or not body.paths or len(body.stats) % 48:
+                self._index, self._nums, self._shas = {}, array("q"), ""
+            else:
+                paths = body.paths.split("\0")
+                self._index = dict(zip(paths, range(len(paths)), strict=False))
+                self._nums, self._shas = array("q", body.stats), body.shas
+                if len(self._nums) != 6 * len(paths) or len(self._shas) != 64 * len(paths):
+                    self._index = {}
+        return self._index, self._nums, self._shas
+
     def lookup(self, path: str, key: StatKey) -> str | None:
         """The kept sha256 of ``path`` when its stat is ``key`` (device, inode, size, mtime, ctime, mode)."""
-        hit = self.body.entries.get(path) if self.body is not None else None
-        if hit is None or hit[0] != key:
+        index, nums, shas = self._entries()
+        i = index.get(path)
+        if i is None or tuple(nums[6 * i : 6 * i + 6]) != key:
             return None
-        return hit[1]
+        return shas[64 * i : 64 * i + 64]
+
+    def __len__(self) -> int:
+        return len(self._entries()[0])
+
+    def _blobs(self) -> dict[str, tuple[str, int, int]]:
+        """sha256 -> (pack, offset, length) of the kept contents."""
+        if self._where is None:
+            self._where = {}
+            body = self.body
+            if body is not None and body.blob_shas:
+                nums = array("q", body.where) if len(body.where) % 8 == 0 else array("q")
+                n = len(body.blob_shas) // 64
+                if len(nums) == 3 * n:
+                    for j in range(n):
+                        pack = nums[3 * j]
+                        if 0 <= pack < len(body.packs):
+                            self._where[body.blob_shas[64 * j : 64 * j + 64]] = (
+                                body.packs[pack], nums[3 * j + 1], nums[3 * j + 2])
+        return self._where
 
     def content(self, sha256: str) -> bytes | None:
         """The kept content whose hash is ``sha256`` (None: not kept, gone, or not that content)."""
-        body = self.body
-        where = body.blobs.get(sha256) if body is not None else None
-        if body is None or where is None or not 0 <= where[0] < len(body.packs):
+        where = self._blobs().get(sha256)
+        if where is None:
             return None
-        data = self._read(body.packs[where[0]], where[1], where[2])
+        data = self._read(*where)
         if data is None or hashlib.sha256(data).hexdigest() != sha256:
             return None
         return data
@@ -152,19 +218,21 @@ class WorkspaceCache:
         are kept: from the packs already there, else from ``contents()`` into a new pack ``tag``
         (at most ``max_bytes`` of content in all).  Nothing is written when the entries are the ones
         loaded.  Best effort: False if the store cannot be written."""
-        body = self.body or Body()
-        if body.entries and entries == body.entries and self._loaded is not None and self._stat() == self._loaded:
+        paths, nums, shas = _pack_entries(entries)
+        body = self.body
+        if (body is not None and body.paths and (paths, nums, shas) == (body.paths, body.stats, body.shas)
+                and self._loaded is not None and self._stat() == self._loaded):
             return True  # as the run found them, and the file is the one loaded: the seal and packs stand
-        live = {e[1] for e in entries.values()}
+        old = self._blobs()
+        live = set(entries[p][1] for p in entries) if paths else set()
         blobs: dict[str, tuple[str, int, int]] = {}
         used: dict[str, int] = {}  # pack -> live bytes in it
         total = 0
         for sha in sorted(live):
-            where = body.blobs.get(sha)
-            if where is not None and 0 <= where[0] < len(body.packs) and total + where[2] <= max_bytes:
-                pack = body.packs[where[0]]
-                blobs[sha] = (pack, where[1], where[2])
-                used[pack] = used.get(pack, 0) + where[2]
+            where = old.get(sha)
+            if where is not None and total + where[2] <= max_bytes:
+                blobs[sha] = where
+                used[where[0]] = used.get(where[0], 0) + where[2]
                 total += where[2]
         new = contents()
         if sum(self._size(p) for p in used) > 2 * total + COMPACT_SLACK:  # mostly dead bytes: repack
@@ -192,7 +260,10 @@ class WorkspaceCache:
             return False
         packs = sorted(used)
         index = {p: i for i, p in enumerate(packs)}
-        sealed = Body(entries, packs, {sha: (index[p], off, n) for sha, (p, off, n) in blobs.items()})
+        locations = array("q")
+        for pack, off, n in blobs.values():
+            locations.extend((index[pack], off, n))
+        sealed = Body(paths, nums, shas, packs, "".join(blobs), locations.tobytes())
         if not self._sealed.put_bytes(self.digest, _enc.encode(sealed)):
             return False
         self._prune(keep=used)

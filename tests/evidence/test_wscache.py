@@ -44,13 +44,24 @@ def rewrite(path, text):
 #: plants, without the store's key, entries that say the rewritten file is as it was (its new stat,
 #: its old hash): the body re-encoded and the old seal kept in front of it
 PLANT = """
-import hashlib, msgspec, os, sys
+import array, hashlib, msgspec, os, sys
 def plant(sealed, path):
     data = open(sealed, "rb").read()
     body = msgspec.msgpack.decode(data[32:])
+    paths = body[0].split("\\0") if body[0] else []
+    nums, shas = array.array("q", body[1]), body[2]
     st = os.stat(path)
-    body[0][path] = [[st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode],
-                     hashlib.sha256(b"good\\n").hexdigest()]
+    key = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode]
+    old = hashlib.sha256(b"good\\n").hexdigest()
+    if path in paths:
+        i = paths.index(path)
+        nums[6 * i : 6 * i + 6] = array.array("q", key)
+        shas = shas[: 64 * i] + old + shas[64 * i + 64 :]
+    else:
+        paths.append(path)
+        nums.extend(key)
+        shas += old
+    body[0], body[1], body[2] = "\\0".join(paths), nums.tobytes(), shas
     with open(sealed + ".new", "wb") as f:
         f.write(data[:32] + msgspec.msgpack.encode(body))
     os.replace(sealed + ".new", sealed)
@@ -142,7 +153,7 @@ def test_sealed_entries_that_fail_their_check_are_misses(tmp_path: Path, how: st
     if how == "payload":  # a byte of the body changed, the seal kept
         forged = data[:-1] + bytes([data[-1] ^ 1])
     elif how == "seal":  # a body of its own under a seal made up
-        body = Body({str(ws / "a.txt"): ((0, 0, 0, 0, 0, 0), "0" * 64)}, [], {})
+        body = Body(str(ws / "a.txt"), bytes(48), "0" * 64)
         forged = os.urandom(32) + msgspec.msgpack.encode(body)
     elif how == "other-workspace":  # well sealed, for another workspace
         forged = _sealed(store.root, other).read_bytes()
@@ -264,7 +275,7 @@ def test_an_agent_that_rewrites_a_file_and_plants_entries_for_it_is_seen(
     # the planted body is well formed and names a.txt's stat with the old hash: only the seal refuses it
     planted = msgspec.msgpack.decode(sealed.read_bytes()[32:], type=Body)
     old = hashlib.sha256(b"good\n").hexdigest()
-    assert planted.entries[str(ws / "a.txt")] == (stat_key(os.stat(ws / "a.txt")), old)
+    assert planted.entries()[str(ws / "a.txt")] == (stat_key(os.stat(ws / "a.txt")), old)
     assert WorkspaceCache(store, [str(ws)]).load() is None
     again = _spyglass(store, "run", "-q", "--", "true", cwd=ws, home=home)
     assert again.returncode == 0, again.stderr
