@@ -138,6 +138,47 @@ def test_a_file_rewritten_between_runs_with_its_times_put_back_is_read_again(tmp
     assert before.by_path()[str(ws / "a.txt")].sha256 == hashlib.sha256(b"evil\n").hexdigest()
 
 
+#: maps a file shared and writable, writes through the mapping, and writes again when told
+MAPPER = """
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 0)
+m[0:1] = b"X"
+print("mapped", flush=True)
+sys.stdin.readline()
+m[1:2] = b"Y"
+print("written", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_file_held_mapped_for_writing_when_a_run_ends_is_not_kept(tmp_path: Path) -> None:
+    """A process holds a.txt mapped shared and writable across the end of a run, and writes through
+    the mapping after it (no time changes): the run kept no hash for a.txt, so the next run reads it."""
+    ws = _workspace(tmp_path, {"a.txt": "abcd\n", "b.txt": "same\n"})
+    store = Store(tmp_path / "store", create=True)
+    mapper = subprocess.Popen([sys.executable, "-c", MAPPER, str(ws / "a.txt")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert mapper.stdout is not None and mapper.stdin is not None
+        assert mapper.stdout.readline() == "mapped\n"
+        _settled([ws / "a.txt", ws / "b.txt"], MARGIN_NS)
+        _run(store, ws)
+        kept = WorkspaceCache(store.root, [str(ws.resolve())])
+        assert kept.load() is not None and set(kept.load().entries()) == {str(ws / "b.txt")}  # type: ignore[union-attr]
+        mapper.stdin.write("go\n")
+        mapper.stdin.flush()
+        assert mapper.stdout.readline() == "written\n"
+    finally:
+        if mapper.stdin is not None:
+            mapper.stdin.close()
+        mapper.wait(timeout=60)
+    second, run_dir = _run(store, ws)
+    assert second.before is not None and second.before.cached == 1  # b.txt
+    before = decode_manifest((run_dir / "evidence" / "manifest-before.json").read_bytes())
+    assert before.by_path()[str(ws / "a.txt")].sha256 == hashlib.sha256(b"XYcd\n").hexdigest()
+
+
 @pytest.mark.parametrize("how", ["payload", "seal", "other-workspace", "truncated", "garbage"])
 def test_sealed_entries_that_fail_their_check_are_misses(tmp_path: Path, how: str) -> None:
     ws = _workspace(tmp_path, {"a.txt": "good\n"})
