@@ -200,6 +200,27 @@ class HashMemo:
                 if ok:
                     known[path] = ((dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode), sha256)
 
+    def adopt(self, hashes: dict[str, tuple[StatKey, str]]) -> dict[str, str]:
+        """Note hashes taken elsewhere (the store's entries from the previous run: path -> (stat key,
+        sha256)) with the checks of :meth:`note`; returns path -> sha256 of those it trusts."""
+        settled, never = self.settled_before, self._never
+        if self._fs is None:
+            self._fs = FileSystems()
+        trusted, devs = self._fs.trusted, dict[int, bool]()
+        taken: dict[str, str] = {}
+        with self._lock:
+            known = self._known
+            for path, (key, sha256) in hashes.items():
+                if key[4] >= settled or path in never:
+                    continue
+                ok = devs.get(key[0])
+                if ok is None:
+                    ok = devs[key[0]] = trusted(key[0], path)
+                if ok:
+                    known[path] = (key, sha256)
+                    taken[path] = sha256
+        return taken
+
     def lookup(self, path: str, st: os.stat_result) -> str | None:
         """The hash of ``path`` if its stat ``st`` is the one it was hashed with."""
         hit = self._known.get(path)

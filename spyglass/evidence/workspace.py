@@ -42,7 +42,7 @@ from spyglass.evidence.changes import (
     diff_manifests,
     stored_form,
 )
-from spyglass.evidence.hashmemo import RACY_MARGIN_NS, HashMemo, mapped_for_writing, stat_key
+from spyglass.evidence.hashmemo import RACY_MARGIN_NS, HashMemo, mapped_for_writing
 from spyglass.evidence.ignore import GitIgnore
 from spyglass.evidence.manifest import (
     DEFAULT_EXCLUDES,
@@ -230,22 +230,23 @@ class WorkspaceEvidence(Sink):
             log.warning("cannot write %s: %s", MANIFEST_BEFORE, exc)
 
     def _from_cache(self, pending: list[Pending], memo: HashMemo) -> list[Pending]:
-        """Give the listed files whose stat the sealed entries of the previous run know their hash;
-        the others are left to hash."""
+        """Give the listed files whose stat the sealed entries of the previous run know their hash
+        (and that the memo trusts: settled, on a file system that keeps ctime, not mapped for
+        writing); the others are left to hash."""
         cache = self._cache
         if cache is None or not len(cache):
             return pending
+        self._cached = memo.adopt(cache.matches((fe.path, st) for fe, _, st in pending))
+        if not self._cached:
+            return pending
         rest: list[Pending] = []
-        noted: list[tuple[str, os.stat_result, str]] = []
+        cached = self._cached
         for item in pending:
-            fe, _, st = item
-            sha = cache.lookup(fe.path, stat_key(st))
-            if sha is None or not memo.trusts(fe.path, st):
+            sha = cached.get(item[0].path)
+            if sha is None:
                 rest.append(item)
-                continue
-            fe.sha256 = self._cached[fe.path] = sha
-            noted.append((fe.path, st, sha))
-        memo.note_all(noted)
+            else:
+                item[0].sha256 = sha
         return rest
 
     def _old_content(self, path: str) -> bytes | None:

@@ -158,13 +158,23 @@ class WorkspaceCache:
                     self._index = {}
         return self._index, self._nums, self._shas
 
-    def lookup(self, path: str, key: StatKey) -> str | None:
-        """The kept sha256 of ``path`` when its stat is ``key`` (device, inode, size, mtime, ctime, mode)."""
+    def matches(self, listed: Iterable[tuple[str, os.stat_result]]) -> dict[str, tuple[StatKey, str]]:
+        """path -> (stat key, kept sha256) of the listed files whose stat is the one kept."""
         index, nums, shas = self._entries()
-        i = index.get(path)
-        if i is None or tuple(nums[6 * i : 6 * i + 6]) != key:
-            return None
-        return shas[64 * i : 64 * i + 64]
+        found: dict[str, tuple[StatKey, str]] = {}
+        if not index:
+            return found
+        flat = nums.tolist()
+        get = index.get
+        for path, st in listed:
+            i = get(path)
+            if i is None:
+                continue
+            key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+            j = 6 * i
+            if key == tuple(flat[j : j + 6]):
+                found[path] = (key, shas[64 * i : 64 * i + 64])
+        return found
 
     def __len__(self) -> int:
         return len(self._entries()[0])
