@@ -142,11 +142,29 @@ def _gitignore_rule(line: str, base: str, source: str) -> _Rule | None:
     return _Rule(base, re.compile(src), negate, dir_only, source)
 
 
+class _File(msgspec.Struct):
+    """The rules of one ignore file, each set as one regex whose alternatives are its rules last
+    first: ``fullmatch`` returns the last rule that matches (named ``rN``), as git reads them."""
+
+    base: str
+    rules: list[_Rule]
+    files: re.Pattern[str] | None  # the rules that apply to files (not ``dir/`` ones)
+    dirs: re.Pattern[str] | None  # all of them
+    combined: bool = True  # False: the regexes could not be combined, each rule is tried
+
+
+def _combine(rules: list[_Rule]) -> re.Pattern[str] | None:
+    if not rules:
+        return None
+    return re.compile("|".join(f"(?P<r{i}>{r.regex.pattern})" for i, r in reversed(list(enumerate(rules)))))
+
+
 class GitIgnore(msgspec.Struct):
     """The ``.gitignore`` rules found in a tree; the last matching rule wins, as in git."""
 
     rules: list[_Rule] = msgspec.field(default_factory=list)
     files: list[str] = msgspec.field(default_factory=list)
+    by_file: list[_File] = msgspec.field(default_factory=list)  # in the order they were added
 
     def add_file(self, path: Path, base: str) -> None:
         try:
@@ -155,22 +173,41 @@ class GitIgnore(msgspec.Struct):
             return
         shown = f"{base}/{path.name}" if base else str(path.name)
         self.files.append(shown)
+        added: list[_Rule] = []
         for n, line in enumerate(text.splitlines(), 1):
             rule = _gitignore_rule(line, base, f"{shown}:{n}")
             if rule is not None:
-                self.rules.append(rule)
+                added.append(rule)
+        if not added:
+            return
+        self.rules.extend(added)
+        try:
+            # a ``dir/`` rule keeps its number in the files' regex, as one that matches nothing
+            files = _combine([r if not r.dir_only else _NEVER for r in added])
+            self.by_file.append(_File(base, added, files, _combine(added)))
+        except re.error:  # a rule's regex does not combine with the others: each is tried
+            self.by_file.append(_File(base, added, None, None, combined=False))
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
-        hit = False
-        for rule in self.rules:
-            if rule.dir_only and not is_dir:
-                continue
-            if rule.base:
-                if not rel.startswith(rule.base + "/"):
+        for f in reversed(self.by_file):  # the last file with a matching rule decides
+            if f.base:
+                if not rel.startswith(f.base + "/"):
                     continue
-                sub = rel[len(rule.base) + 1 :]
+                sub = rel[len(f.base) + 1 :]
             else:
                 sub = rel
-            if rule.regex.fullmatch(sub):
-                hit = not rule.negate
-        return hit
+            if f.combined:
+                rx = f.dirs if is_dir else f.files
+                m = rx.fullmatch(sub) if rx is not None else None
+                if m is None:
+                    continue
+                if m.lastgroup is not None:
+                    return not f.rules[int(m.lastgroup[1:])].negate
+            for rule in reversed(f.rules):
+                if (is_dir or not rule.dir_only) and rule.regex.fullmatch(sub):
+                    return not rule.negate
+        return False
+
+
+#: a rule that matches nothing (takes a dir-only rule's place in the files' regex)
+_NEVER = _Rule("", re.compile("(?!)"), False, False, "")
