@@ -115,6 +115,9 @@ class _Rule(msgspec.Struct, frozen=True):
     negate: bool
     dir_only: bool
     source: str  # "path/.gitignore:line"
+    #: the regex source for the last component alone, when the rule can match nothing else (no ``/``,
+    #: no ``**``, no class, which could match a ``/``): ``*.log`` matches a path when it matches its name
+    name_src: str | None = None
 
 
 def _gitignore_rule(line: str, base: str, source: str) -> _Rule | None:
@@ -137,26 +140,46 @@ def _gitignore_rule(line: str, base: str, source: str) -> _Rule | None:
         src = _translate(line)
     except GlobError:
         return None  # git skips a pattern it cannot read
+    name_src = None
     if not anchored:
+        if "**" not in line and "[" not in line:
+            name_src = src
         src = "(?:.*/)?" + src
-    return _Rule(base, re.compile(src), negate, dir_only, source)
+    return _Rule(base, re.compile(src), negate, dir_only, source, name_src)
 
 
 class _File(msgspec.Struct):
-    """The rules of one ignore file, each set as one regex whose alternatives are its rules last
-    first: ``fullmatch`` returns the last rule that matches (named ``rN``), as git reads them."""
+    """The rules of one ignore file as a few regexes whose alternatives are its rules, last first
+    and named ``r<number>``: ``fullmatch`` gives the last matching rule of the set, as git reads
+    them.  The rules that can match a path's last component only are matched against it alone."""
 
     base: str
     rules: list[_Rule]
-    files: re.Pattern[str] | None  # the rules that apply to files (not ``dir/`` ones)
-    dirs: re.Pattern[str] | None  # all of them
+    #: (rules matched against the name, the others), for files (no ``dir/`` rule) and for directories
+    files: tuple[re.Pattern[str] | None, re.Pattern[str] | None] = (None, None)
+    dirs: tuple[re.Pattern[str] | None, re.Pattern[str] | None] = (None, None)
     combined: bool = True  # False: the regexes could not be combined, each rule is tried
 
 
-def _combine(rules: list[_Rule]) -> re.Pattern[str] | None:
+def _combine(rules: list[tuple[int, str]]) -> re.Pattern[str] | None:
     if not rules:
         return None
-    return re.compile("|".join(f"(?P<r{i}>{r.regex.pattern})" for i, r in reversed(list(enumerate(rules)))))
+    return re.compile("|".join(f"(?P<r{i}>{src})" for i, src in reversed(rules)))
+
+
+def _split(rules: list[_Rule], numbered: list[int]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    names = [(i, rules[i].name_src or "") for i in numbered if rules[i].name_src is not None]
+    paths = [(i, rules[i].regex.pattern) for i in numbered if rules[i].name_src is None]
+    return _combine(names), _combine(paths)
+
+
+def _last(m: re.Match[str] | None) -> int:
+    """The number of the rule that matched (-1: none)."""
+    if m is None:
+        return -1
+    if m.lastgroup is None:
+        raise LookupError("no rule group matched")
+    return int(m.lastgroup[1:])
 
 
 class GitIgnore(msgspec.Struct):
@@ -182,11 +205,11 @@ class GitIgnore(msgspec.Struct):
             return
         self.rules.extend(added)
         try:
-            # a ``dir/`` rule keeps its number in the files' regex, as one that matches nothing
-            files = _combine([r if not r.dir_only else _NEVER for r in added])
-            self.by_file.append(_File(base, added, files, _combine(added)))
+            every = list(range(len(added)))
+            files = _split(added, [i for i in every if not added[i].dir_only])
+            self.by_file.append(_File(base, added, files, _split(added, every)))
         except re.error:  # a rule's regex does not combine with the others: each is tried
-            self.by_file.append(_File(base, added, None, None, combined=False))
+            self.by_file.append(_File(base, added, combined=False))
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         for f in reversed(self.by_file):  # the last file with a matching rule decides
@@ -197,17 +220,18 @@ class GitIgnore(msgspec.Struct):
             else:
                 sub = rel
             if f.combined:
-                rx = f.dirs if is_dir else f.files
-                m = rx.fullmatch(sub) if rx is not None else None
-                if m is None:
+                by_name, by_path = f.dirs if is_dir else f.files
+                try:
+                    last = max(_last(by_name.fullmatch(sub.rpartition("/")[2])) if by_name is not None else -1,
+                               _last(by_path.fullmatch(sub)) if by_path is not None else -1)
+                except LookupError:  # cannot be told from the match: rule by rule
+                    last = -2
+                if last == -1:
                     continue
-                if m.lastgroup is not None:
-                    return not f.rules[int(m.lastgroup[1:])].negate
+                if last >= 0:
+                    return not f.rules[last].negate
             for rule in reversed(f.rules):
                 if (is_dir or not rule.dir_only) and rule.regex.fullmatch(sub):
                     return not rule.negate
         return False
 
-
-#: a rule that matches nothing (takes a dir-only rule's place in the files' regex)
-_NEVER = _Rule("", re.compile("(?!)"), False, False, "")

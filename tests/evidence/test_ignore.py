@@ -88,7 +88,7 @@ def test_the_combined_rules_of_each_file_decide_as_rule_by_rule(tmp_path: Path) 
     texts = {
         "": "*.log\n!keep.log\nbuild/\n/top.txt\ndocs/**/*.tmp\n*.py[cod]\n!b/*.pyc\nlib/\n!lib/\n",
         "a": "local.txt\n!important.log\n*.tmp\n!x.tmp\ncache/\n/anch\n",
-        "a/b": "!*.log\nsecret*\n**/deep/\n",
+        "a/b": "!*.log\nsecret*\n**/deep/\n?.txt\nc/plain.txt\n!s*1\n",
     }
     gi = GitIgnore()
     for base, text in texts.items():
@@ -97,7 +97,7 @@ def test_the_combined_rules_of_each_file_decide_as_rule_by_rule(tmp_path: Path) 
         (d / ".gitignore").write_text(text)
         gi.add_file(d / ".gitignore", base)
     names = ["x.log", "keep.log", "important.log", "build", "top.txt", "local.txt", "x.tmp", "y.tmp",
-             "m.pyc", "cache", "anch", "secret1", "deep", "lib", "plain.txt"]
+             "m.pyc", "cache", "anch", "secret1", "secret2", "deep", "lib", "plain.txt", "q.txt", "qq.txt"]
     dirs = ["", "a", "a/b", "a/b/c", "docs/q", "b", "lib", "a/deep"]
     checked = ignored = 0
     for d, name, is_dir in itertools.product(dirs, names, (False, True)):
