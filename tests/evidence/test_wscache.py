@@ -134,7 +134,12 @@ def test_names_that_are_not_utf8_are_kept_too(tmp_path: Path) -> None:
     _settled([ws / "a.txt", Path(os.fsdecode(odd))], MARGIN_NS)
     store = Store(tmp_path / "store", create=True)
     _run(store, ws)
-    second, run_dir = _run(store, ws, lambda: open(odd, "ab").write(b"more\n"))
+
+    def append() -> None:
+        with open(odd, "ab") as f:
+            f.write(b"more\n")
+
+    second, run_dir = _run(store, ws, append)
     assert second.before is not None and second.before.cached == 2
     ch = load_workspace_changes(run_dir)
     assert ch is not None and [c.path for c in ch.modified] == ["caf\\xe9.txt"]
