@@ -212,7 +212,7 @@ class WorkspaceEvidence(Sink):
         try:
             # before any hash is taken (no file to hash, no hash to keep: no look at every process's maps)
             if self.keep_hashes and self._memo is not None and pending:
-                self._memo.never(as_text(p) for p in mapped_for_writing(self.roots))
+                self._memo.never(as_text(p) for p in mapped_for_writing(before.roots))
                 pending = self._from_cache(pending, self._memo)
                 before.cached = len(self._cached)
             hash_pending(pending, opts, keeper=self._keep)
@@ -320,7 +320,8 @@ class _Saver:
     def __init__(self, sink: WorkspaceEvidence) -> None:
         self.sink = sink
         # files mapped shared and writable now may change without a change of times: never kept
-        self.mapped = {as_text(p) for p in mapped_for_writing(sink.roots)}
+        roots = sink.before.roots if sink.before is not None else sink.roots  # resolved, as /proc names them
+        self.mapped = {as_text(p) for p in mapped_for_writing(roots)}
         self.memo = HashMemo(time.time_ns(), sink.racy_margin_ns)
         self.kept: dict[str, bytes] = {}
         self.left = sink.max_kept_bytes

@@ -175,10 +175,15 @@ sys.stdin.readline()
 """
 
 
-def test_a_file_held_mapped_for_writing_when_a_run_ends_is_not_kept(tmp_path: Path) -> None:
+@pytest.mark.parametrize("via_link", [False, True])
+def test_a_file_held_mapped_for_writing_when_a_run_ends_is_not_kept(tmp_path: Path, via_link: bool) -> None:
     """A process holds a.txt mapped shared and writable across the end of a run, and writes through
-    the mapping after it (no time changes): the run kept no hash for a.txt, so the next run reads it."""
+    the mapping after it (no time changes): the run kept no hash for a.txt, so the next run reads it.
+    The same when the workspace is named through a symlink (the mappings name the real path)."""
     ws = _workspace(tmp_path, {"a.txt": "abcd\n", "b.txt": "same\n"})
+    if via_link:
+        (tmp_path / "link").symlink_to(ws)
+        ws = tmp_path / "link"
     store = Store(tmp_path / "store", create=True)
     mapper = subprocess.Popen([sys.executable, "-c", MAPPER, str(ws / "a.txt")], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
@@ -188,7 +193,7 @@ def test_a_file_held_mapped_for_writing_when_a_run_ends_is_not_kept(tmp_path: Pa
         _settled([ws / "a.txt", ws / "b.txt"], MARGIN_NS)
         _run(store, ws)
         kept = WorkspaceCache(store.root, [str(ws.resolve())])
-        assert kept.load() is not None and set(kept.load().entries()) == {str(ws / "b.txt")}  # type: ignore[union-attr]
+        assert kept.load() is not None and set(kept.load().entries()) == {str(ws.resolve() / "b.txt")}  # type: ignore[union-attr]
         mapper.stdin.write("go\n")
         mapper.stdin.flush()
         assert mapper.stdout.readline() == "written\n"
@@ -199,7 +204,7 @@ def test_a_file_held_mapped_for_writing_when_a_run_ends_is_not_kept(tmp_path: Pa
     second, run_dir = _run(store, ws)
     assert second.before is not None and second.before.cached == 1  # b.txt
     before = decode_manifest((run_dir / "evidence" / "manifest-before.json").read_bytes())
-    assert before.by_path()[str(ws / "a.txt")].sha256 == hashlib.sha256(b"XYcd\n").hexdigest()
+    assert before.by_path()[str(ws.resolve() / "a.txt")].sha256 == hashlib.sha256(b"XYcd\n").hexdigest()
 
 
 @pytest.mark.parametrize("how", ["payload", "seal", "other-workspace", "truncated", "garbage"])
