@@ -238,6 +238,9 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
         return True
     opts, skip, files, exclude = w.opts, w.skip, w.manifest.files, w.exclude
     reuse, remember = opts.reuse, opts.remember
+    # the common case at once: no exclude glob and no ignore rule for the path (else exclude() counts it)
+    globbed = w.globs.match
+    ignored = w.ignore.ignored if w.ignore is not None and w.ignore.by_file else None
     for entry in entries:
         name = entry.name
         rel = f"{rel_dir}/{name}" if rel_dir else name
@@ -251,7 +254,9 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
             continue
         st_mode = st.st_mode
         is_dir = stat.S_ISDIR(st_mode)
-        if exclude(rel, is_dir) is not None:
+        if (globbed(rel, is_dir) is not None or (ignored is not None and ignored(rel, is_dir))) and (
+            exclude(rel, is_dir) is not None
+        ):
             continue
         if is_dir:
             if not _walk_dir(w, root, rel):
