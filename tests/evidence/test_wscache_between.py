@@ -103,3 +103,57 @@ def test_a_file_changed_between_runs_is_read_again(tmp_path: Path, change: Calla
     assert second.before is not None and second.before.cached == (1 if change is not None else 2)
     before = decode_manifest((run_dir / "evidence" / "manifest-before.json").read_bytes())
     assert before.by_path()[str(a)].sha256 == hashlib.sha256(a.read_bytes()).hexdigest()
+
+
+#: maps a file shared and writable, writes through the mapping, and writes again when told
+MAPPER = """
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 0)
+m[0:1] = b"X"
+print("mapped", flush=True)
+sys.stdin.readline()
+m[1:2] = b"Y"
+print("written", flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("name", ["hard-link", "same-name"])
+def test_a_file_held_mapped_under_another_name_when_a_run_ends_is_not_kept(tmp_path: Path, name: str) -> None:
+    """A process holds a.txt mapped shared and writable through a hard link outside the workspace
+    (``/proc/PID/maps`` names the link) across the end of a run, and writes through the mapping
+    after it (no time changes): the run kept no hash for a.txt, the next run reads it.  The twin
+    maps it under its own name."""
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    a, b = ws / "a.txt", ws / "b.txt"
+    a.write_bytes(b"abcd\n")
+    b.write_bytes(b"same\n")
+    mapped = a
+    if name == "hard-link":
+        mapped = tmp_path / "elsewhere"
+        os.link(a, mapped)
+    store = Store(tmp_path / "store", create=True)
+    mapper = subprocess.Popen([sys.executable, "-c", MAPPER, str(mapped)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert mapper.stdout is not None and mapper.stdin is not None
+        assert mapper.stdout.readline() == "mapped\n"
+        _settled([a, b])
+        _run(store, ws)
+        mapper.stdin.write("go\n")
+        mapper.stdin.flush()
+        assert mapper.stdout.readline() == "written\n"
+    finally:
+        if mapper.stdin is not None:
+            mapper.stdin.close()
+        mapper.wait(timeout=60)
+    assert a.read_bytes() == b"XYcd\n"
+    second, run_dir = _run(store, ws)
+    assert second.before is not None and second.before.cached == 1  # b.txt
+    before = decode_manifest((run_dir / "evidence" / "manifest-before.json").read_bytes())
+    assert before.by_path()[str(a)].sha256 == hashlib.sha256(b"XYcd\n").hexdigest()
