@@ -46,3 +46,32 @@ def test_another_mount_over_an_overlay_ends_it(tmp_path: Path) -> None:
     ov.mounted("/mnt/o", f"lowerdir={tmp_path}", "/")
     ov.mounted("/mnt/o", "mode=755", "/")  # a tmpfs mounted over it
     assert not ov
+
+
+def test_an_overlay_made_with_the_new_mount_api_is_followed_call_by_call(tmp_path: Path) -> None:
+    lower, upper, other = tmp_path / "lower", tmp_path / "upper", tmp_path / "other"
+    for d in (lower, upper, other):
+        d.mkdir()
+    (lower / "key").write_text("k")
+    (other / "more").write_text("m")
+    ov = Overlays()
+    ov.fs_opened(7, 3, "tmpfs")
+    ov.fs_configured(7, 3, "lowerdir", str(lower), "/")  # no overlay's context: nothing
+    ov.fs_opened(7, 3, "overlay")
+    ov.fs_configured(7, 3, "lowerdir", "lower", str(tmp_path))  # relative to the caller's directory
+    ov.fs_configured(7, 3, "lowerdir+", str(other), "/")
+    ov.fs_configured(7, 3, "upperdir", str(upper), "/")
+    ov.fs_configured(7, 3, "workdir", str(tmp_path / "w"), "/")
+    ov.fs_mounted(7, 3, 4)
+    assert not ov  # a detached mount: nothing below a mount point yet
+    ov.forked(7, 8)
+    ov.moved(8, 4, None, "/mnt/o")  # the child places it
+    assert ov.mounts == {"/mnt/o": [str(upper), str(lower), str(other)]}
+    assert ov.real("/mnt/o/key") == f"{lower}/key" and ov.real("/mnt/o/more") == f"{other}/more"
+    ov.moved(8, -100, "/mnt/o", "/mnt/p")  # moved on from its mount point
+    assert list(ov.mounts) == ["/mnt/p"]
+    ov.moved(9, 5, None, "/mnt/q")  # a mount descriptor passed in: taken to be the last overlay made
+    assert ov.real("/mnt/q/key") == f"{lower}/key"
+    ov.tree_opened(7, 4)  # the descriptor number reused for a bind mount's tree
+    ov.moved(7, 4, None, "/mnt/p")  # ...moved over the overlay: no overlay there any more
+    assert ov.real("/mnt/p/key") is None

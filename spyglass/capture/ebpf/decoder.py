@@ -144,6 +144,7 @@ class RecordDecoder:
         cwd = R.walk(rec.blobs[3]) or self._proc(rec.ppid).cwd
         parent = self.procs.get(rec.ppid)
         self.procs[rec.pid] = ProcInfo(rec.pid, rec.ppid, cwd, parent.argv if parent else None)
+        self.overlays.forked(rec.ppid, rec.pid)
         self.seen.add(rec.pid)
         cwd_t, rb = to_text(cwd, "process.working_directory", None)
         return Event(

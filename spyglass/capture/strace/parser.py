@@ -303,6 +303,7 @@ class StraceParser:
             return parent
         proc = parent.child(child)
         st.procs[child] = proc
+        st.overlays.forked(parent.pid, child)
         st.leader_of[child] = child
         self._started(proc, ts, syscall, out)
         return proc
