@@ -14,8 +14,12 @@ absolute against the caller's directory, or a descriptor, ``FSCONFIG_SET_FD``) a
 ``fsmount`` turns the context into a mount descriptor and ``move_mount`` of that descriptor puts
 the overlay at its target.  Descriptors are known per process (copied at a fork); a mount
 descriptor the process got another way (passed over a socket, ``pidfd_getfd``) is taken to be the
-run's last overlay made with ``fsmount``.  Not covered: files opened below a mount descriptor that
-was never moved into place (``openat(mntfd, "id_rsa")`` on the detached mount).
+run's last overlay made with ``fsmount``.  A mount descriptor need not be moved anywhere to be
+read through: ``openat(mntfd, "id_rsa")`` opens a file of the detached mount, which the kernel
+names from that mount's own root (``/id_rsa``, and the eBPF program's walk ends there with no
+name).  A path relative to the descriptor of a detached overlay (``fsmount``) or a detached copy
+of a tree (``open_tree(OPEN_TREE_CLONE)``) is given the path it has in the layers, or below the
+tree's source (:meth:`Overlays.below`).
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ def lower_dirs(value: str) -> list[str]:
 class Overlays:
     """The overlay mounts of a run (mount point -> its layers) and the real path of a file below one."""
 
-    __slots__ = ("_contexts", "_detached", "mounts")
+    __slots__ = ("_contexts", "_detached", "mounts", "roots")
 
     def __init__(self) -> None:
         self.mounts: dict[str, list[str]] = {}
@@ -81,6 +85,9 @@ class Overlays:
         # (pid, fd) of an overlay's fsmount descriptor -> its layers in lookup order
         self._contexts: dict[tuple[int, int], tuple[list[str], list[str]]] = {}
         self._detached: dict[tuple[int, int], list[str]] = {}
+        # (pid, fd) of a detached mount (an overlay's fsmount, an open_tree clone) -> the directories
+        # a path relative to it is looked up in
+        self.roots: dict[tuple[int, int], list[str]] = {}
 
     def __bool__(self) -> bool:
         return bool(self.mounts)
@@ -122,12 +129,36 @@ class Overlays:
     def fs_mounted(self, pid: int, ctx_fd: int, mnt_fd: int) -> None:
         """``fsmount`` of context ``ctx_fd`` returned the mount descriptor ``mnt_fd``."""
         ctx = self._contexts.get((pid, ctx_fd))
+        dirs = ctx[0] + ctx[1] if ctx is not None and ctx[1] else []
         self._detached.pop((pid, mnt_fd), None)  # newest last: the guess for a descriptor passed in
-        self._detached[(pid, mnt_fd)] = ctx[0] + ctx[1] if ctx is not None and ctx[1] else []
+        self._detached[(pid, mnt_fd)] = dirs
+        self._rooted(pid, mnt_fd, dirs)
 
-    def tree_opened(self, pid: int, fd: int) -> None:
-        """``open_tree`` returned ``fd``: a mount descriptor of no overlay (an empty list: known)."""
+    def tree_opened(self, pid: int, fd: int, clone_of: str | None) -> None:
+        """``open_tree`` returned ``fd``: a mount descriptor of no overlay (an empty list: known);
+        ``clone_of`` is the tree's source when it is a detached copy."""
         self._detached[(pid, fd)] = []
+        self._rooted(pid, fd, [os.path.normpath(clone_of)] if clone_of else [])
+
+    def _rooted(self, pid: int, fd: int, dirs: list[str]) -> None:
+        if dirs:
+            self.roots[(pid, fd)] = dirs
+        else:
+            self.roots.pop((pid, fd), None)
+
+    def below(self, pid: int, fd: int, raw: str) -> str | None:
+        """The path of ``raw`` relative to the detached mount ``fd`` of ``pid`` (None: ``fd`` is
+        none, or ``raw`` is absolute): in the first of its directories that holds it, else the
+        first (where a file made there goes); a ``..`` stops at the mount's root, as in the kernel."""
+        dirs = self.roots.get((pid, fd))
+        if not dirs or raw[:1] == "/":
+            return None
+        rel = os.path.normpath("/" + raw)
+        rel = "" if rel == "/" else rel
+        for d in dirs:
+            if os.path.lexists(d + rel):
+                return d + rel
+        return dirs[0] + rel
 
     def moved(self, pid: int, from_fd: int, from_path: str | None, target: str) -> None:
         """A successful ``move_mount`` to ``target``, of the mount descriptor ``from_fd`` (an empty
@@ -150,9 +181,10 @@ class Overlays:
         for (pid, fd), ctx in list(self._contexts.items()):
             if pid == parent:
                 self._contexts[(child, fd)] = ctx  # one context: a layer the child adds is the parent's too
-        for (pid, fd), dirs in list(self._detached.items()):
-            if pid == parent:
-                self._detached[(child, fd)] = dirs
+        for table in (self._detached, self.roots):
+            for (pid, fd), dirs in list(table.items()):
+                if pid == parent:
+                    table[(child, fd)] = dirs
 
     def real(self, path: str) -> str | None:
         """The path of the file ``path`` names in its overlay's layers (None: not below an overlay

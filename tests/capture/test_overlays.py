@@ -72,6 +72,27 @@ def test_an_overlay_made_with_the_new_mount_api_is_followed_call_by_call(tmp_pat
     assert list(ov.mounts) == ["/mnt/p"]
     ov.moved(9, 5, None, "/mnt/q")  # a mount descriptor passed in: taken to be the last overlay made
     assert ov.real("/mnt/q/key") == f"{lower}/key"
-    ov.tree_opened(7, 4)  # the descriptor number reused for a bind mount's tree
+    ov.tree_opened(7, 4, None)  # the descriptor number reused for a bind mount's tree
     ov.moved(7, 4, None, "/mnt/p")  # ...moved over the overlay: no overlay there any more
     assert ov.real("/mnt/p/key") is None
+
+
+def test_a_path_below_a_detached_mount_is_looked_up_in_its_directories(tmp_path: Path) -> None:
+    lower, src = tmp_path / "lower", tmp_path / "src"
+    for d in (lower / "sub", src):
+        d.mkdir(parents=True)
+    (lower / "key").write_text("k")
+    ov = Overlays()
+    ov.fs_opened(7, 3, "overlay")
+    ov.fs_configured(7, 3, "lowerdir", str(lower), "/")
+    ov.fs_mounted(7, 3, 4)
+    ov.tree_opened(7, 5, str(src))  # a detached copy of src
+    ov.tree_opened(7, 6, None)  # open_tree without a copy: the kernel names its files
+    assert ov.below(7, 4, "key") == f"{lower}/key"
+    assert ov.below(7, 4, "../../key") == f"{lower}/key"  # '..' stops at the mount's root
+    assert ov.below(7, 4, "sub/new") == f"{lower}/sub/new"
+    assert ov.below(7, 4, "") == str(lower)
+    assert ov.below(7, 4, "/etc/passwd") is None and ov.below(8, 4, "key") is None
+    assert ov.below(7, 5, "id_rsa") == f"{src}/id_rsa" and ov.below(7, 6, "x") is None
+    ov.forked(7, 9)
+    assert ov.below(9, 5, "id_rsa") == f"{src}/id_rsa"

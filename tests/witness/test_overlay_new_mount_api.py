@@ -6,11 +6,15 @@ point.  Both backends follow the calls (spyglass/capture/overlays.py) and record
 mount under its path in the layer that holds it, so the read is ``cred-secret-read`` on the secret
 itself, whether the layers are given as a string (relative to the caller's directory) or as
 descriptors (``FSCONFIG_SET_FD``), and when a forked child places the mount.  The mount is also
-``sys-namespace-change``.  The agent is tests/witness/progs/overlay_newapi.py.
+``sys-namespace-change``.  A mount need not be placed at all: a file opened relative to the
+descriptor of the detached overlay (or of a detached copy of the secret's directory,
+``open_tree(OPEN_TREE_CLONE)``) is recorded under its path in the layers (below the copy's
+source).  The agent is tests/witness/progs/overlay_newapi.py.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -33,7 +37,7 @@ def _overlay_read(setup: Any, tmp_path: Path, how: str, lower: Path, name: str) 
     return {str(a["rule_id"]) for a in setup.alerts()}, res.stdout
 
 
-@pytest.mark.parametrize("how", ["string", "fd", "child"])
+@pytest.mark.parametrize("how", ["string", "fd", "child", "detached", "tree"])
 def test_a_secret_read_through_a_new_api_overlay_is_a_secret_read(setup: Any, tmp_path: Path, how: str) -> None:
     ssh = Path(setup.env["HOME"]) / ".ssh"
     ssh.mkdir()
@@ -45,10 +49,16 @@ def test_a_secret_read_through_a_new_api_overlay_is_a_secret_read(setup: Any, tm
     assert read["message"].endswith(f"read secret {ssh / 'id_rsa'}"), read
 
 
-def test_benign_twin_a_plain_file_through_a_new_api_overlay_is_no_secret_read(setup: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["string", "detached"])
+def test_benign_twin_a_plain_file_through_a_new_api_overlay_is_no_secret_read(
+    setup: Any, tmp_path: Path, how: str
+) -> None:
     lower = tmp_path / "lower"
     lower.mkdir()
     (lower / "notes.txt").write_text("hello\n")
-    rules, out = _overlay_read(setup, tmp_path, "string", lower, "notes.txt")
+    rules, out = _overlay_read(setup, tmp_path, how, lower, "notes.txt")
     assert "hello" in out
     assert "cred-secret-read" not in rules
+    out = setup.spyglass("events", "latest", "--store", str(setup.store), "--format", "json").stdout
+    reads = [e for e in map(json.loads, out.splitlines()) if e.get("file.raw_path", "").endswith("notes.txt")]
+    assert [e["file.path"] for e in reads] == [str(lower / "notes.txt")], reads  # the file itself

@@ -246,7 +246,17 @@ class RecordDecoder:
         raw = R.cstr(rec.blobs[which])
         if raw is None:
             return None
-        full = raw if raw.startswith("/") else join(R.walk(rec.blobs[2 + which]) or self._proc(rec.pid).cwd, raw)
+        if raw.startswith("/"):
+            full = raw
+        else:
+            base = R.walk(rec.blobs[2 + which])
+            if not base and self.overlays.roots:  # no name: perhaps a detached mount's descriptor
+                desc = BY_NR[rec.nr]
+                at = desc.dir_a if which == 0 else desc.dir_b
+                below = self.overlays.below(rec.pid, R.s32(rec.args[at]), raw) if 0 <= at <= 5 else None
+                if below is not None:
+                    return below, raw
+            full = join(base or self._proc(rec.pid).cwd, raw)
         if ".." in raw.split("/") and not full.startswith("/proc/"):
             # ``link/..`` is the parent of the link's target, not the link's directory: folded by
             # name, ``l/../x`` with ``l`` a symlink into the store would name a file beside ``l``

@@ -116,7 +116,7 @@ def _follow_overlay(dec: RecordDecoder, rec: R.Record, name: str, path: str | No
     elif name == "fsmount":
         dec.overlays.fs_mounted(rec.pid, R.s32(rec.args[0]), rec.ret)
     elif name == "open_tree":
-        dec.overlays.tree_opened(rec.pid, rec.ret)
+        dec.overlays.tree_opened(rec.pid, rec.ret, path if rec.args[2] & OPEN_TREE_CLONE else None)
     elif name == "move_mount" and path is not None:  # blob 1: the path moved from, empty for a descriptor
         source = dec._path(rec, 1) if R.cstr(rec.blobs[1]) else None
         dec.overlays.moved(rec.pid, R.s32(rec.args[0]), source[0] if source else None, path)

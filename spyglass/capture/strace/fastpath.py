@@ -62,8 +62,8 @@ class FastPaths:
         tid_s, sec, usec, name, fd_s, base, args, err = m.groups()
         tid = int(tid_s)
         leader = st.leader_of.get(tid)
-        if leader is None or not base.isascii() or not args.isascii():
-            return None
+        if leader is None or not base.isascii() or not args.isascii() or (base == "/" and st.overlays.roots):
+            return None  # ... or perhaps below a detached mount's descriptor (TraceState.below)
         proc = st.procs[leader]
         mode: str | None = None
         owner: int | None = None
@@ -129,8 +129,8 @@ class FastPaths:
         tid_s, sec, usec, dirfd, base, raw, flags, mode, fd, path, err = m.groups()
         tid = int(tid_s)
         leader = st.leader_of.get(tid)
-        if leader is None or not raw.isascii():
-            return None
+        if leader is None or not raw.isascii() or (base == "/" and dirfd != "AT_FDCWD" and st.overlays.roots):
+            return None  # ... or perhaps below a detached mount's descriptor (TraceState.below)
         kind = self._kinds.get(flags, "")
         if kind == "":
             kind = self._kinds[flags] = open_kind(flags)

@@ -268,8 +268,9 @@ def h_new_mount(st: TraceState, c: Call) -> Event | None:
     return _sensitive(st, c, mount_call_detail(name, fs=fs, clone=bool(clone)), fields=fields)
 
 
-def _follow_overlay(st: TraceState, c: Call, fs: str | None, target: str | None) -> None:
-    """An overlay made with the new mount API, followed call by call (``spyglass.capture.overlays``)."""
+def _follow_overlay(st: TraceState, c: Call, fs: str | None, path: str | None) -> None:
+    """An overlay made with the new mount API, followed call by call (``spyglass.capture.overlays``);
+    ``path`` is the call's path argument (``open_tree``'s source, ``move_mount``'s target)."""
     pid, ret, name = c.proc.pid, c.ret, c.name
     if name == "fsopen" and ret is not None:
         st.overlays.fs_opened(pid, ret, fs)
@@ -278,12 +279,13 @@ def _follow_overlay(st: TraceState, c: Call, fs: str | None, target: str | None)
         if ctx is not None and ctx.num is not None:
             st.overlays.fs_mounted(pid, ctx.num, ret)
     elif name == "open_tree" and ret is not None:
-        st.overlays.tree_opened(pid, ret)
-    elif name == "move_mount" and target is not None:
+        clone = "OPEN_TREE_CLONE" in c.arg(2) or (parse_int(c.arg(2)) or 0) & OPEN_TREE_CLONE
+        st.overlays.tree_opened(pid, ret, path if clone else None)
+    elif name == "move_mount" and path is not None:
         mnt, raw = parse_fd(c.arg(0)), c.arg(1).strip()
         raw = unquote(raw) if raw.startswith('"') else ""
         source = st.resolve(c, raw, c.arg(0)) if raw else None
-        st.overlays.moved(pid, mnt.num if mnt is not None and mnt.num is not None else -1, source, target)
+        st.overlays.moved(pid, mnt.num if mnt is not None and mnt.num is not None else -1, source, path)
 
 
 def stdio_socket(st: TraceState, c: Call) -> Event | None:

@@ -206,8 +206,22 @@ class TraceState(ProcLookup):
         return proc.fds.get(fd.num, proc.cwd)
 
     def resolve(self, c: Call, raw: str, dirfd: str | None = None) -> str:
+        if self.overlays.roots:
+            below = self.below(c, dirfd, raw)
+            if below is not None:
+                return below
         base = self.base_dir(c, dirfd)
         return resolve(raw, base, c.pid, c.tid, self, self.realpath_dir)
+
+    def below(self, c: Call, dirfd: str | None, raw: str) -> str | None:
+        """``raw`` relative to the descriptor of a detached mount (which ``-yy`` names ``/``: the
+        mount's own root) as ``spyglass.capture.overlays`` places it, else None."""
+        if not self.overlays.roots or dirfd is None:
+            return None
+        fd = parse_fd(dirfd)
+        if fd is None or fd.num is None or ann_path(fd.ann) not in (None, "/"):
+            return None
+        return self.overlays.below(c.proc.pid, fd.num, raw)
 
     def fd_arg_path(self, c: Call, token: str) -> str | None:
         """The path of an fd argument from its annotation (remembered for /proc/self/fd/N)."""

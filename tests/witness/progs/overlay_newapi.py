@@ -6,7 +6,9 @@ EMPTY set with fsconfig, fsmount, move_mount onto TARGET, TARGET/NAME read and p
 HOW says how the layers are given and who moves the mount: ``string`` (``lowerdir=LOWER:EMPTY``,
 LOWER relative to the working directory), ``fd`` (``lowerdir+`` twice, each an ``O_PATH``
 descriptor, ``FSCONFIG_SET_FD``), ``child`` (as ``string``, the mount moved into place and the file
-read by a forked child).  A refused call is a failed test."""
+read by a forked child), ``detached`` (as ``string``, the file opened relative to the mount
+descriptor, never moved anywhere), ``tree`` (no overlay: a detached copy of LOWER made with
+``open_tree(OPEN_TREE_CLONE)``, the file opened relative to it).  A refused call is a failed test."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import os
 import sys
 
 libc = ctypes.CDLL(None, use_errno=True)
-SYS_MOVE_MOUNT, SYS_FSOPEN, SYS_FSCONFIG, SYS_FSMOUNT = 429, 430, 431, 432
+SYS_OPEN_TREE, SYS_MOVE_MOUNT, SYS_FSOPEN, SYS_FSCONFIG, SYS_FSMOUNT = 428, 429, 430, 431, 432
+OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC = 1, 0o2000000
 AT_FDCWD = -100
 FSCONFIG_SET_STRING, FSCONFIG_SET_FD, FSCONFIG_CMD_CREATE = 1, 5, 6
 MOVE_MOUNT_F_EMPTY_PATH = 0x4
@@ -37,8 +40,17 @@ def _place_and_read(mnt: int, target: str, name: str) -> None:
         raise SystemExit(f"umount failed: {os.strerror(ctypes.get_errno())}")
 
 
+def _read_below(mnt: int, name: str) -> None:
+    fd = os.open(name, os.O_RDONLY, dir_fd=mnt)
+    sys.stdout.write(os.read(fd, 4096).decode())
+    os.close(fd)
+
+
 def main() -> None:
     how, lower, empty, target, name = sys.argv[1:6]
+    if how == "tree":
+        _read_below(_call(SYS_OPEN_TREE, AT_FDCWD, lower.encode(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC), name)
+        return
     fs = _call(SYS_FSOPEN, b"overlay", 0)
     if how == "fd":
         for layer in (lower, empty):
@@ -52,6 +64,9 @@ def main() -> None:
     _call(SYS_FSCONFIG, fs, FSCONFIG_CMD_CREATE, None, None, 0)
     mnt = _call(SYS_FSMOUNT, fs, 0, 0)
     os.close(fs)
+    if how == "detached":
+        _read_below(mnt, name)
+        return
     if how != "child":
         _place_and_read(mnt, target, name)
         return
