@@ -19,12 +19,14 @@ read through: ``openat(mntfd, "id_rsa")`` opens a file of the detached mount, wh
 names from that mount's own root (``/id_rsa``, and the eBPF program's walk ends there with no
 name).  A path relative to the descriptor of a detached overlay (``fsmount``) or a detached copy
 of a tree (``open_tree(OPEN_TREE_CLONE)``) is given the path it has in the layers, or below the
-tree's source (:meth:`Overlays.below`).
+tree's source (:meth:`Overlays.below`), and so is a path through the descriptor
+(``/proc/self/fd/N/id_rsa``, ``/dev/fd/N/...``: :meth:`Overlays.through_fd`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 
 from spyglass.events.schema import Event
@@ -66,6 +68,10 @@ def layers(data: str, cwd: str) -> list[str]:
     dirs = _split(opts["upperdir"], "\0") if opts.get("upperdir") else []
     dirs += [d for d in _split(opts["lowerdir"], ":") if d]
     return [os.path.normpath(os.path.join(cwd, d)) for d in dirs]
+
+
+#: a path through a descriptor: /proc/self/fd/N/..., /proc/PID[/task/TID]/fd/N/..., /dev/fd/N/...
+_THROUGH_FD = re.compile(r"/(?:proc/(self|thread-self|\d+)(?:/task/\d+)?|dev)/fd/(\d+)(?:/(.*))?")
 
 
 def lower_dirs(value: str) -> list[str]:
@@ -175,6 +181,16 @@ class Overlays:
         self.mounted(target, None, "/")
         if found:
             self.mounts[os.path.normpath(target)] = list(found)
+
+    def through_fd(self, pid: int, path: str) -> str | None:
+        """:meth:`below` for a path through a descriptor of a detached mount (``/proc/self/fd/N/x``
+        opened by ``pid``, or ``/proc/PID/fd/N/x`` of another process of the run); else None."""
+        m = _THROUGH_FD.fullmatch(path)
+        if m is None:
+            return None
+        who = m.group(1)
+        owner = int(who) if who is not None and who.isdigit() else pid
+        return self.below(owner, int(m.group(2)), m.group(3) or "")
 
     def forked(self, parent: int, child: int) -> None:
         """A child inherits its parent's descriptors, the overlay contexts and mounts among them."""

@@ -96,3 +96,13 @@ def test_a_path_below_a_detached_mount_is_looked_up_in_its_directories(tmp_path:
     assert ov.below(7, 5, "id_rsa") == f"{src}/id_rsa" and ov.below(7, 6, "x") is None
     ov.forked(7, 9)
     assert ov.below(9, 5, "id_rsa") == f"{src}/id_rsa"
+
+
+def test_a_path_through_a_detached_mounts_descriptor_is_looked_up_in_its_directories(tmp_path: Path) -> None:
+    ov = Overlays()
+    ov.tree_opened(7, 5, str(tmp_path))
+    assert ov.through_fd(7, "/proc/self/fd/5/id_rsa") == f"{tmp_path}/id_rsa"
+    assert ov.through_fd(7, "/dev/fd/5/a/b") == f"{tmp_path}/a/b"
+    assert ov.through_fd(8, "/proc/7/task/7/fd/5/x") == f"{tmp_path}/x"  # another process's descriptor
+    assert ov.through_fd(7, "/proc/self/fd/5") == str(tmp_path)
+    assert ov.through_fd(7, "/proc/self/fd/6/x") is None and ov.through_fd(7, "/etc/passwd") is None

@@ -8,8 +8,8 @@ itself, whether the layers are given as a string (relative to the caller's direc
 descriptors (``FSCONFIG_SET_FD``), and when a forked child places the mount.  The mount is also
 ``sys-namespace-change``.  A mount need not be placed at all: a file opened relative to the
 descriptor of the detached overlay (or of a detached copy of the secret's directory,
-``open_tree(OPEN_TREE_CLONE)``) is recorded under its path in the layers (below the copy's
-source).  The agent is tests/witness/progs/overlay_newapi.py.
+``open_tree(OPEN_TREE_CLONE)``), or through it (``/proc/self/fd/N/id_rsa``), is recorded under its
+path in the layers (below the copy's source).  The agent is tests/witness/progs/overlay_newapi.py.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _overlay_read(setup: Any, tmp_path: Path, how: str, lower: Path, name: str) 
     return {str(a["rule_id"]) for a in setup.alerts()}, res.stdout
 
 
-@pytest.mark.parametrize("how", ["string", "fd", "child", "detached", "tree"])
+@pytest.mark.parametrize("how", ["string", "fd", "child", "detached", "procfd", "tree"])
 def test_a_secret_read_through_a_new_api_overlay_is_a_secret_read(setup: Any, tmp_path: Path, how: str) -> None:
     ssh = Path(setup.env["HOME"]) / ".ssh"
     ssh.mkdir()

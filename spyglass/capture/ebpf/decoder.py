@@ -248,6 +248,10 @@ class RecordDecoder:
             return None
         if raw.startswith("/"):
             full = raw
+            if self.overlays.roots and raw.startswith(("/proc/", "/dev/fd/")):  # through a detached mount's fd?
+                below = self.overlays.through_fd(rec.pid, normalize(raw))
+                if below is not None:
+                    return below, raw
         else:
             base = R.walk(rec.blobs[2 + which])
             if not base and self.overlays.roots:  # no name: perhaps a detached mount's descriptor

@@ -129,8 +129,10 @@ class FastPaths:
         tid_s, sec, usec, dirfd, base, raw, flags, mode, fd, path, err = m.groups()
         tid = int(tid_s)
         leader = st.leader_of.get(tid)
-        if leader is None or not raw.isascii() or (base == "/" and dirfd != "AT_FDCWD" and st.overlays.roots):
-            return None  # ... or perhaps below a detached mount's descriptor (TraceState.below)
+        if leader is None or not raw.isascii():
+            return None
+        if st.overlays.roots and ((base == "/" and dirfd != "AT_FDCWD") or raw.startswith(("/proc/", "/dev/fd/"))):
+            return None  # perhaps below a detached mount's descriptor (TraceState.below)
         kind = self._kinds.get(flags, "")
         if kind == "":
             kind = self._kinds[flags] = open_kind(flags)

@@ -215,8 +215,13 @@ class TraceState(ProcLookup):
 
     def below(self, c: Call, dirfd: str | None, raw: str) -> str | None:
         """``raw`` relative to the descriptor of a detached mount (which ``-yy`` names ``/``: the
-        mount's own root) as ``spyglass.capture.overlays`` places it, else None."""
-        if not self.overlays.roots or dirfd is None:
+        mount's own root), or through it (``/proc/self/fd/N/...``), as ``spyglass.capture.overlays``
+        places it; else None."""
+        if not self.overlays.roots:
+            return None
+        if raw[:1] == "/":  # through the descriptor: /proc/self/fd/N/...
+            return self.overlays.through_fd(c.proc.pid, raw) if raw.startswith(("/proc/", "/dev/fd/")) else None
+        if dirfd is None:
             return None
         fd = parse_fd(dirfd)
         if fd is None or fd.num is None or ann_path(fd.ann) not in (None, "/"):

@@ -7,8 +7,9 @@ HOW says how the layers are given and who moves the mount: ``string`` (``lowerdi
 LOWER relative to the working directory), ``fd`` (``lowerdir+`` twice, each an ``O_PATH``
 descriptor, ``FSCONFIG_SET_FD``), ``child`` (as ``string``, the mount moved into place and the file
 read by a forked child), ``detached`` (as ``string``, the file opened relative to the mount
-descriptor, never moved anywhere), ``tree`` (no overlay: a detached copy of LOWER made with
-``open_tree(OPEN_TREE_CLONE)``, the file opened relative to it).  A refused call is a failed test."""
+descriptor, never moved anywhere), ``procfd`` (as ``detached``, through ``/proc/self/fd/N/NAME``),
+``tree`` (no overlay: a detached copy of LOWER made with ``open_tree(OPEN_TREE_CLONE)``, the file
+opened relative to it).  A refused call is a failed test."""
 
 from __future__ import annotations
 
@@ -66,6 +67,10 @@ def main() -> None:
     os.close(fs)
     if how == "detached":
         _read_below(mnt, name)
+        return
+    if how == "procfd":
+        with open(f"/proc/self/fd/{mnt}/{name}") as f:
+            sys.stdout.write(f.read())
         return
     if how != "child":
         _place_and_read(mnt, target, name)
