@@ -68,6 +68,9 @@ class RecordDecoder:
         self.dns_names: dict[str, str] = {}
         self._uring: set[tuple[int, int]] = set()
         self.overlays = Overlays()  # overlay mounts of the run: files below them get their own path
+        #: pid -> the root it chrooted to: the kernel's walks stop at a process's root and its absolute
+        #: paths are below it, so its paths are given that root in front (inherited at a fork)
+        self.chroots: dict[int, str] = {}
 
     # --- public -----------------------------------------------------------------
 
@@ -141,7 +144,9 @@ class RecordDecoder:
         return p if p is not None else ProcInfo(pid, None, alive=False)
 
     def _fork(self, rec: R.Record) -> Event:
-        cwd = R.walk(rec.blobs[3]) or self._proc(rec.ppid).cwd
+        if self.chroots and rec.ppid in self.chroots:
+            self.chroots[rec.pid] = self.chroots[rec.ppid]
+        cwd = self._host(rec.pid, R.walk(rec.blobs[3])) or self._proc(rec.ppid).cwd
         parent = self.procs.get(rec.ppid)
         self.procs[rec.pid] = ProcInfo(rec.pid, rec.ppid, cwd, parent.argv if parent else None)
         self.overlays.forked(rec.ppid, rec.pid)
@@ -157,10 +162,11 @@ class RecordDecoder:
         if proc is None:  # first seen at its exec (a record lost, or a fixture without the fork)
             proc = self.procs[rec.pid] = ProcInfo(rec.pid, None)
             self.seen.add(rec.pid)
-        cwd = R.walk(rec.blobs[3]) or proc.cwd
+        cwd = self._host(rec.pid, R.walk(rec.blobs[3])) or proc.cwd
         proc.cwd = cwd
-        typed = normalize(join(cwd, R.cstr(rec.blobs[0]) or ""))
-        walked = R.walk(rec.blobs[2])
+        typed = R.cstr(rec.blobs[0]) or ""
+        typed = normalize((self._host(rec.pid, typed) or typed) if typed[:1] == "/" else join(cwd, typed))
+        walked = self._host(rec.pid, R.walk(rec.blobs[2]))
         script = bool(rec.args[0])
         raw: str | None = None
         if typed.startswith(("/proc/", "/dev/fd/")) and walked:
@@ -172,7 +178,7 @@ class RecordDecoder:
             if exe != typed:
                 raw = typed
         else:
-            exe = self._real(rec.pid, typed)
+            exe = self._real(rec.pid, typed) if rec.pid not in self.chroots else typed
             if exe != typed:
                 raw = typed
         argv = R.argv(rec.blobs[1])
@@ -246,6 +252,7 @@ class RecordDecoder:
         raw = R.cstr(rec.blobs[which])
         if raw is None:
             return None
+        seen_from_root = True  # named as the process sees it (a chroot's root in front of that below)
         if raw.startswith("/"):
             full = raw
             if self.overlays.roots and raw.startswith(("/proc/", "/dev/fd/")):  # through a detached mount's fd?
@@ -260,17 +267,28 @@ class RecordDecoder:
                 below = self.overlays.below(rec.pid, R.s32(rec.args[at]), raw) if 0 <= at <= 5 else None
                 if below is not None:
                     return below, raw
-            full = join(base or self._proc(rec.pid).cwd, raw)
+            if not base:
+                base, seen_from_root = self._proc(rec.pid).cwd, False  # the table's cwd is the host's name
+            full = join(base, raw)
         if ".." in raw.split("/") and not full.startswith("/proc/"):
             # ``link/..`` is the parent of the link's target, not the link's directory: folded by
             # name, ``l/../x`` with ``l`` a symlink into the store would name a file beside ``l``
             head, name = split_dir(full)
             head = realpath_dir(rec.pid, head)
             full = join(head, name) if name else head
+        if self.chroots and seen_from_root:
+            full = self._host(rec.pid, normalize(full)) or full
         return normalize(full), raw
 
     def _fd_path(self, rec: R.Record) -> str | None:
-        return R.walk(rec.blobs[2]) or self._proc(rec.pid).fds.get(R.s32(rec.args[0]))
+        return self._host(rec.pid, R.walk(rec.blobs[2])) or self._proc(rec.pid).fds.get(R.s32(rec.args[0]))
+
+    def _host(self, pid: int, path: str | None) -> str | None:
+        """``path`` as the process sees it -> as the host names it (its chroot in front)."""
+        root = self.chroots.get(pid) if self.chroots else None
+        if root is None or not path:
+            return path
+        return root if path == "/" else root + path
 
     def _sensitive(self, rec: R.Record, detail: str, target: int | None = None, **fields: Any) -> Event:
         text, raw = to_text(detail, "detail", fields.pop("raw_bytes", None))

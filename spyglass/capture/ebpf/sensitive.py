@@ -43,6 +43,14 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
             dec.overlays.mounted(p[0], R.cstr(rec.blobs[3]), dec._proc(rec.pid).cwd)
         src = R.cstr(rec.blobs[1]) or "none"
         return dec._sensitive(rec, f"mount {src} on {target_raw}", **fields)
+    if name == "chroot":  # from then on the process's paths are below that root (RecordDecoder.chroots)
+        p = dec._path(rec, 0)
+        if rec.ret == 0 and p:
+            if p[0] == "/":
+                dec.chroots.pop(rec.pid, None)
+            else:
+                dec.chroots[rec.pid] = p[0]
+        return dec._sensitive(rec, f"chroot {p[1] if p else '?'}", **(path_fields(*p) if p else {}))
     if name == "unshare":
         return dec._sensitive(rec, R.names(a[0], R.CLONE_FLAGS) or "0")
     if name == "setns":

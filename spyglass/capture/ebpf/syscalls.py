@@ -112,6 +112,7 @@ TABLE: Final[tuple[Sys, ...]] = (
     Sys(165, "mount", S, SP_MOUNT, path_a=1, dir_a=CWD, path_b=0),
     Sys(166, "umount2", S, path_a=0, dir_a=CWD),
     Sys(272, "unshare", S),
+    Sys(161, "chroot", S, path_a=0, dir_a=CWD),
     Sys(308, "setns", S, fd_a=0),
     Sys(321, "bpf", S),
     Sys(175, "init_module", S, path_b=2),

@@ -304,6 +304,8 @@ class StraceParser:
         proc = parent.child(child)
         st.procs[child] = proc
         st.overlays.forked(parent.pid, child)
+        if parent.pid in st.chroots:
+            st.chroots[child] = st.chroots[parent.pid]
         st.leader_of[child] = child
         self._started(proc, ts, syscall, out)
         return proc

@@ -141,6 +141,18 @@ def h_umount(st: TraceState, c: Call) -> Event | None:
     return _sensitive(st, c, f"umount {raw_target} {c.arg(1)}".rstrip(), fields=path_fields(path, raw_target))
 
 
+def h_chroot(st: TraceState, c: Call) -> Event | None:
+    """``chroot``: from then on an absolute path of the process is below that root (inherited at a fork)."""
+    raw = unquote(c.arg(0))
+    path = st.resolve(c, raw)
+    if c.ok and path:
+        if path == "/":
+            st.chroots.pop(c.proc.pid, None)
+        else:
+            st.chroots[c.proc.pid] = path
+    return _sensitive(st, c, f"chroot {raw}", fields=path_fields(path, raw))
+
+
 def h_unshare(st: TraceState, c: Call) -> Event | None:
     return _sensitive(st, c, c.arg(0))
 
@@ -314,6 +326,7 @@ HANDLERS: dict[str, Handler] = {
     "mount": h_mount,
     "umount2": h_umount,
     "unshare": h_unshare,
+    "chroot": h_chroot,
     "setns": h_setns,
     "bpf": h_bpf,
     "init_module": h_module,

@@ -136,6 +136,7 @@ class TraceState(ProcLookup):
         self.hosts_file = hosts_file
         self.procs: dict[int, Proc] = {}  # leader pid -> process (alive, and exited ones)
         self.leader_of: dict[int, int] = {}  # tid -> leader pid, for live threads
+        self.chroots: dict[int, str] = {}  # pid -> the root it chrooted to (inherited at a fork)
         self.seen: set[int] = set()  # every pid/tid ever part of the traced tree
         self.dns_names: dict[str, str] = {}  # address -> name, from DNS answers
         self.hosts_names: dict[str, str] = {}  # address -> name, from hosts files
@@ -159,6 +160,9 @@ class TraceState(ProcLookup):
                 return live if live.startswith("/") else None
         proc = self.procs.get(self.leader_of.get(pid, pid))
         return proc.fds.get(fd) if proc is not None else None
+
+    def root_of(self, pid: int) -> str | None:
+        return self.chroots.get(self.leader_of.get(pid, pid)) if self.chroots else None
 
     def exe_of(self, pid: int) -> str | None:
         proc = self.procs.get(self.leader_of.get(pid, pid))
