@@ -24,6 +24,7 @@ from spyglass.capture.mountapi import (
     mount_call_detail,
 )
 from spyglass.capture.strace.decode import ann_path, parse_fd, parse_int, parse_pid, unquote
+from spyglass.capture.strace.paths import resolve
 from spyglass.capture.strace.state import Call, TraceState
 from spyglass.events.schema import Event
 
@@ -144,7 +145,9 @@ def h_umount(st: TraceState, c: Call) -> Event | None:
 def h_chroot(st: TraceState, c: Call) -> Event | None:
     """``chroot``: from then on an absolute path of the process is below that root (inherited at a fork)."""
     raw = unquote(c.arg(0))
-    path = st.resolve(c, raw)
+    # symlinks are not resolved: the call is reported when it is over, and the process's
+    # /proc/PID/root is then the new root
+    path = resolve(raw, st.base_dir(c, None), c.pid, c.tid, st, None)
     if c.ok and path:
         if path == "/":
             st.chroots.pop(c.proc.pid, None)
