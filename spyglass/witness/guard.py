@@ -102,7 +102,8 @@ class WitnessGuard(Sink):
         # failed or not: a call recorded as failed (or unfinished: its process killed in it) may have
         # changed the name all the same, and forgetting costs a few stats
         if t == "file.mkdir":
-            self.protected.made_dir(ev.path)
+            if ev.ok or ev.errno != "EEXIST":  # refused as the name exists (tar's, for each file): nothing made
+                self.protected.made_dir(ev.path, made=ev.ok)
         elif t in _DIR_CHANGES:
             self.protected.forget_dirs()
         handle = ev.syscall in _HANDLE_CALLS
@@ -116,7 +117,7 @@ class WitnessGuard(Sink):
         if writes or handle:
             # a link or rename is judged on its source without following it (the link itself may be the store)
             what = self.protected.which(ev.path, follow=t not in ("file.rename", "file.link", "file.symlink"),
-                                        pid=ev.pid)
+                                        pid=ev.pid, made=ev.ok and _made_anew(t, ev.flags))
             if what == OWN_SOURCE and t == "file.mkdir" and os.path.basename(ev.path) == "__pycache__":
                 what = None  # Python making the cache of a subpackage that had none (what it writes there goes)
             if what is None and ev.target and t in ("file.rename", "file.link"):
@@ -175,6 +176,18 @@ class WitnessGuard(Sink):
         self.ctx.raise_alert(alert)
         if action == "kill" and self.mode == "enforce" and self.ctx.stop_agent is not None:
             self.ctx.stop_agent(rule)
+
+
+def _made_anew(t: str, flags: str | None) -> bool:
+    """The call, having succeeded, made its name anew: a ``mkdir``, or an open with ``O_CREAT`` and
+    ``O_EXCL`` (which fails on any name that exists, a symlink included; not ``O_TMPFILE``, whose
+    name is the directory)."""
+    if t == "file.mkdir":
+        return True
+    if t != "file.create" or not flags:
+        return False
+    names = flags.split("|")
+    return "O_EXCL" in names and "O_CREAT" in names and "O_TMPFILE" not in names
 
 
 def _as(ev: Event) -> str:

@@ -46,6 +46,7 @@ import msgspec
 
 import spyglass
 from spyglass.witness.bytecode import unlink_in
+from spyglass.witness.realdirs import real_dir
 
 #: names Python imports at every start when the import path holds them
 START_HOOKS = frozenset({"sitecustomize", "usercustomize"})
@@ -258,14 +259,12 @@ def _check_written(written: Iterable[str], dirs: list[str], sites: set[str], sta
     new (a package installed during the run)."""
     roots = sorted(dict.fromkeys(os.path.realpath(d).rstrip("/") + "/" for d in dirs), key=len, reverse=True)
     said = {*report.changed, *report.shadowing}
-    reals: dict[str, str] = {}  # directory -> its real path: an untar writes thousands of files in a few
+    reals: dict[str, str] = {}  # directory -> its real path, from its parent's: an untar writes thousands
     for path in sorted(written):
         where, name = os.path.split(path)
         pyc = os.path.basename(where) == "__pycache__"
         folder = os.path.dirname(where) if pyc else where
-        top = reals.get(folder)
-        if top is None:
-            top = reals[folder] = os.path.realpath(folder)
+        top = real_dir(os.path.normpath(folder), reals) if os.path.isabs(folder) else os.path.realpath(folder)
         root = next((r for r in roots if (top + "/").startswith(r)), None)
         if root is None or "-packages/" in (top + "/")[len(root):]:
             continue

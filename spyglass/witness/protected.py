@@ -22,6 +22,7 @@ from pathlib import Path
 import msgspec
 
 from spyglass.witness.bytecode import FileId, Start, leaves_cache, walk
+from spyglass.witness.realdirs import real_dir
 
 __all__ = ["OWN_SOURCE", "FileId", "Protected", "file_id"]
 
@@ -195,19 +196,22 @@ class Protected(msgspec.Struct):
             prot.add(cache_key, "the rule cache's key", secret=True)
         return prot
 
-    def which(self, path: str, *, follow: bool = True, pid: int | None = None) -> str | None:
+    def which(self, path: str, *, follow: bool = True, pid: int | None = None, made: bool = False) -> str | None:
         """What protected thing ``path`` is or lies in, by name or by device and inode; ``pid``: the
-        process that used the name (its ``/proc/self`` is judged, not spyglass's: :func:`writers`)."""
+        process that used the name (its ``/proc/self`` is judged, not spyglass's: :func:`writers`);
+        ``made``: the call made ``path`` anew (a ``mkdir``, an ``O_CREAT|O_EXCL`` open that
+        succeeded), so its inode is a new one that no protected file has and is not looked up
+        (by name, and by its directory, it is judged as any other)."""
         if self.pending:
             self.settle()
         if pid is not None:
             path = writers(path, pid)
-        what = self._which(path, follow=follow)
+        what = self._which(path, follow=follow, made=made)
         if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
             return None  # Python's byte-code cache, written by any process of the run that imports spyglass
         return what
 
-    def _which(self, path: str, *, follow: bool = True) -> str | None:
+    def _which(self, path: str, *, follow: bool = True, made: bool = False) -> str | None:
         """Memoised per name while no name changes (:meth:`forget_dirs`) and nothing is protected anew:
         a name's device and inode change only by a rename, delete, link, symlink or mount (each forgets
         all); a file or directory made where none was gets an inode no protected file has (theirs are
@@ -219,14 +223,14 @@ class Protected(msgspec.Struct):
         if key in memo:
             return memo[key]
         p = os.path.normpath(path)
-        verdict, lasting = self._judge(p, follow)
+        verdict, lasting = self._judge(p, follow, made)
         if lasting and not self._unseen and not p.startswith("/proc/"):
             if len(memo) >= VERDICTS_MAX:
                 memo.clear()
             memo[key] = verdict
         return verdict
 
-    def _judge(self, p: str, follow: bool) -> tuple[str | None, bool]:
+    def _judge(self, p: str, follow: bool, made: bool = False) -> tuple[str | None, bool]:
         """The verdict on ``p``, and whether it lasts until a name changes: not when a symlink
         leads there (its directory's or its own), which may be or lead to a ``/proc`` link
         (``/proc/PID/cwd``, ``/dev/fd/N``) that a ``chdir``, a ``dup2`` or a ``close`` turns
@@ -241,6 +245,8 @@ class Protected(msgspec.Struct):
             return what, True
         d = os.path.dirname(p)
         lasting = not p.startswith("/proc/") and self._real(d) == d
+        if made:  # a new inode: none of the protected ones, whatever the name has become since
+            return self._dir_verdict(d) or self._resolved(d), lasting
         try:
             st = os.lstat(p)
             if follow and stat.S_ISLNK(st.st_mode):
@@ -274,25 +280,7 @@ class Protected(msgspec.Struct):
     def _real(self, d: str) -> str:
         """``os.path.realpath(d)`` of an absolute, normalised ``d``, from its parent's (memoised with
         ``_dirs``): one ``lstat`` per directory not seen yet instead of one per component."""
-        reals = self._reals
-        todo: list[str] = []
-        at = d
-        while at not in reals and at != "/":
-            todo.append(at)
-            at = os.path.dirname(at)
-        real = reals.get(at, "/")
-        for name in reversed(todo):
-            real = os.path.join(real, os.path.basename(name))
-            try:
-                link = stat.S_ISLNK(os.lstat(real).st_mode)
-            except (OSError, ValueError):
-                link = False  # not there: realpath keeps the name as it is
-            if link:
-                real = os.path.realpath(real)
-            if len(reals) >= VERDICTS_MAX:
-                reals.clear()
-            reals[name] = real
-        return real
+        return real_dir(d, self._reals, VERDICTS_MAX)
 
     def _in_tree(self, p: str) -> str | None:
         for root, what in self.trees.items():
@@ -329,15 +317,22 @@ class Protected(msgspec.Struct):
         self.forget_dirs()
         self._unseen = True
 
-    def made_dir(self, path: str) -> None:
+    def made_dir(self, path: str, *, made: bool = False) -> None:
         """A directory was made at ``path`` (``mkdir``): only what was noted of that name while it
-        did not exist goes (its new inode is no protected one); the rest stays true."""
+        did not exist goes (its new inode is no protected one); the rest stays true.  ``made``: the
+        call succeeded, so the name is a directory (no symlink) whose real path is its parent's
+        plus its name, and no ``lstat`` is needed to know it."""
         p = os.path.normpath(path)
         self._dirs.pop(p, None)
         self._reals.pop(p, None)
         for name in {p, path}:
             self._verdicts.pop((name, True), None)
             self._verdicts.pop((name, False), None)
+        if made and p.startswith("/") and p != "/" and not p.startswith("/proc/"):
+            real = os.path.join(self._real(os.path.dirname(p)), os.path.basename(p))
+            if len(self._reals) >= VERDICTS_MAX:
+                self._reals.clear()
+            self._reals[p] = real
 
     def follow_rename(self, old: str, new: str, what: str) -> None:
         """``old`` (protected) is now called ``new``: protect the new name the same way."""

@@ -43,6 +43,24 @@ def test_renaming_the_store_aside_does_not_escape(setup: Any, tmp_path: Path) ->
     assert any(f"{tmp_path}/aside/runs/planted.txt" in m for m in msgs), msgs
 
 
+def test_files_made_with_o_excl_in_the_store_are_caught(setup: Any, tmp_path: Path) -> None:
+    """``set -C`` makes the shell's ``>`` an exclusive create (``O_CREAT|O_EXCL``), whose inode the
+    guard knows is new and does not look up: it is judged by its name and its directory."""
+    store = tmp_path / "st"
+    res = setup.run(f"set -C; echo x > {store}/runs/planted.txt; mv {store} {tmp_path}/aside && "
+                    f"echo y > {tmp_path}/aside/runs/planted2.txt; mv {tmp_path}/aside {store}", store=store)
+    msgs = [str(a["message"]) for a in witness(setup.alerts(store=store))]
+    assert any(m.endswith(f"{store}/runs/planted.txt") for m in msgs), (msgs, res.stderr)
+    assert any(m.endswith(f"{tmp_path}/aside/runs/planted2.txt") for m in msgs), msgs
+
+
+def test_benign_twin_files_made_with_o_excl_in_the_workspace_stay_silent(setup: Any, tmp_path: Path) -> None:
+    store = tmp_path / "st"
+    res = setup.run("set -C; echo x > a.txt; mkdir d && echo y > d/b.txt; mv d/b.txt c.txt", store=store)
+    assert res.returncode == 0, res.stderr
+    assert witness(setup.alerts(store=store)) == []
+
+
 def test_a_hard_link_to_a_store_file_does_not_escape(setup: Any, tmp_path: Path) -> None:
     store = tmp_path / "st"
     setup.run("true", store=store)

@@ -34,9 +34,10 @@ class _Guarded:
         self.pipe = Pipeline([self.guard, Catch()], RunContext(run_id="r"))
         self.pipe.start()
 
-    def feed(self, type_: str, path: Path, target: Path | None = None) -> None:
-        self.pipe.feed(Event(type=type_, pid=9, syscall="x", path=str(path),
-                             target=str(target) if target else None))
+    def feed(self, type_: str, path: Path, target: Path | None = None, *, flags: str | None = None,
+             ok: bool = True) -> None:
+        self.pipe.feed(Event(type=type_, pid=9, syscall="x", path=str(path), flags=flags, ok=ok,
+                             errno=None if ok else "EEXIST", target=str(target) if target else None))
 
     def judged_clean(self, name: Path) -> None:
         """``name`` made in a new directory and chmod-ed: judged, no alert."""
@@ -128,6 +129,29 @@ def test_real_paths_resolved_a_directory_at_a_time_agree_with_realpath(tmp_path:
     assert prot._real("/") == "/"
 
 
+def test_a_directory_made_gets_its_real_path_from_its_parents_without_a_look(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    prot = Protected()
+    for name in ("link/new", "a/new2", "link/new/deeper"):
+        d = tmp_path / name
+        d.mkdir()
+        prot.made_dir(str(d), made=True)
+        assert prot._reals[str(d)] == os.path.realpath(d), name
+
+
+def test_a_mkdir_refused_as_the_name_exists_keeps_the_verdicts_another_failure_forgets(tmp_path: Path) -> None:
+    store, ws = tmp_path / "st", tmp_path / "ws"
+    run = _Guarded(store)
+    run.judged_clean(ws / "f")
+    run.feed("file.mkdir", ws, ok=False)  # EEXIST: nothing was made
+    assert (str(ws / "f"), True) in run.protected._verdicts
+    (ws / "f").unlink()
+    os.link(store / "index.sqlite", ws / "f")  # unseen: only a name judged afresh finds it
+    run.pipe.feed(Event(type="file.mkdir", pid=9, syscall="x", path=str(ws / "f"), ok=False, errno="EINTR"))
+    assert any(str(ws / "f") in m and "attempted" in m for m in run.alerts), run.alerts
+
+
 def test_a_file_bind_mounted_over_a_name_judged_clean_is_judged_again(tmp_path: Path) -> None:
     """A mount changes what a name reaches with no rename: every mount call forgets (here the
     new API's ``move_mount``, as the run would record it)."""
@@ -171,3 +195,54 @@ def test_a_rename_recorded_as_failed_still_forgets(tmp_path: Path) -> None:
     run.alerts.clear()
     run.feed("file.chmod", g)
     assert run.store_alert_on(g), run.alerts
+
+
+EXCL = "O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC"
+
+
+def test_made_anew_is_an_exclusive_create_or_a_mkdir_only() -> None:
+    from spyglass.witness.guard import _made_anew
+
+    assert _made_anew("file.create", EXCL) and _made_anew("file.mkdir", None)
+    assert not _made_anew("file.create", "O_WRONLY|O_CREAT|O_TRUNC")  # may open a file that exists
+    assert not _made_anew("file.create", "O_RDWR|O_TMPFILE|O_EXCL")  # the name is the directory's
+    assert not _made_anew("file.write", EXCL) and not _made_anew("file.create", None)
+
+
+def test_a_file_made_anew_in_a_store_directory_moved_unseen_is_still_the_store(tmp_path: Path) -> None:
+    """An exclusive create is not looked up by inode (its inode is new), but its directory still is:
+    the store moved by a process outside the run (no event) is the store under its new name."""
+    store, aside = tmp_path / "st", tmp_path / "aside"
+    run = _Guarded(store)
+    store.rename(aside)
+    (aside / "runs" / "new").write_text("x")
+    run.feed("file.create", aside / "runs" / "new", flags=EXCL)
+    assert run.store_alert_on(aside / "runs" / "new"), run.alerts
+
+
+def test_an_exclusive_create_that_failed_is_judged_by_what_the_name_is(tmp_path: Path) -> None:
+    """Only a create that succeeded made its name: a refused one names what is there, a store file
+    hard-linked in unseen, and is an attempt on it."""
+    store, g = tmp_path / "st", tmp_path / "ws" / "g"
+    run = _Guarded(store)
+    g.parent.mkdir()
+    os.link(store / "index.sqlite", g)
+    run.feed("file.create", g, flags=EXCL, ok=False)
+    assert run.store_alert_on(g) or any(str(g) in m and "attempted" in m for m in run.alerts), run.alerts
+
+
+def test_benign_twin_files_made_anew_are_clean_and_a_rename_onto_one_is_judged_again(tmp_path: Path) -> None:
+    store, ws = tmp_path / "st", tmp_path / "ws"
+    run = _Guarded(store)
+    ws.mkdir()
+    run.feed("file.mkdir", ws)
+    for i in range(3):
+        (ws / f"f{i}").write_text("a")
+        run.feed("file.create", ws / f"f{i}", flags=EXCL)
+        run.feed("file.chmod", ws / f"f{i}")
+    assert run.alerts == []
+    os.replace(store / "index.sqlite", ws / "f1")  # the store file renamed over a name judged clean
+    run.feed("file.rename", store / "index.sqlite", ws / "f1")
+    run.alerts.clear()
+    run.feed("file.write", ws / "f1")
+    assert run.store_alert_on(ws / "f1"), run.alerts
