@@ -98,6 +98,11 @@ class Overlays:
     def __bool__(self) -> bool:
         return bool(self.mounts)
 
+    @property
+    def by_fd(self) -> bool:
+        """Overlay contexts or mount descriptors known by (pid, fd): a fork copies them."""
+        return bool(self._contexts or self._detached or self.roots)
+
     def mounted(self, target: str, data: str | None, cwd: str) -> None:
         found = layers(data, cwd) if data else []
         if found:

@@ -144,12 +144,15 @@ class RecordDecoder:
         return p if p is not None else ProcInfo(pid, None, alive=False)
 
     def _fork(self, rec: R.Record) -> Event:
+        walked = R.walk(rec.blobs[3])
         if self.chroots and rec.ppid in self.chroots:
             self.chroots[rec.pid] = self.chroots[rec.ppid]
-        cwd = self._host(rec.pid, R.walk(rec.blobs[3])) or self._proc(rec.ppid).cwd
+            walked = self._host(rec.pid, walked)
+        cwd = walked or self._proc(rec.ppid).cwd
         parent = self.procs.get(rec.ppid)
         self.procs[rec.pid] = ProcInfo(rec.pid, rec.ppid, cwd, parent.argv if parent else None)
-        self.overlays.forked(rec.ppid, rec.pid)
+        if self.overlays.by_fd:
+            self.overlays.forked(rec.ppid, rec.pid)
         self.seen.add(rec.pid)
         cwd_t, rb = to_text(cwd, "process.working_directory", None)
         return Event(
@@ -162,11 +165,16 @@ class RecordDecoder:
         if proc is None:  # first seen at its exec (a record lost, or a fixture without the fork)
             proc = self.procs[rec.pid] = ProcInfo(rec.pid, None)
             self.seen.add(rec.pid)
-        cwd = self._host(rec.pid, R.walk(rec.blobs[3])) or proc.cwd
-        proc.cwd = cwd
+        chrooted = bool(self.chroots) and rec.pid in self.chroots  # its names are below its root
+        cwd_walk, walked = R.walk(rec.blobs[3]), R.walk(rec.blobs[2])
         typed = R.cstr(rec.blobs[0]) or ""
-        typed = normalize((self._host(rec.pid, typed) or typed) if typed[:1] == "/" else join(cwd, typed))
-        walked = self._host(rec.pid, R.walk(rec.blobs[2]))
+        if chrooted:
+            cwd_walk, walked = self._host(rec.pid, cwd_walk), self._host(rec.pid, walked)
+            if typed[:1] == "/":
+                typed = self._host(rec.pid, typed) or typed
+        cwd = cwd_walk or proc.cwd
+        proc.cwd = cwd
+        typed = normalize(join(cwd, typed))
         script = bool(rec.args[0])
         raw: str | None = None
         if typed.startswith(("/proc/", "/dev/fd/")) and walked:
@@ -178,7 +186,7 @@ class RecordDecoder:
             if exe != typed:
                 raw = typed
         else:
-            exe = self._real(rec.pid, typed) if rec.pid not in self.chroots else typed
+            exe = typed if chrooted else self._real(rec.pid, typed)
             if exe != typed:
                 raw = typed
         argv = R.argv(rec.blobs[1])

@@ -312,7 +312,8 @@ class StraceParser:
             return parent
         proc = parent.child(child)
         st.procs[child] = proc
-        st.overlays.forked(parent.pid, child)
+        if st.overlays.by_fd:
+            st.overlays.forked(parent.pid, child)
         if parent.pid in st.chroots:
             st.chroots[child] = st.chroots[parent.pid]
         st.leader_of[child] = child
