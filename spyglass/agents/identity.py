@@ -12,7 +12,6 @@ gives the same id; another binary, user, host or config home gives another.
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
@@ -95,7 +94,7 @@ def derive_identity(
         var, rel = _CONFIG_HOMES[name]
         config = os.path.realpath(env.get(var) or os.path.join(home, rel))
     try:
-        who = user or getpass.getuser()
+        who = user or login_name()
     except Exception:  # no passwd entry for this uid
         who = str(os.getuid())
     basis = {
@@ -107,3 +106,16 @@ def derive_identity(
     }
     digest = hashlib.sha256("\0".join(basis[k] for k in sorted(basis)).encode()).hexdigest()[:12]
     return AgentIdentity(f"{name}-{digest}", name, "derived", basis)
+
+
+def login_name() -> str:
+    """``getpass.getuser()``: ``$LOGNAME``, ``$USER``, ``$LNAME`` or ``$USERNAME``, else the user's
+    passwd entry (KeyError when there is none); without importing ``getpass`` (and ``termios``)
+    at every run's start."""
+    for var in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        name = os.environ.get(var)
+        if name:
+            return name
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_name

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from spyglass import phases
-from spyglass.cli.common import store_option
+from spyglass.cli.common import LongFlags, store_option
 
 _HELP = """Run CMD under capture and record everything it and its descendants do.
 
@@ -49,7 +49,7 @@ Examples:
 """
 
 
-@click.command("run", help=_HELP)
+@click.command("run", cls=LongFlags, help=_HELP)
 @store_option
 @click.option(
     "--policy",

@@ -15,6 +15,54 @@ from spyglass.store import RunReader, Store
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class LongFlags(click.Command):
+    """A command whose one-letter flags (``-q``) reach click's parser by their long names.
+
+    Click tries every option as a long one first, and the error of that miss imports ``difflib``
+    to suggest a name (2 ms of every ``spyglass run -q``'s start, for nothing).  The arguments
+    click would parse as options are the same: a word that is the value of an option, and
+    everything after ``--``, are left as they are; so is every argument of a command with an
+    option whose value may be left out (where a word's role depends on the next one)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, long_flags(self, ctx, args))
+
+
+def long_flags(cmd: click.Command, ctx: click.Context, args: list[str]) -> list[str]:
+    """``args`` with each one-letter flag of ``cmd`` that click would parse as that flag given by
+    its long name (see :class:`LongFlags`)."""
+    longer: dict[str, str] = {}  # "-q" -> "--quiet"
+    values: dict[str, int] = {}  # an option's name -> how many words it takes after it
+    for p in cmd.get_params(ctx):
+        if not isinstance(p, click.Option):
+            continue
+        flag = p.is_flag or p.count
+        if not flag and getattr(p, "_flag_needs_value", False):
+            return args  # a value that may be left out: not rewritten
+        for names in (p.opts, p.secondary_opts):
+            for name in names:
+                values[name] = 0 if flag else p.nargs
+            whole = [n for n in names if n.startswith("--")]
+            if flag and whole:
+                longer.update((n, whole[0]) for n in names if len(n) == 2 and n[0] == "-" and n[1] != "-")
+    if not longer or not any(a in longer for a in args):
+        return args
+    out = list(args)
+    i = 0
+    while i < len(out):
+        word = out[i]
+        if word == "--":
+            break
+        if word in longer:
+            out[i] = longer[word]
+        elif word in values:
+            i += values[word]  # its values, whatever they look like
+        elif not word.startswith("-") and not ctx.allow_interspersed_args:
+            break
+        i += 1
+    return out
+
+
 def store_option(f: F) -> F:
     return click.option(
         "--store",

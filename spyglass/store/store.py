@@ -153,8 +153,8 @@ class Store:
     def repair(self) -> list[str]:
         """Mark runs whose monitor died as incomplete; re-index unindexed runs."""
         fixed: list[str] = []
-        # run at every start: one query and one listing, then a stat per run (a store holds thousands
-        # of runs) and more only for the runs that need a look
+        # run at every start: one query and one listing (a store holds thousands of runs), then a
+        # look only at the runs not indexed or not finished
         indexed: dict[str, str] = dict(self.index.statuses())
         runs = str(self.runs_dir)
         try:
@@ -163,9 +163,16 @@ class Store:
         except OSError:
             names = []
         for name in names:
+            status = indexed.get(name)
+            if status is not None and status not in ("running", "incomplete"):
+                # a finished run's row: nothing to repair, and no look inside its directory (a stat
+                # per run was most of a start's repair with thousands of runs); a row whose
+                # run.json went missing is kept with its anchor (``show`` names the missing file)
+                del indexed[name]
+                continue
             if not os.path.exists(f"{runs}/{name}/run.json"):
                 continue
-            status = indexed.pop(name, None)
+            indexed.pop(name, None)
             late_note = status == "incomplete" and os.path.exists(f"{runs}/{name}/{MONITOR_NOTE}")
             if status is not None and status != "running" and not late_note:
                 continue

@@ -50,3 +50,18 @@ def test_identity_is_stable_across_two_runs_and_ls_filters_by_it(
     assert [r["agent_id"] for r in json.loads(spy("ls", "--agent", "oth", "--format", "json").stdout)] == ["other"]
     text = spy("ls").stdout
     assert ids[0] in text and "other" in text
+
+
+def test_login_name_is_getpass_getuser(monkeypatch: pytest.MonkeyPatch) -> None:
+    import getpass
+
+    from spyglass.agents.identity import login_name
+
+    for var in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        monkeypatch.delenv(var, raising=False)
+    assert login_name() == getpass.getuser()  # from the passwd entry
+    monkeypatch.setenv("USERNAME", "u4")
+    monkeypatch.setenv("USER", "u2")
+    assert login_name() == getpass.getuser() == "u2"
+    monkeypatch.setenv("LOGNAME", "u1")
+    assert login_name() == getpass.getuser() == "u1"

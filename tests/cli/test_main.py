@@ -1,10 +1,16 @@
-"""The CLI entry point imports only the invoked command's module, and its table is complete."""
+"""The CLI entry point imports only the invoked command's module, and its table is complete; a run's
+process leaves without the interpreter's teardown."""
 
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from spyglass.cli import main as climain
 
@@ -80,3 +86,72 @@ def test_run_starts_loading_the_ebpf_program_before_the_cli_imports() -> None:
     loaded = preload.take()
     assert loaded is not None and not isinstance(loaded, Exception), loaded
     loaded.close()
+
+
+_LEAVE = """
+import atexit, sys, threading, time
+from spyglass.cli.main import leave
+out = sys.argv[1]
+class Torn:
+    def __del__(self, open=open, out=out):  # runs in the interpreter's teardown only
+        open(out + '.torn', 'w').close()
+torn = Torn()
+atexit.register(lambda: open(out + '.atexit', 'w').close())
+if sys.argv[2] == 'thread':  # a thread that is not a daemon: the exit waits for it
+    go = threading.Event()
+    def work():
+        go.wait(60)
+        open(out + '.thread', 'w').close()
+    threading.Thread(target=work).start()
+    threading.Timer(0.1, go.set).start()
+sys.stdout.write('unflushed')
+code = {'3': 3, 'none': None, 'text': 'bye', 'thread': 4}[sys.argv[2]]
+leave(code)
+sys.exit(code)
+"""
+
+
+def _leave(tmp_path: Path, how: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    out = tmp_path / how
+    res = subprocess.run([sys.executable, "-c", _LEAVE, str(out), how], capture_output=True, text=True,
+                         timeout=120, check=False)
+    return res, {p.suffix for p in tmp_path.glob(f"{how}.*")}
+
+
+def test_leave_runs_the_exit_functions_and_flushes_but_skips_the_teardown(tmp_path: Path) -> None:
+    res, seen = _leave(tmp_path, "3")
+    assert (res.returncode, res.stdout) == (3, "unflushed")
+    assert seen == {".atexit"}  # no teardown (no __del__ at the end), the atexit function ran
+    res, seen = _leave(tmp_path, "none")
+    assert (res.returncode, res.stdout, seen) == (0, "unflushed", {".atexit"})
+
+
+def test_leave_gives_way_to_the_interpreter_exit(tmp_path: Path) -> None:
+    """A code that is not a number (printed by the interpreter), or a thread that is not a daemon
+    (the exit waits for it): the interpreter's own exit, teardown included."""
+    res, seen = _leave(tmp_path, "text")
+    assert (res.returncode, res.stdout, res.stderr.strip()) == (1, "unflushed", "bye")
+    assert seen == {".atexit", ".torn"}
+    res, seen = _leave(tmp_path, "thread")
+    assert (res.returncode, res.stdout) == (4, "unflushed")
+    assert seen == {".atexit", ".torn", ".thread"}
+
+
+def test_spyglass_run_leaves_with_everything_written(tmp_path: Path) -> None:
+    """``spyglass run`` as its own process: the agent's exit code, the summary on stderr, the phase
+    marks (an atexit function) and a verified record."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace not installed")
+    env = {**os.environ, "SPYGLASS_STORE": str(tmp_path / "s"), "SPYGLASS_PHASES": str(tmp_path / "phases"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("SPYGLASS_POLICY", None)
+    res = subprocess.run([sys.executable, "-m", "spyglass", "run", "--backend", "strace", "--", "sh", "-c",
+                          "echo out; exit 3"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert res.returncode == 3, res.stderr
+    assert res.stdout == "out\n"
+    assert "anchor sha256:" in res.stderr
+    assert '"exit"' in (tmp_path / "phases").read_text()
+    ver = subprocess.run([sys.executable, "-m", "spyglass", "verify", "latest"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert ver.returncode == 0, ver.stdout + ver.stderr

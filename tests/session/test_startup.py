@@ -57,10 +57,12 @@ UNUSED = {"spyglass.agents.ask", "tomllib", "yaml", "jsonschema", "spyglass.rule
 #: runs is imported before it starts: a module loaded later could come from a __pycache__ the agent wrote)
 FEATURES = {"spyglass.evidence.keys", "spyglass.otel.config", "spyglass.agents.hooks"}
 #: standard modules a run that goes well has no use for (logging loads at the first record shown:
-#: spyglass/logs.py; the host name, random bytes and PATH lookups need none of them) ...
-STDLIB_UNUSED = {"logging", "socket", "secrets", "pkgutil"}
-#: ... and under eBPF neither these (strace's work directory needs tempfile and shutil)
-STDLIB_UNUSED_EBPF = STDLIB_UNUSED | {"shutil", "tempfile", "random"}
+#: spyglass/logs.py; the host name, random bytes and PATH lookups need none of them; strace's work
+#: directory is made without tempfile and shutil; click's "did you mean" for ``-q`` needs difflib,
+#: and the login name getpass: cli/common.py LongFlags, agents/identity.py login_name) ...
+STDLIB_UNUSED = {"logging", "socket", "secrets", "pkgutil", "shutil", "tempfile", "random", "difflib", "getpass"}
+#: ... under eBPF too
+STDLIB_UNUSED_EBPF = STDLIB_UNUSED
 
 
 def test_a_run_under_strace_does_not_import_the_ebpf_backend(tmp_path: Path, fresh_python: Any) -> None:

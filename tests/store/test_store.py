@@ -160,3 +160,25 @@ def test_many_processes_open_a_new_store_at_once(tmp_path: Path) -> None:
                               stderr=subprocess.PIPE, text=True) for _ in range(8)]
     errors = [p.communicate(timeout=120)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, errors
+
+
+def test_repair_looks_only_at_runs_not_indexed_or_not_finished(tmp_path: Path) -> None:
+    """A store's repair at every start: a finished run's row stays without a look inside its
+    directory (even when its run.json went missing: the row keeps its anchor); a row whose
+    directory is gone goes; a run directory not indexed is indexed."""
+    store = Store(tmp_path / "s", create=True)
+    kept, gone, lost = (_record(store, _events(1)) for _ in range(3))
+    anchor = store.index.anchor(kept)
+    assert anchor is not None
+    (store.run_dir(kept) / "run.json").unlink()
+    import shutil
+
+    shutil.rmtree(store.run_dir(gone))
+    store.index.delete(lost)  # a run the index lost (a crash before its row reached the disk)
+    store.index.close()
+    again = Store(tmp_path / "s")
+    assert again.list_ids() == sorted([kept, lost])
+    assert again.index.anchor(kept) == anchor
+    assert again.index.anchor(lost) is not None  # from its run.json
+    with pytest.raises(RunNotFound, match=r"no run\.json"):
+        again.read_meta(kept)

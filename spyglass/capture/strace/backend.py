@@ -28,13 +28,13 @@ cheaper, but it has two costs:
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
 from spyglass.capture.base import BackendStatus, LaunchSpec
 from spyglass.capture.strace.command import strace_command as strace_command
 from spyglass.capture.strace.probe import probe_seccomp
 from spyglass.capture.strace.session import StraceSession
+from spyglass.capture.which import which
 from spyglass.errors import MissingToolError
 
 __all__ = ["StraceBackend", "StraceSession", "strace_command"]
@@ -65,7 +65,7 @@ class StraceBackend:
         self._seccomp_ok: bool | None = None
 
     def _path(self) -> str | None:
-        return self._strace or shutil.which("strace")
+        return self._strace or which("strace")
 
     def status(self) -> BackendStatus:
         path = self._path()

@@ -21,10 +21,8 @@ child is killed as soon as its clone is parsed.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -50,7 +48,8 @@ from spyglass.events.schema import Event
 DESCENDANTS = ("kill", "follow", "detach")
 _DETACH_SECCOMP = "left running with strace's seccomp filter: its traced system calls now fail with ENOSYS"
 _KILL_GRACE = 5.0  # seconds to let a killed tree report its deaths before detaching anyway
-_FIFO_BYTES = 64 << 10  # the FIFO from strace
+_FIFO = "trace"  # the FIFO from strace, in a directory of its own
+_FIFO_BYTES = 64 << 10  # its size
 _DRAIN_LIMIT = 0.25  # seconds spent draining queued output before detaching
 _LINGER = 0.002  # seconds queued events may wait for more (handover.py)
 _SECCOMP_NOTE = (
@@ -91,8 +90,8 @@ class StraceSession:
         self._follow_from: float | None = None  # follow: when the grace period ends (monotonic)
         self._following: float | None = None  # follow: when following began (-1: nothing was left)
         self._followed = 0
-        self._dir = tempfile.mkdtemp(prefix="spyglass-strace-")
-        fifo = os.path.join(self._dir, "trace")
+        self._dir = host.private_dir("spyglass-strace-")
+        fifo = os.path.join(self._dir, _FIFO)
         try:
             os.mkfifo(fifo, 0o600)
             self._rfd: int | None = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
@@ -153,7 +152,7 @@ class StraceSession:
                 if writer_open:  # strace has the FIFO open: EOF now means strace is gone
                     self._close_writer()
                     writer_open = False
-                    shutil.rmtree(self._dir, ignore_errors=True)  # nothing left behind if we die
+                    host.remove_dir(self._dir, (_FIFO,))  # nothing left behind if we die
                 buf += chunk
                 if b"\n" not in chunk:
                     continue
@@ -392,7 +391,7 @@ class StraceSession:
                     os.close(fd)
                 except OSError:
                     pass
-        shutil.rmtree(self._dir, ignore_errors=True)
+        host.remove_dir(self._dir, (_FIFO,))
 
     # --- control --------------------------------------------------------------
 
