@@ -198,7 +198,11 @@ class Overlays:
         return self.below(owner, int(m.group(2)), m.group(3) or "")
 
     def forked(self, parent: int, child: int) -> None:
-        """A child inherits its parent's descriptors, the overlay contexts and mounts among them."""
+        """A child inherits its parent's descriptors, the overlay contexts and mounts among them
+        (and none of an exited process that had its pid)."""
+        for table in (self._contexts, self._detached, self.roots):
+            for key in [k for k in table if k[0] == child]:
+                del table[key]
         for (pid, fd), ctx in list(self._contexts.items()):
             if pid == parent:
                 self._contexts[(child, fd)] = ctx  # one context: a layer the child adds is the parent's too

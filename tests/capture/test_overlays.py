@@ -106,3 +106,11 @@ def test_a_path_through_a_detached_mounts_descriptor_is_looked_up_in_its_directo
     assert ov.through_fd(8, "/proc/7/task/7/fd/5/x") == f"{tmp_path}/x"  # another process's descriptor
     assert ov.through_fd(7, "/proc/self/fd/5") == str(tmp_path)
     assert ov.through_fd(7, "/proc/self/fd/6/x") is None and ov.through_fd(7, "/etc/passwd") is None
+
+
+def test_a_pid_reused_by_a_child_inherits_its_parents_descriptors_only(tmp_path: Path) -> None:
+    ov = Overlays()
+    ov.tree_opened(7, 5, str(tmp_path))  # pid 7 exits later; its pid is reused below
+    ov.tree_opened(3, 6, str(tmp_path / "sub"))
+    ov.forked(3, 7)
+    assert ov.below(7, 5, "x") is None and ov.below(7, 6, "x") == f"{tmp_path}/sub/x"

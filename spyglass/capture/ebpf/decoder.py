@@ -145,9 +145,13 @@ class RecordDecoder:
 
     def _fork(self, rec: R.Record) -> Event:
         walked = R.walk(rec.blobs[3])
-        if self.chroots and rec.ppid in self.chroots:
-            self.chroots[rec.pid] = self.chroots[rec.ppid]
-            walked = self._host(rec.pid, walked)
+        if self.chroots:  # the parent's root, if it chrooted (an exited process's pid may be reused)
+            root = self.chroots.get(rec.ppid)
+            if root is not None:
+                self.chroots[rec.pid] = root
+                walked = self._host(rec.pid, walked)
+            else:
+                self.chroots.pop(rec.pid, None)
         cwd = walked or self._proc(rec.ppid).cwd
         parent = self.procs.get(rec.ppid)
         self.procs[rec.pid] = ProcInfo(rec.pid, rec.ppid, cwd, parent.argv if parent else None)

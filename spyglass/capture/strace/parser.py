@@ -314,8 +314,12 @@ class StraceParser:
         st.procs[child] = proc
         if st.overlays.by_fd:
             st.overlays.forked(parent.pid, child)
-        if parent.pid in st.chroots:
-            st.chroots[child] = st.chroots[parent.pid]
+        if st.chroots:  # the parent's root, if it chrooted (an exited process's pid may be reused)
+            root = st.chroots.get(parent.pid)
+            if root is not None:
+                st.chroots[child] = root
+            else:
+                st.chroots.pop(child, None)
         st.leader_of[child] = child
         self._started(proc, ts, syscall, out)
         return proc
