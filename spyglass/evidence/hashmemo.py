@@ -169,6 +169,58 @@ class HashMemo:
         with self._lock:
             self._known[path] = (stat_key(st), sha256)
 
+    def trusts(self, path: str, st: os.stat_result) -> bool:
+        """Whether a hash taken with stat ``st`` may stand for ``path``'s content without a read."""
+        if st.st_ctime_ns >= self.settled_before or path in self._never:
+            return False
+        if self._fs is None:
+            self._fs = FileSystems()
+        return self._fs.trusted(st.st_dev, path)
+
+    def known(self) -> dict[str, tuple[StatKey, str]]:
+        """path -> (stat key, sha256) of every file noted."""
+        with self._lock:
+            return dict(self._known)
+
+    def note_all(self, noted: Iterable[tuple[str, os.stat_result, str]]) -> None:
+        """:meth:`note` for many files at once (one lock)."""
+        settled, never = self.settled_before, self._never
+        if self._fs is None:
+            self._fs = FileSystems()
+        trusted, devs = self._fs.trusted, dict[int, bool]()  # device -> trusted, without a call per file
+        with self._lock:
+            known = self._known
+            for path, st, sha256 in noted:
+                if st.st_ctime_ns >= settled or path in never:
+                    continue
+                dev = st.st_dev
+                ok = devs.get(dev)
+                if ok is None:
+                    ok = devs[dev] = trusted(dev, path)
+                if ok:
+                    known[path] = ((dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode), sha256)
+
+    def adopt(self, hashes: dict[str, tuple[StatKey, str]]) -> dict[str, str]:
+        """Note hashes taken elsewhere (the store's entries from the previous run: path -> (stat key,
+        sha256)) with the checks of :meth:`note`; returns path -> sha256 of those it trusts."""
+        settled, never = self.settled_before, self._never
+        if self._fs is None:
+            self._fs = FileSystems()
+        trusted, devs = self._fs.trusted, dict[int, bool]()
+        taken: dict[str, str] = {}
+        with self._lock:
+            known = self._known
+            for path, (key, sha256) in hashes.items():
+                if key[4] >= settled or path in never:
+                    continue
+                ok = devs.get(key[0])
+                if ok is None:
+                    ok = devs[key[0]] = trusted(key[0], path)
+                if ok:
+                    known[path] = (key, sha256)
+                    taken[path] = sha256
+        return taken
+
     def lookup(self, path: str, st: os.stat_result) -> str | None:
         """The hash of ``path`` if its stat ``st`` is the one it was hashed with."""
         hit = self._known.get(path)

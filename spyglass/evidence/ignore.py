@@ -115,6 +115,9 @@ class _Rule(msgspec.Struct, frozen=True):
     negate: bool
     dir_only: bool
     source: str  # "path/.gitignore:line"
+    #: the regex source for the last component alone, when the rule can match nothing else (no ``/``,
+    #: no ``**``, no class, which could match a ``/``): ``*.log`` matches a path when it matches its name
+    name_src: str | None = None
 
 
 def _gitignore_rule(line: str, base: str, source: str) -> _Rule | None:
@@ -137,9 +140,46 @@ def _gitignore_rule(line: str, base: str, source: str) -> _Rule | None:
         src = _translate(line)
     except GlobError:
         return None  # git skips a pattern it cannot read
+    name_src = None
     if not anchored:
+        if "**" not in line and "[" not in line:
+            name_src = src
         src = "(?:.*/)?" + src
-    return _Rule(base, re.compile(src), negate, dir_only, source)
+    return _Rule(base, re.compile(src), negate, dir_only, source, name_src)
+
+
+class _File(msgspec.Struct):
+    """The rules of one ignore file as a few regexes whose alternatives are its rules, last first
+    and named ``r<number>``: ``fullmatch`` gives the last matching rule of the set, as git reads
+    them.  The rules that can match a path's last component only are matched against it alone."""
+
+    base: str
+    rules: list[_Rule]
+    #: (rules matched against the name, the others), for files (no ``dir/`` rule) and for directories
+    files: tuple[re.Pattern[str] | None, re.Pattern[str] | None] = (None, None)
+    dirs: tuple[re.Pattern[str] | None, re.Pattern[str] | None] = (None, None)
+    combined: bool = True  # False: the regexes could not be combined, each rule is tried
+
+
+def _combine(rules: list[tuple[int, str]]) -> re.Pattern[str] | None:
+    if not rules:
+        return None
+    return re.compile("|".join(f"(?P<r{i}>{src})" for i, src in reversed(rules)))
+
+
+def _split(rules: list[_Rule], numbered: list[int]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    names = [(i, rules[i].name_src or "") for i in numbered if rules[i].name_src is not None]
+    paths = [(i, rules[i].regex.pattern) for i in numbered if rules[i].name_src is None]
+    return _combine(names), _combine(paths)
+
+
+def _last(m: re.Match[str] | None) -> int:
+    """The number of the rule that matched (-1: none)."""
+    if m is None:
+        return -1
+    if m.lastgroup is None:
+        raise LookupError("no rule group matched")
+    return int(m.lastgroup[1:])
 
 
 class GitIgnore(msgspec.Struct):
@@ -147,6 +187,7 @@ class GitIgnore(msgspec.Struct):
 
     rules: list[_Rule] = msgspec.field(default_factory=list)
     files: list[str] = msgspec.field(default_factory=list)
+    by_file: list[_File] = msgspec.field(default_factory=list)  # in the order they were added
 
     def add_file(self, path: Path, base: str) -> None:
         try:
@@ -155,22 +196,42 @@ class GitIgnore(msgspec.Struct):
             return
         shown = f"{base}/{path.name}" if base else str(path.name)
         self.files.append(shown)
+        added: list[_Rule] = []
         for n, line in enumerate(text.splitlines(), 1):
             rule = _gitignore_rule(line, base, f"{shown}:{n}")
             if rule is not None:
-                self.rules.append(rule)
+                added.append(rule)
+        if not added:
+            return
+        self.rules.extend(added)
+        try:
+            every = list(range(len(added)))
+            files = _split(added, [i for i in every if not added[i].dir_only])
+            self.by_file.append(_File(base, added, files, _split(added, every)))
+        except re.error:  # a rule's regex does not combine with the others: each is tried
+            self.by_file.append(_File(base, added, combined=False))
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
-        hit = False
-        for rule in self.rules:
-            if rule.dir_only and not is_dir:
-                continue
-            if rule.base:
-                if not rel.startswith(rule.base + "/"):
+        for f in reversed(self.by_file):  # the last file with a matching rule decides
+            if f.base:
+                if not rel.startswith(f.base + "/"):
                     continue
-                sub = rel[len(rule.base) + 1 :]
+                sub = rel[len(f.base) + 1 :]
             else:
                 sub = rel
-            if rule.regex.fullmatch(sub):
-                hit = not rule.negate
-        return hit
+            if f.combined:
+                by_name, by_path = f.dirs if is_dir else f.files
+                try:
+                    last = max(_last(by_name.fullmatch(sub.rpartition("/")[2])) if by_name is not None else -1,
+                               _last(by_path.fullmatch(sub)) if by_path is not None else -1)
+                except LookupError:  # cannot be told from the match: rule by rule
+                    last = -2
+                if last == -1:
+                    continue
+                if last >= 0:
+                    return not f.rules[last].negate
+            for rule in reversed(f.rules):
+                if (is_dir or not rule.dir_only) and rule.regex.fullmatch(sub):
+                    return not rule.negate
+        return False
+

@@ -56,6 +56,8 @@ class Manifest(msgspec.Struct, kw_only=True):
     max_files: int = DEFAULT_MAX_FILES
     notes: list[str] = msgspec.field(default_factory=list)
     seconds: float = 0.0
+    #: hashes not read but taken from the previous run's sealed entries (stat unchanged)
+    cached: int = 0
 
     def by_path(self) -> dict[str, FileEntry]:
         return {f.path: f for f in self.files}
@@ -145,6 +147,7 @@ class _Walk(msgspec.Struct):
     count: int = 0
     skip: set[str] = msgspec.field(default_factory=set)
     pending: list[Pending] = msgspec.field(default_factory=list)
+    noted: list[tuple[str, os.stat_result, str]] = msgspec.field(default_factory=list)
 
     def exclude(self, rel: str, is_dir: bool) -> str | None:
         hit = self.globs.match(rel, is_dir)
@@ -158,34 +161,37 @@ class _Walk(msgspec.Struct):
         return hit
 
 
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
+#: a file smaller than this is read in one call
+_ONE_READ = 1 << 20
+_CHUNK = 1 << 20
+
+
 def hash_file(
     path: str, size: int, max_bytes: int, keep_max: int = 0
 ) -> tuple[str | None, str | None, bytes | None]:
-    """(sha256, note, content if small enough to keep)."""
+    """(sha256, note, content if small enough to keep), read to its end whatever ``size`` said."""
     if size > max_bytes:
         return None, f"not hashed: larger than {max_bytes} bytes", None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, _READ_FLAGS)
     except OSError as exc:
         return None, f"unreadable: {exc.strerror}", None
-    h = hashlib.sha256()
-    kept: bytes | None = None
     try:
-        with os.fdopen(fd, "rb", buffering=0) as f:
-            if size <= keep_max:
-                data = f.read(keep_max + 1)
-                h.update(data)
-                if len(data) <= keep_max:
-                    kept = data
-                while chunk := f.read(1 << 20):
-                    h.update(chunk)
-                    kept = None
-            else:
-                while chunk := f.read(1 << 20):
-                    h.update(chunk)
+        if size < _ONE_READ:
+            data = os.read(fd, size + 1)  # no larger buffer than the file needs
+            if len(data) <= size:  # a short read: the end of the file
+                return hashlib.sha256(data).hexdigest(), None, data if len(data) <= keep_max else None
+            h = hashlib.sha256(data)  # it grew since its stat: hashed to its end, not kept
+        else:
+            h = hashlib.sha256()
+        while chunk := os.read(fd, _CHUNK):
+            h.update(chunk)
+        return h.hexdigest(), None, None
     except OSError as exc:
         return None, f"unreadable: {exc.strerror}", None
-    return h.hexdigest(), None, kept
+    finally:
+        os.close(fd)
 
 
 def _kind(mode: int) -> str:
@@ -210,7 +216,7 @@ _MODES: dict[int, str] = {}
 
 def _mode_text(st_mode: int) -> str:
     """The permission bits in octal ("0644"), memoised (a tree has few distinct modes)."""
-    bits = stat.S_IMODE(st_mode)
+    bits = st_mode & 0o7777  # stat.S_IMODE
     text = _MODES.get(bits)
     if text is None:
         text = _MODES[bits] = f"{bits:04o}"
@@ -232,6 +238,9 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
         return True
     opts, skip, files, exclude = w.opts, w.skip, w.manifest.files, w.exclude
     reuse, remember = opts.reuse, opts.remember
+    # the common case at once: no exclude glob and no ignore rule for the path (else exclude() counts it)
+    globbed = w.globs.match
+    ignored = w.ignore.ignored if w.ignore is not None and w.ignore.by_file else None
     for entry in entries:
         name = entry.name
         rel = f"{rel_dir}/{name}" if rel_dir else name
@@ -245,7 +254,9 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
             continue
         st_mode = st.st_mode
         is_dir = stat.S_ISDIR(st_mode)
-        if exclude(rel, is_dir) is not None:
+        if (globbed(rel, is_dir) is not None or (ignored is not None and ignored(rel, is_dir))) and (
+            exclude(rel, is_dir) is not None
+        ):
             continue
         if is_dir:
             if not _walk_dir(w, root, rel):
@@ -255,8 +266,8 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
             w.manifest.complete = False
             return False
         w.count += 1
-        shown = as_text(disk_path)
-        kind = _kind(st_mode)
+        shown = disk_path if disk_path.isascii() else as_text(disk_path)
+        kind = "file" if stat.S_ISREG(st_mode) else _kind(st_mode)
         fe = FileEntry(path=shown, kind=kind, size=st.st_size, mode=_mode_text(st_mode), mtime_ns=st.st_mtime_ns)
         if kind == "file" and opts.defer_hash:
             w.pending.append((fe, disk_path, st))
@@ -269,8 +280,8 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
                 fe.sha256, fe.note, content = hash_file(disk_path, st.st_size, opts.max_hash_bytes, keep)
                 if content is not None and w.keeper is not None:
                     w.keeper(shown, content)
-                if fe.sha256 is not None and remember is not None:
-                    remember.note(shown, st, fe.sha256)  # the stat from before the read
+            if fe.sha256 is not None and remember is not None:
+                w.noted.append((shown, st, fe.sha256))  # the stat from before the read
         elif kind == "symlink":
             try:
                 fe.target = as_text(os.readlink(disk_path))
@@ -291,26 +302,61 @@ def build_manifest(
 def hash_pending(pending: list[Pending], opts: ManifestOptions, keeper: TextKeeper | None = None) -> None:
     """Hash the files a ``defer_hash`` listing left (in a thread, while the agent runs).
 
-    A file whose inode, size, mtime or ctime is not what the listing saw, before
-    or after it was read, changed in between: it gets no hash but
-    :data:`CHANGED_NOTE`, so the diff counts it modified (the kernel sets ctime:
-    an agent cannot put it back to hide a change)."""
+    A file whose device, inode, size, mtime or ctime is not what the listing saw,
+    when it was opened or after it was read, changed in between: it gets no hash
+    but :data:`CHANGED_NOTE`, so the diff counts it modified (the kernel sets
+    ctime: an agent cannot put it back to hide a change).  The stat after the read
+    is taken on the open file (``fstat``): the content hashed is the listed file's."""
+    keep = opts.keep_text_max if keeper is not None else 0
+    max_bytes, remember = opts.max_hash_bytes, opts.remember
+    noted: list[tuple[str, os.stat_result, str]] = []
     for fe, path, listed in pending:
-        keep = opts.keep_text_max if keeper is not None else 0
-        sha, note, content = hash_file(path, fe.size, opts.max_hash_bytes, keep)
-        try:
-            st = os.lstat(path)
-            same = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (
-                listed.st_ino, fe.size, fe.mtime_ns, listed.st_ctime_ns)
-        except OSError:
-            same = False
-        if not same:
+        sha, note, content, st = _hash_listed(path, listed, max_bytes, keep)
+        if note is None and st is None:
             sha, note, content = None, CHANGED_NOTE, None
         fe.sha256, fe.note = sha, note
         if content is not None and keeper is not None:
             keeper(fe.path, content)
-        if sha is not None and opts.remember is not None:
-            opts.remember.note(fe.path, st, sha)
+        if sha is not None and st is not None and remember is not None:
+            noted.append((fe.path, st, sha))
+    if remember is not None:
+        remember.note_all(noted)
+
+
+def _hash_listed(
+    path: str, listed: os.stat_result, max_bytes: int, keep_max: int
+) -> tuple[str | None, str | None, bytes | None, os.stat_result | None]:
+    """(sha256, note, content kept, the file's stat after the read) of a listed file; no note and no
+    stat: the file changed since it was listed.  One open, one read for a small file, one fstat."""
+    size = listed.st_size
+    if size > max_bytes:
+        return None, f"not hashed: larger than {max_bytes} bytes", None, listed
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror}", None, listed
+    try:
+        if size < _ONE_READ:
+            data = os.read(fd, size + 1)  # a short read: the end of the file (its stat is checked after)
+            if len(data) > size:
+                return None, None, None, None  # it grew
+            digest = hashlib.sha256(data).hexdigest()
+            kept = data if size <= keep_max else None
+        else:
+            h = hashlib.sha256()
+            while chunk := os.read(fd, _CHUNK):
+                h.update(chunk)
+            digest, kept = h.hexdigest(), None
+        st = os.fstat(fd)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror}", None, listed
+    finally:
+        os.close(fd)
+    if (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != (
+        listed.st_ino, listed.st_dev, size, listed.st_mtime_ns, listed.st_ctime_ns
+    ):
+        return None, None, None, None
+    return digest, None, kept, st
 
 
 def list_manifest(
@@ -355,6 +401,8 @@ def list_manifest(
         m.last_path = m.last_path or ""
     else:
         m.last_path = None
+    if opts.remember is not None and w.noted:
+        opts.remember.note_all(w.noted)
     if ignore is not None:
         m.gitignore = list(ignore.files)
     m.seconds = round(time.perf_counter() - started, 3)

@@ -58,6 +58,7 @@ from spyglass.evidence.manifest import (
     list_manifest,
 )
 from spyglass.evidence.writes import OutsideWriteTracker
+from spyglass.evidence.wscache import WorkspaceCache
 from spyglass.logs import get_logger
 from spyglass.pipeline import RunContext, Sink
 
@@ -102,6 +103,7 @@ class WorkspaceEvidence(Sink):
         hash_wait: float = 0.05,
         racy_margin_ns: int = RACY_MARGIN_NS,
         keep_hashes: bool = True,
+        use_cache: bool = True,
     ) -> None:
         self.roots = [str(Path(r).resolve()) for r in roots] if roots else []
         self.excludes = list(excludes)
@@ -133,6 +135,12 @@ class WorkspaceEvidence(Sink):
         self.background_hash = background_hash
         #: seconds start() waits for the hashes (a small workspace is hashed before the agent starts)
         self.hash_wait = hash_wait
+        #: take the hashes of files whose stat is unchanged since the previous run from the store's
+        #: sealed entries (:mod:`spyglass.evidence.wscache`), and leave this run's there
+        self.use_cache = use_cache
+        self._cache: WorkspaceCache | None = None
+        #: path -> sha256 of the before-manifest's files hashed from the cache (old content: its packs)
+        self._cached: dict[str, str] = {}
 
     # -- setup ----------------------------------------------------------------
     def _find_store(self, ctx: RunContext) -> None:
@@ -185,6 +193,10 @@ class WorkspaceEvidence(Sink):
         self.before, self._rules, pending = list_manifest(self.roots, opts)
         # which files existed before the run, for the rules (``file.pre_existing``)
         ctx.workspace_before = frozenset(f.path for f in self.before.files)
+        if self.use_cache and self.keep_hashes and self.store_root is not None:
+            # read and checked before the agent starts: nothing it writes can change this run's hashes
+            self._cache = WorkspaceCache(self.store_root, self.before.roots)
+            self._cache.check()  # decoded later, by the hashing thread
         if not self.background_hash or not pending:  # nothing to hash: only the manifest to write
             self._hash_before(self.before, pending, opts)
             return
@@ -200,7 +212,9 @@ class WorkspaceEvidence(Sink):
         try:
             # before any hash is taken (no file to hash, no hash to keep: no look at every process's maps)
             if self.keep_hashes and self._memo is not None and pending:
-                self._memo.never(as_text(p) for p in mapped_for_writing(self.roots))
+                self._memo.never(as_text(p) for p in mapped_for_writing(before.roots))
+                pending = self._from_cache(pending, self._memo)
+                before.cached = len(self._cached)
             hash_pending(pending, opts, keeper=self._keep)
         except Exception as exc:  # a failure costs hashes, never the run
             log.warning("hashing the workspace failed: %s", exc)
@@ -214,6 +228,32 @@ class WorkspaceEvidence(Sink):
             self._write(MANIFEST_BEFORE, encode_manifest(before))
         except OSError as exc:
             log.warning("cannot write %s: %s", MANIFEST_BEFORE, exc)
+
+    def _from_cache(self, pending: list[Pending], memo: HashMemo) -> list[Pending]:
+        """Give the listed files whose stat the sealed entries of the previous run know their hash
+        (and that the memo trusts: settled, on a file system that keeps ctime, not mapped for
+        writing); the others are left to hash."""
+        cache = self._cache
+        if cache is None or not len(cache):
+            return pending
+        self._cached = memo.adopt(cache.matches((fe.path, st) for fe, _, st in pending))
+        if not self._cached:
+            return pending
+        rest: list[Pending] = []
+        cached = self._cached
+        for item in pending:
+            sha = cached.get(item[0].path)
+            if sha is None:
+                rest.append(item)
+            else:
+                item[0].sha256 = sha
+        return rest
+
+    def _old_content(self, path: str) -> bytes | None:
+        kept = self._kept.get(path)
+        if kept is None and self._cache is not None and path in self._cached:
+            kept = self._cache.content(self._cached[path])
+        return kept
 
     def _on_file_change(self, ev: Event) -> None:
         if self._outside is not None:
@@ -234,17 +274,19 @@ class WorkspaceEvidence(Sink):
         opts = self._options(self._rules)
         opts.keep_text_max = 0
         opts.reuse = self._reusable()
-        self.after, _ = build_manifest(self.roots, opts)
+        saver = _Saver(self) if self._cache is not None else None
+        if saver is not None:  # what the next run may take unread: noted as the after-walk hashes
+            opts.remember, opts.keep_text_max = saver.memo, self.max_diff_bytes
+        self.after, _ = build_manifest(self.roots, opts, keeper=saver.keep if saver is not None else None)
         if opts.reuse is not None:
             log.debug("after-manifest: %d of %d hashes kept unread", opts.reuse.reused, len(self.after.files))
         changes = diff_manifests(
-            self.before, self.after, old_content=self._kept.get, max_diff_bytes=self.max_diff_bytes,
+            self.before, self.after, old_content=self._old_content, max_diff_bytes=self.max_diff_bytes,
             max_run_diff_bytes=self.max_run_diff_bytes,
         )
         if self._outside is not None:
             changes.outside_writes = self._outside.result()
         self.changes = changes
-        self._kept.clear()
         try:
             self._write(MANIFEST_AFTER, encode_manifest(self.after))
             stored, patch = stored_form(changes)
@@ -256,6 +298,11 @@ class WorkspaceEvidence(Sink):
             sys.stderr.write(f"spyglass: cannot write the workspace evidence ({line}); "
                              "the run will be marked evidence-incomplete\n")
         ctx.note_fact("workspace_changes", summary(changes))
+        if saver is not None:
+            saver.save(ctx.run_id)
+        self._kept.clear()
+        if self._cache is not None:
+            self._cache.close()
 
 
     def _reusable(self) -> HashMemo | None:
@@ -265,6 +312,48 @@ class WorkspaceEvidence(Sink):
             return None  # the changed files are not all named: every file is read again
         memo.forget(outside.inside_paths)
         return memo
+
+
+class _Saver:
+    """The after-walk's hashes and small text contents, sealed for the next run (best effort)."""
+
+    def __init__(self, sink: WorkspaceEvidence) -> None:
+        self.sink = sink
+        # files mapped shared and writable now may change without a change of times: never kept
+        roots = sink.before.roots if sink.before is not None else sink.roots  # resolved, as /proc names them
+        self.mapped = {as_text(p) for p in mapped_for_writing(roots)}
+        self.memo = HashMemo(time.time_ns(), sink.racy_margin_ns)
+        self.kept: dict[str, bytes] = {}
+        self.left = sink.max_kept_bytes
+
+    def keep(self, path: str, content: bytes) -> None:
+        if len(content) <= self.left and b"\0" not in content[:8192]:
+            self.kept[path] = content
+            self.left -= len(content)
+
+    def save(self, tag: str) -> None:
+        sink, cache = self.sink, self.sink._cache
+        if cache is None or sink.after is None or sink.before is None:
+            return
+        entries = self.memo.known()
+        for path in self.mapped:
+            entries.pop(path, None)
+
+        before, after = sink.before, sink.after
+
+        def contents() -> dict[str, bytes]:  # the small text files read by this run, by sha256
+            found: dict[str, bytes] = {}
+            for files, kept in ((before.files, sink._kept), (after.files, self.kept)):
+                for f in files:
+                    data = kept.get(f.path)
+                    if data is not None and f.sha256 is not None:
+                        found[f.sha256] = data
+            return found
+
+        try:
+            cache.save(entries, contents, tag, sink.max_kept_bytes)
+        except OSError as exc:  # the next run reads every file: never the run's evidence
+            log.debug("cannot keep the workspace's hashes: %s", exc)
 
 
 def summary(changes: WorkspaceChanges) -> dict[str, Any]:

@@ -63,3 +63,47 @@ def test_each_patterns_regex_compiles_only_when_one_matches_and_a_bad_glob_is_re
     assert globs.match("build", is_dir=True) == "build/**" and globs._each is not None
     with pytest.raises(GlobError):
         GlobSet(["ok/*", "bad/[z-a]"])
+
+
+def _rule_by_rule(gi: GitIgnore, rel: str, is_dir: bool) -> bool:
+    """git's reading, one rule after the other: the last rule that matches decides."""
+    hit = False
+    for rule in gi.rules:
+        if rule.dir_only and not is_dir:
+            continue
+        if rule.base and not rel.startswith(rule.base + "/"):
+            continue
+        sub = rel[len(rule.base) + 1 :] if rule.base else rel
+        if rule.regex.fullmatch(sub):
+            hit = not rule.negate
+    return hit
+
+
+def test_the_combined_rules_of_each_file_decide_as_rule_by_rule(tmp_path: Path) -> None:
+    """Each ignore file's rules are one regex (the last matching rule wins); the answers are the
+    rule-by-rule ones for every path of a tree of names that hit rules, negations, dir-only rules,
+    anchored and nested rules, in files at several depths."""
+    import itertools
+
+    texts = {
+        "": "*.log\n!keep.log\nbuild/\n/top.txt\ndocs/**/*.tmp\n*.py[cod]\n!b/*.pyc\nlib/\n!lib/\n",
+        "a": "local.txt\n!important.log\n*.tmp\n!x.tmp\ncache/\n/anch\n",
+        "a/b": "!*.log\nsecret*\n**/deep/\n?.txt\nc/plain.txt\n!s*1\n",
+    }
+    gi = GitIgnore()
+    for base, text in texts.items():
+        d = tmp_path / base
+        d.mkdir(parents=True, exist_ok=True)
+        (d / ".gitignore").write_text(text)
+        gi.add_file(d / ".gitignore", base)
+    names = ["x.log", "keep.log", "important.log", "build", "top.txt", "local.txt", "x.tmp", "y.tmp",
+             "m.pyc", "cache", "anch", "secret1", "secret2", "deep", "lib", "plain.txt", "q.txt", "qq.txt"]
+    dirs = ["", "a", "a/b", "a/b/c", "docs/q", "b", "lib", "a/deep"]
+    checked = ignored = 0
+    for d, name, is_dir in itertools.product(dirs, names, (False, True)):
+        rel = f"{d}/{name}" if d else name
+        assert gi.ignored(rel, is_dir) is _rule_by_rule(gi, rel, is_dir), (rel, is_dir)
+        checked += 1
+        ignored += gi.ignored(rel, is_dir)
+    assert checked == len(dirs) * len(names) * 2 and 20 < ignored < checked - 20  # both answers, often
+    assert all(f.combined for f in gi.by_file)

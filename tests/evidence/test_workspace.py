@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -318,3 +319,34 @@ def test_a_file_changed_before_its_hash_counts_as_modified_even_with_its_times_p
     after, _ = build_manifest([str(ws)], ManifestOptions())
     ch = diff_manifests(before, after, old_content=kept.get)
     assert [(c.path, c.what) for c in ch.modified] == [("a.txt", ["content"])]
+
+
+def test_a_file_grown_or_replaced_before_its_hash_counts_as_modified(tmp_path: Path) -> None:
+    """Between the listing and the hash: one file grows (its single read returns more than the listed
+    size), another is replaced by a rename with a same-size file and the old times (another inode);
+    a third is deleted.  None gets a hash; the first two are modified, the third removed."""
+    from spyglass.evidence.changes import diff_manifests
+    from spyglass.evidence.manifest import CHANGED_NOTE, hash_pending, list_manifest
+
+    ws = tmp_path / "ws"
+    _tree(ws, {"grow.txt": "one\n", "swap.txt": "good\n", "gone.txt": "x\n", "same.txt": "same\n"})
+    opts = ManifestOptions(defer_hash=True, keep_text_max=1024)
+    before, _, pending = list_manifest([str(ws)], opts)
+    with open(ws / "grow.txt", "a") as f:
+        f.write("two\n")
+    st = os.stat(ws / "swap.txt")
+    (tmp_path / "new.txt").write_text("evil\n")
+    os.utime(tmp_path / "new.txt", ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(tmp_path / "new.txt", ws / "swap.txt")
+    (ws / "gone.txt").unlink()
+    kept: dict[str, bytes] = {}
+    hash_pending(pending, opts, keeper=kept.__setitem__)
+    by = before.by_path()
+    assert [by[str(ws / n)].note for n in ("grow.txt", "swap.txt")] == [CHANGED_NOTE, CHANGED_NOTE]
+    assert by[str(ws / "gone.txt")].sha256 is None
+    assert by[str(ws / "same.txt")].sha256 == hashlib.sha256(b"same\n").hexdigest()
+    assert list(kept) == [str(ws / "same.txt")]
+    after, _ = build_manifest([str(ws)], ManifestOptions())
+    ch = diff_manifests(before, after, old_content=kept.get)
+    assert sorted((c.path, c.what) for c in ch.modified) == [("grow.txt", ["content"]), ("swap.txt", ["content"])]
+    assert [c.path for c in ch.removed] == ["gone.txt"]
