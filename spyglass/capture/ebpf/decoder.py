@@ -68,6 +68,9 @@ class RecordDecoder:
         self.dns_names: dict[str, str] = {}
         self._uring: set[tuple[int, int]] = set()
         self.overlays = Overlays()  # overlay mounts of the run: files below them get their own path
+        #: pid -> the root it chrooted to: the kernel's walks stop at a process's root and its absolute
+        #: paths are below it, so its paths are given that root in front (inherited at a fork)
+        self.chroots: dict[int, str] = {}
 
     # --- public -----------------------------------------------------------------
 
@@ -141,9 +144,19 @@ class RecordDecoder:
         return p if p is not None else ProcInfo(pid, None, alive=False)
 
     def _fork(self, rec: R.Record) -> Event:
-        cwd = R.walk(rec.blobs[3]) or self._proc(rec.ppid).cwd
+        walked = R.walk(rec.blobs[3])
+        if self.chroots:  # the parent's root, if it chrooted (an exited process's pid may be reused)
+            root = self.chroots.get(rec.ppid)
+            if root is not None:
+                self.chroots[rec.pid] = root
+                walked = self._host(rec.pid, walked)
+            else:
+                self.chroots.pop(rec.pid, None)
+        cwd = walked or self._proc(rec.ppid).cwd
         parent = self.procs.get(rec.ppid)
         self.procs[rec.pid] = ProcInfo(rec.pid, rec.ppid, cwd, parent.argv if parent else None)
+        if self.overlays.by_fd:
+            self.overlays.forked(rec.ppid, rec.pid)
         self.seen.add(rec.pid)
         cwd_t, rb = to_text(cwd, "process.working_directory", None)
         return Event(
@@ -156,10 +169,16 @@ class RecordDecoder:
         if proc is None:  # first seen at its exec (a record lost, or a fixture without the fork)
             proc = self.procs[rec.pid] = ProcInfo(rec.pid, None)
             self.seen.add(rec.pid)
-        cwd = R.walk(rec.blobs[3]) or proc.cwd
+        chrooted = bool(self.chroots) and rec.pid in self.chroots  # its names are below its root
+        cwd_walk, walked = R.walk(rec.blobs[3]), R.walk(rec.blobs[2])
+        typed = R.cstr(rec.blobs[0]) or ""
+        if chrooted:
+            cwd_walk, walked = self._host(rec.pid, cwd_walk), self._host(rec.pid, walked)
+            if typed[:1] == "/":
+                typed = self._host(rec.pid, typed) or typed
+        cwd = cwd_walk or proc.cwd
         proc.cwd = cwd
-        typed = normalize(join(cwd, R.cstr(rec.blobs[0]) or ""))
-        walked = R.walk(rec.blobs[2])
+        typed = normalize(join(cwd, typed))
         script = bool(rec.args[0])
         raw: str | None = None
         if typed.startswith(("/proc/", "/dev/fd/")) and walked:
@@ -171,7 +190,7 @@ class RecordDecoder:
             if exe != typed:
                 raw = typed
         else:
-            exe = self._real(rec.pid, typed)
+            exe = typed if chrooted else self._real(rec.pid, typed)
             if exe != typed:
                 raw = typed
         argv = R.argv(rec.blobs[1])
@@ -245,17 +264,43 @@ class RecordDecoder:
         raw = R.cstr(rec.blobs[which])
         if raw is None:
             return None
-        full = raw if raw.startswith("/") else join(R.walk(rec.blobs[2 + which]) or self._proc(rec.pid).cwd, raw)
+        seen_from_root = True  # named as the process sees it (a chroot's root in front of that below)
+        if raw.startswith("/"):
+            full = raw
+            if self.overlays.roots and raw.startswith(("/proc/", "/dev/fd/")):  # through a detached mount's fd?
+                below = self.overlays.through_fd(rec.pid, normalize(raw))
+                if below is not None:
+                    return below, raw
+        else:
+            base = R.walk(rec.blobs[2 + which])
+            if not base and self.overlays.roots:  # no name: perhaps a detached mount's descriptor
+                desc = BY_NR[rec.nr]
+                at = desc.dir_a if which == 0 else desc.dir_b
+                below = self.overlays.below(rec.pid, R.s32(rec.args[at]), raw) if 0 <= at <= 5 else None
+                if below is not None:
+                    return below, raw
+            if not base:
+                base, seen_from_root = self._proc(rec.pid).cwd, False  # the table's cwd is the host's name
+            full = join(base, raw)
         if ".." in raw.split("/") and not full.startswith("/proc/"):
             # ``link/..`` is the parent of the link's target, not the link's directory: folded by
             # name, ``l/../x`` with ``l`` a symlink into the store would name a file beside ``l``
             head, name = split_dir(full)
             head = realpath_dir(rec.pid, head)
             full = join(head, name) if name else head
+        if self.chroots and seen_from_root:
+            full = self._host(rec.pid, normalize(full)) or full
         return normalize(full), raw
 
     def _fd_path(self, rec: R.Record) -> str | None:
-        return R.walk(rec.blobs[2]) or self._proc(rec.pid).fds.get(R.s32(rec.args[0]))
+        return self._host(rec.pid, R.walk(rec.blobs[2])) or self._proc(rec.pid).fds.get(R.s32(rec.args[0]))
+
+    def _host(self, pid: int, path: str | None) -> str | None:
+        """``path`` as the process sees it -> as the host names it (its chroot in front)."""
+        root = self.chroots.get(pid) if self.chroots else None
+        if root is None or not path:
+            return path
+        return root if path == "/" else root + path
 
     def _sensitive(self, rec: R.Record, detail: str, target: int | None = None, **fields: Any) -> Event:
         text, raw = to_text(detail, "detail", fields.pop("raw_bytes", None))

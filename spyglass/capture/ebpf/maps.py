@@ -76,13 +76,15 @@ def lost(obj: BpfObject) -> tuple[int, list[str]]:
     return total, kinds
 
 
-def count_lost(obj: BpfObject, result: CaptureResult) -> None:
-    """At the end of a run: the records lost into ``result.lost``, and a note naming their kinds."""
+def count_lost(obj: BpfObject, result: CaptureResult) -> list[str]:
+    """At the end of a run: the records lost into ``result.lost``, and a note naming their kinds
+    (returned: ``["file 12", ...]``)."""
     try:
         total, kinds = lost(obj)
     except LibbpfError as exc:
         result.notes.append(f"lost-record counters unreadable: {exc}")
-        return
+        return []
     result.lost = total
     if total:
         result.notes.append(f"{total} record(s) lost (ring full): " + ", ".join(kinds))
+    return kinds

@@ -43,6 +43,14 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
             dec.overlays.mounted(p[0], R.cstr(rec.blobs[3]), dec._proc(rec.pid).cwd)
         src = R.cstr(rec.blobs[1]) or "none"
         return dec._sensitive(rec, f"mount {src} on {target_raw}", **fields)
+    if name == "chroot":  # from then on the process's paths are below that root (RecordDecoder.chroots)
+        p = dec._path(rec, 0)
+        if rec.ret == 0 and p:
+            if p[0] == "/":
+                dec.chroots.pop(rec.pid, None)
+            else:
+                dec.chroots[rec.pid] = p[0]
+        return dec._sensitive(rec, f"chroot {p[1] if p else '?'}", **(path_fields(*p) if p else {}))
     if name == "unshare":
         return dec._sensitive(rec, R.names(a[0], R.CLONE_FLAGS) or "0")
     if name == "setns":
@@ -79,9 +87,15 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
         fields = path_fields(tty) if tty and tty.startswith("/") else {}
         return dec._sensitive(rec, f"TIOCSTI into {tty or f'fd {R.s32(a[0])}'}", **fields)
     if name == "fsconfig":
-        return dec._sensitive(rec, fsconfig_detail(a[1], R.cstr(rec.blobs[0]), R.cstr(rec.blobs[1])))
+        key, value = R.cstr(rec.blobs[0]), R.cstr(rec.blobs[1])
+        if rec.ret == 0 and a[1] in (1, 5):  # an overlay's layer: a string, or a descriptor (blob 2: its path)
+            layer = value if a[1] == 1 else R.walk(rec.blobs[2]) or dec._proc(rec.pid).fds.get(R.s32(a[4]))
+            cwd = R.walk(rec.blobs[3]) or dec._proc(rec.pid).cwd  # what relative layers are relative to
+            dec.overlays.fs_configured(rec.pid, R.s32(a[0]), key, layer, cwd)
+        return dec._sensitive(rec, fsconfig_detail(a[1], key, value))
     if name in ("open_tree", "move_mount", "fspick", "mount_setattr", "fsopen", "fsmount"):
         p = dec._path(rec, 0) if name not in ("fsopen", "fsmount") and R.cstr(rec.blobs[0]) else None
+        _follow_overlay(dec, rec, name, p[0] if p else None)
         clone = name == "open_tree" and bool(a[2] & OPEN_TREE_CLONE)
         detail = mount_call_detail(name, fs=R.cstr(rec.blobs[1]), clone=clone)
         return dec._sensitive(rec, detail, **(path_fields(*p) if p else {}))
@@ -99,6 +113,21 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
         p = dec._path(rec, 0)
         return dec._sensitive(rec, name, **(path_fields(*p) if p else {}))
     return dec._sensitive(rec, name)
+
+
+def _follow_overlay(dec: RecordDecoder, rec: R.Record, name: str, path: str | None) -> None:
+    """An overlay made with the new mount API, followed call by call (``spyglass.capture.overlays``)."""
+    if rec.ret < 0:
+        return
+    if name == "fsopen":
+        dec.overlays.fs_opened(rec.pid, rec.ret, R.cstr(rec.blobs[1]))
+    elif name == "fsmount":
+        dec.overlays.fs_mounted(rec.pid, R.s32(rec.args[0]), rec.ret)
+    elif name == "open_tree":
+        dec.overlays.tree_opened(rec.pid, rec.ret, path if rec.args[2] & OPEN_TREE_CLONE else None)
+    elif name == "move_mount" and path is not None:  # blob 1: the path moved from, empty for a descriptor
+        source = dec._path(rec, 1) if R.cstr(rec.blobs[1]) else None
+        dec.overlays.moved(rec.pid, R.s32(rec.args[0]), source[0] if source else None, path)
 
 
 def _pidfd_target(dec: RecordDecoder, rec: R.Record) -> int | None:

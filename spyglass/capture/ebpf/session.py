@@ -46,6 +46,7 @@ from spyglass.capture.ebpf import maps, preload, probe
 from spyglass.capture.ebpf.decoder import RecordDecoder
 from spyglass.capture.ebpf.libbpf import BpfObject, LibbpfError
 from spyglass.capture.ebpf.lookout import Lookout
+from spyglass.capture.ebpf.losses import LossWatch
 from spyglass.capture.ebpf.ring import KernelOrder, Ring
 from spyglass.capture.ebpf.tablecheck import TableCheck, argv_of
 from spyglass.capture.ebpf.watchdog import Watchdog
@@ -189,6 +190,9 @@ class EbpfSession:
         #: readable when the command exits: its exit record is in the ring by then (sched_process_exit
         #: fires before the exit is notified), so the reader need not wait for its next poll
         self._root_fd = pidfd(self._proc.pid)
+        #: records the rings could not take, told as an event (evasion-capture-lost) once seen, and at the end
+        self._losses = LossWatch(lambda: maps.lost(self._obj), self._proc.pid)
+        self._lost_kinds: list[str] = []
         _freeze_heap()
         self._reader = threading.Thread(target=self._read, name="ebpf-reader", daemon=True)
         self._reader.start()
@@ -242,6 +246,7 @@ class EbpfSession:
                         self._look_ahead()
                 if not last and not self._killing and not self._detached:
                     batch.extend(self._table.check())  # a followed process deleted from the map: put back
+                    batch.extend(self._losses.check())  # records the rings could not take: said at once
                 if self._killing:
                     self._kill_tracked()
                 if batch:
@@ -358,6 +363,7 @@ class EbpfSession:
         dec, res = self.decoder, self._result
         alive = self._tracked_alive()
         self._close()
+        yield from self._losses.final(res.lost, self._lost_kinds)
         rc = self._proc.poll()
         if rc is None and dec.root_exited:
             rc = wait_exit(self._proc, 2)
@@ -398,7 +404,7 @@ class EbpfSession:
         if self.spec.options.get("kernel_stats"):
             self.kernel_stats = probe.program_stats(self._obj.program_ids(PROGRAMS + OPTIONAL_PROGRAMS))
         self._obj.detach()
-        maps.count_lost(self._obj, self._result)
+        self._lost_kinds = maps.count_lost(self._obj, self._result)
         for r in self._rings:
             r.close()
         self._obj.close()

@@ -51,6 +51,7 @@ class Sys(msgspec.Struct, frozen=True):
 
 F, N, P, S = CAT_FILE, CAT_NET, CAT_PRIV, CAT_SENSITIVE
 CWD = -2
+CWD_ALWAYS = -3  # path b only: the working directory walked even for an absolute path
 
 TABLE: Final[tuple[Sys, ...]] = (
     # files: open
@@ -111,6 +112,7 @@ TABLE: Final[tuple[Sys, ...]] = (
     Sys(165, "mount", S, SP_MOUNT, path_a=1, dir_a=CWD, path_b=0),
     Sys(166, "umount2", S, path_a=0, dir_a=CWD),
     Sys(272, "unshare", S),
+    Sys(161, "chroot", S, path_a=0, dir_a=CWD),
     Sys(308, "setns", S, fd_a=0),
     Sys(321, "bpf", S),
     Sys(175, "init_module", S, path_b=2),
@@ -129,9 +131,10 @@ TABLE: Final[tuple[Sys, ...]] = (
     Sys(16, "ioctl", S, SP_IOCTL, fd_a=0),  # only TIOCSTI, with the terminal it types into
     # the new mount API (spyglass/capture/mountapi.py): mounts made without mount(2)
     Sys(428, "open_tree", S, path_a=1, dir_a=0),
-    Sys(429, "move_mount", S, path_a=3, dir_a=2),
+    Sys(429, "move_mount", S, path_a=3, dir_a=2, path_b=1, dir_b=0),  # blob 1: the path moved from
     Sys(430, "fsopen", S, path_b=0),  # blob 1: the file system's name
-    Sys(431, "fsconfig", S, path_a=2, path_b=3),  # blobs 0 and 1: key and value, as strings
+    # blobs 0 and 1: key and value, as strings; 2: the file of the descriptor in aux; 3: the cwd
+    Sys(431, "fsconfig", S, path_a=2, path_b=3, dir_b=CWD_ALWAYS, fd_a=4),
     Sys(432, "fsmount", S),
     Sys(433, "fspick", S, path_a=1, dir_a=0),
     Sys(442, "mount_setattr", S, path_a=1, dir_a=0),

@@ -62,8 +62,8 @@ class FastPaths:
         tid_s, sec, usec, name, fd_s, base, args, err = m.groups()
         tid = int(tid_s)
         leader = st.leader_of.get(tid)
-        if leader is None or not base.isascii() or not args.isascii():
-            return None
+        if leader is None or not base.isascii() or not args.isascii() or (base == "/" and st.overlays.roots):
+            return None  # ... or perhaps below a detached mount's descriptor (TraceState.below)
         proc = st.procs[leader]
         mode: str | None = None
         owner: int | None = None
@@ -131,6 +131,8 @@ class FastPaths:
         leader = st.leader_of.get(tid)
         if leader is None or not raw.isascii():
             return None
+        if st.overlays.roots and ((base == "/" and dirfd != "AT_FDCWD") or raw.startswith(("/proc/", "/dev/fd/"))):
+            return None  # perhaps below a detached mount's descriptor (TraceState.below)
         kind = self._kinds.get(flags, "")
         if kind == "":
             kind = self._kinds[flags] = open_kind(flags)

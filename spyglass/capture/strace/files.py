@@ -40,7 +40,9 @@ def _open_event(
             known = ann_path(c.ret_ann) if c.ret_ann else None
             c.proc.fds[c.ret] = known or resolve(raw, base, c.pid, c.tid, st, st.realpath_dir)
         return None
-    path = ann_path(c.ret_ann) if c.ret_ann and c.ok else None
+    path = st.below(c, dirfd, raw) if st.overlays.roots else None  # below a detached mount's descriptor
+    if path is None and c.ret_ann and c.ok:
+        path = ann_path(c.ret_ann)
     if path is not None:
         if c.ret is not None:
             c.proc.fds[c.ret] = path

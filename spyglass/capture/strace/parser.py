@@ -106,6 +106,7 @@ class StraceParser:
         protected: ident.Identities | None = None,
     ) -> None:
         self.protected = protected  # protected files by device and inode (spyglass.capture.ident)
+        self._own_views = False  # a process of the run entered a mount namespace of its own (unshare, setns)
         self.state = TraceState(cwd, uid, gid, realpath_dir, hosts_file, fd_link, pgid_of)
         self.lines = 0
         self.unparsed = 0
@@ -145,15 +146,23 @@ class StraceParser:
 
     def _identify(self, events: list[Event]) -> None:
         """A protected file opened under another name (a hard link: ``-yy`` already resolves symlinks
-        and ``/proc/self/fd``) is recorded under its own path, the name as typed in ``raw_path``."""
+        and ``/proc/self/fd``) is recorded under its own path, the name as typed in ``raw_path``.
+
+        Once a process of the run entered a mount namespace of its own, ``-yy`` may name a file as
+        that namespace sees it (after a ``pivot_root``, ``/home/...`` for the host's ``/srv/x/home/...``):
+        a name that is no protected file here is looked at through the process's ``/proc/PID/root``."""
         prot = self.protected
         assert prot is not None
         for ev in events:
             t = ev.type
             if t in ident.CHANGES or (t == "sys.sensitive" and ev.syscall in ident.MOUNT_CALLS):
                 prot.forget()
+            elif t == "sys.sensitive" and ev.syscall in ("unshare", "setns") and ev.ok:
+                self._own_views = True
             elif ev.ok and ev.path and t in _OPENED and ev.path[:1] == "/":
                 canon = prot.by_path(ev.path)
+                if canon is None and self._own_views:
+                    canon = prot.by_path(f"/proc/{ev.pid}/root{ev.path}")
                 if canon is not None and canon != ev.path:
                     if ev.raw_path is None:
                         ev.raw_path = ev.path
@@ -303,6 +312,14 @@ class StraceParser:
             return parent
         proc = parent.child(child)
         st.procs[child] = proc
+        if st.overlays.by_fd:
+            st.overlays.forked(parent.pid, child)
+        if st.chroots:  # the parent's root, if it chrooted (an exited process's pid may be reused)
+            root = st.chroots.get(parent.pid)
+            if root is not None:
+                st.chroots[child] = root
+            else:
+                st.chroots.pop(child, None)
         st.leader_of[child] = child
         self._started(proc, ts, syscall, out)
         return proc

@@ -63,6 +63,10 @@ class ProcLookup:
     def exe_of(self, pid: int) -> str | None:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def root_of(self, pid: int) -> str | None:
+        """The root directory a process chrooted to (as the host names it), None when it did not."""
+        return None
+
 
 def map_proc_alias(path: str, pid: int, tid: int, procs: ProcLookup) -> str:
     """``/proc/self/cwd/x`` -> ``<cwd>/x``; ``/proc/<n>/exe`` -> the program it runs, where known.
@@ -105,7 +109,20 @@ def resolve(
     procs: ProcLookup,
     realpath_dir: RealpathDir | None,
 ) -> str:
-    """The absolute, normalized path for argument ``raw`` relative to directory ``base``."""
+    """The absolute, normalized path for argument ``raw`` relative to directory ``base``; an
+    absolute ``raw`` of a process that chrooted is below its root (symlinks resolved as it sees them)."""
+    if raw[:1] == "/":
+        root = procs.root_of(pid)
+        if root is not None:
+            view = normalize(raw)
+            if realpath_dir is not None:  # as the process sees it: inside its root
+                head, name = split_dir(view)
+                try:
+                    head = realpath_dir(pid, head)
+                except Exception:  # a host callback must never break parsing
+                    pass
+                view = normalize(join(head, name) if name else head)
+            return root if view == "/" else root + view
     full = join(base, raw)
     if full.startswith("/proc/"):
         full = map_proc_alias(normalize(full), pid, tid, procs)

@@ -24,6 +24,7 @@ from spyglass.capture.mountapi import (
     mount_call_detail,
 )
 from spyglass.capture.strace.decode import ann_path, parse_fd, parse_int, parse_pid, unquote
+from spyglass.capture.strace.paths import resolve
 from spyglass.capture.strace.state import Call, TraceState
 from spyglass.events.schema import Event
 
@@ -141,6 +142,20 @@ def h_umount(st: TraceState, c: Call) -> Event | None:
     return _sensitive(st, c, f"umount {raw_target} {c.arg(1)}".rstrip(), fields=path_fields(path, raw_target))
 
 
+def h_chroot(st: TraceState, c: Call) -> Event | None:
+    """``chroot``: from then on an absolute path of the process is below that root (inherited at a fork)."""
+    raw = unquote(c.arg(0))
+    # symlinks are not resolved: the call is reported when it is over, and the process's
+    # /proc/PID/root is then the new root
+    path = resolve(raw, st.base_dir(c, None), c.pid, c.tid, st, None)
+    if c.ok and path:
+        if path == "/":
+            st.chroots.pop(c.proc.pid, None)
+        else:
+            st.chroots[c.proc.pid] = path
+    return _sensitive(st, c, f"chroot {raw}", fields=path_fields(path, raw))
+
+
 def h_unshare(st: TraceState, c: Call) -> Event | None:
     return _sensitive(st, c, c.arg(0))
 
@@ -246,9 +261,14 @@ def h_new_mount(st: TraceState, c: Call) -> Event | None:
         cmd_text = c.arg(1).strip()
         cmd = FSCONFIG_NUMBERS[cmd_text] if cmd_text in FSCONFIG_NUMBERS else parse_int(cmd_text)
         key, value = c.arg(2).strip(), c.arg(3).strip()
-        said = fsconfig_detail(-1 if cmd is None else cmd, unquote(key) if key.startswith('"') else None,
-                               unquote(value) if value.startswith('"') else None)
-        return _sensitive(st, c, said)
+        key_s = unquote(key) if key.startswith('"') else None
+        value_s = unquote(value) if value.startswith('"') else None
+        ctx = parse_fd(c.arg(0))
+        if c.ok and ctx is not None and ctx.num is not None and cmd in (1, 5):  # an overlay's layer
+            aux = parse_fd(c.arg(4)) if cmd == 5 else None
+            layer = value_s if cmd == 1 else ann_path(aux.ann) if aux is not None else None
+            st.overlays.fs_configured(c.proc.pid, ctx.num, key_s, layer, c.proc.cwd)
+        return _sensitive(st, c, fsconfig_detail(-1 if cmd is None else cmd, key_s, value_s))
     fields: dict[str, Any] = {}
     where = _MOUNT_PATHS.get(name)
     if where is not None:
@@ -257,8 +277,30 @@ def h_new_mount(st: TraceState, c: Call) -> Event | None:
         if raw:
             fields = path_fields(st.resolve(c, raw, c.arg(where[0])), raw)
     fs = unquote(c.arg(0)) if name == "fsopen" and c.arg(0).startswith('"') else None
+    if c.ok:
+        _follow_overlay(st, c, fs, fields.get("path"))
     clone = name == "open_tree" and ("OPEN_TREE_CLONE" in c.arg(2) or (parse_int(c.arg(2)) or 0) & OPEN_TREE_CLONE)
     return _sensitive(st, c, mount_call_detail(name, fs=fs, clone=bool(clone)), fields=fields)
+
+
+def _follow_overlay(st: TraceState, c: Call, fs: str | None, path: str | None) -> None:
+    """An overlay made with the new mount API, followed call by call (``spyglass.capture.overlays``);
+    ``path`` is the call's path argument (``open_tree``'s source, ``move_mount``'s target)."""
+    pid, ret, name = c.proc.pid, c.ret, c.name
+    if name == "fsopen" and ret is not None:
+        st.overlays.fs_opened(pid, ret, fs)
+    elif name == "fsmount" and ret is not None:
+        ctx = parse_fd(c.arg(0))
+        if ctx is not None and ctx.num is not None:
+            st.overlays.fs_mounted(pid, ctx.num, ret)
+    elif name == "open_tree" and ret is not None:
+        clone = "OPEN_TREE_CLONE" in c.arg(2) or (parse_int(c.arg(2)) or 0) & OPEN_TREE_CLONE
+        st.overlays.tree_opened(pid, ret, path if clone else None)
+    elif name == "move_mount" and path is not None:
+        mnt, raw = parse_fd(c.arg(0)), c.arg(1).strip()
+        raw = unquote(raw) if raw.startswith('"') else ""
+        source = st.resolve(c, raw, c.arg(0)) if raw else None
+        st.overlays.moved(pid, mnt.num if mnt is not None and mnt.num is not None else -1, source, path)
 
 
 def stdio_socket(st: TraceState, c: Call) -> Event | None:
@@ -287,6 +329,7 @@ HANDLERS: dict[str, Handler] = {
     "mount": h_mount,
     "umount2": h_umount,
     "unshare": h_unshare,
+    "chroot": h_chroot,
     "setns": h_setns,
     "bpf": h_bpf,
     "init_module": h_module,

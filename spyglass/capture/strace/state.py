@@ -136,6 +136,7 @@ class TraceState(ProcLookup):
         self.hosts_file = hosts_file
         self.procs: dict[int, Proc] = {}  # leader pid -> process (alive, and exited ones)
         self.leader_of: dict[int, int] = {}  # tid -> leader pid, for live threads
+        self.chroots: dict[int, str] = {}  # pid -> the root it chrooted to (inherited at a fork)
         self.seen: set[int] = set()  # every pid/tid ever part of the traced tree
         self.dns_names: dict[str, str] = {}  # address -> name, from DNS answers
         self.hosts_names: dict[str, str] = {}  # address -> name, from hosts files
@@ -159,6 +160,9 @@ class TraceState(ProcLookup):
                 return live if live.startswith("/") else None
         proc = self.procs.get(self.leader_of.get(pid, pid))
         return proc.fds.get(fd) if proc is not None else None
+
+    def root_of(self, pid: int) -> str | None:
+        return self.chroots.get(self.leader_of.get(pid, pid)) if self.chroots else None
 
     def exe_of(self, pid: int) -> str | None:
         proc = self.procs.get(self.leader_of.get(pid, pid))
@@ -206,8 +210,27 @@ class TraceState(ProcLookup):
         return proc.fds.get(fd.num, proc.cwd)
 
     def resolve(self, c: Call, raw: str, dirfd: str | None = None) -> str:
+        if self.overlays.roots:
+            below = self.below(c, dirfd, raw)
+            if below is not None:
+                return below
         base = self.base_dir(c, dirfd)
         return resolve(raw, base, c.pid, c.tid, self, self.realpath_dir)
+
+    def below(self, c: Call, dirfd: str | None, raw: str) -> str | None:
+        """``raw`` relative to the descriptor of a detached mount (which ``-yy`` names ``/``: the
+        mount's own root), or through it (``/proc/self/fd/N/...``), as ``spyglass.capture.overlays``
+        places it; else None."""
+        if not self.overlays.roots:
+            return None
+        if raw[:1] == "/":  # through the descriptor: /proc/self/fd/N/...
+            return self.overlays.through_fd(c.proc.pid, raw) if raw.startswith(("/proc/", "/dev/fd/")) else None
+        if dirfd is None:
+            return None
+        fd = parse_fd(dirfd)
+        if fd is None or fd.num is None or ann_path(fd.ann) not in (None, "/"):
+            return None
+        return self.overlays.below(c.proc.pid, fd.num, raw)
 
     def fd_arg_path(self, c: Call, token: str) -> str | None:
         """The path of an fd argument from its annotation (remembered for /proc/self/fd/N)."""

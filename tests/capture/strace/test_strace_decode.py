@@ -243,7 +243,8 @@ def test_fast_path_gives_the_same_events(parse, name: str, monkeypatch: pytest.M
 def _first_complete_lines(fixture_lines) -> dict[str, str]:
     """syscall name -> a complete line from the fixtures (stitched if need be), made successful."""
     found: dict[str, str] = {"vfork": "7 1700000000.000001 vfork() = 8"}  # recorded only as unfinished
-    for name in ("files", "procs", "priv", "net", "resolver", "names", "pidns", "access", "clock", "newmount"):
+    for name in ("files", "procs", "priv", "net", "resolver", "names", "pidns", "access", "clock", "newmount",
+                 "chroot"):
         pending: dict[str, str] = {}
         for line in fixture_lines(name):
             pid = line.split(" ", 1)[0]

@@ -186,3 +186,15 @@ def test_dns_parse_only_on_udp(parse, pick) -> None:
     (dns,) = pick(events, type="net.dns")
     assert dns.dns_name == "api.example.test" and dns.dns_answers == ["10.0.0.1"]
     assert pick(events, type="net.connect")[0].domain == "api.example.test"
+
+
+def test_a_chroot_puts_its_root_in_front_of_later_absolute_names(parse, pick) -> None:
+    """chroot then a rename by absolute names (no descriptor names them): below the new root
+    (tests/witness/test_chroot_paths.py plays it live under both backends)."""
+    events, _ = parse("chroot")
+    (chroot,) = pick(events, syscall="chroot")
+    assert (chroot.type, chroot.detail, chroot.path) == ("sys.sensitive", "chroot /tmp/sgfx/jail", "/tmp/sgfx/jail")
+    (rename,) = pick(events, syscall="rename")
+    assert (rename.path, rename.target) == ("/tmp/sgfx/jail/etc/x.new", "/tmp/sgfx/jail/etc/x")
+    (create,) = pick(events, path="/tmp/sgfx/jail/etc/x.new", type="file.create")
+    assert create.raw_path == "/etc/x.new"

@@ -423,7 +423,8 @@ __noinline int sys_paths(__u32 nr)
 			struct path fp = BPF_CORE_READ(f, f_path);
 			off = put_walk(s, 2, off, &fp, task);
 		}
-	} else if (d->path_a >= 0 && d->dir_a != -1 && r->len[0] > 1 && s->buf[sizeof(struct rec)] != '/') {
+	} else if (d->path_a >= 0 && d->dir_a != -1 && r->len[0] > 0 && s->buf[sizeof(struct rec)] != '/') {
+		// an empty path (len 1: its NUL) walks the descriptor itself: AT_EMPTY_PATH names its file
 		BOUND(off, 0x3fff);
 		n = walk_base(task, arg(r->args, d->dir_a), d->dir_a == -2, off);
 		off = blob_done(s, 2, off, n);
@@ -431,9 +432,10 @@ __noinline int sys_paths(__u32 nr)
 	if (d->path_b >= 0 && d->dir_b != -1 && r->len[1] > 1) {
 		__u32 at = sizeof(struct rec) + r->len[0];
 		BOUND(at, 0x3fff);
-		if (s->buf[at] != '/') {
+		// -3: the cwd even for an absolute path (fsconfig's "/a:b" holds relative names too)
+		if (s->buf[at] != '/' || d->dir_b == -3) {
 			BOUND(off, 0x3fff);
-			n = walk_base(task, arg(r->args, d->dir_b), d->dir_b == -2, off);
+			n = walk_base(task, arg(r->args, d->dir_b), d->dir_b <= -2, off);
 			off = blob_done(s, 3, off, n);
 		}
 	}

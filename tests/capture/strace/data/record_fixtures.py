@@ -5,7 +5,7 @@ command line the backend uses, and the output is saved as ``<name>.strace``.
 The files are committed: the parser tests read them and never run strace.
 Run: ``python tests/capture/strace/data/record_fixtures.py`` (from the repo
 root; ``... record_fixtures.py clock`` records only ``clock.strace``, ``... newmount`` only
-``newmount.strace``).  Paths in the fixtures live under ``/tmp/sgfx``.
+``newmount.strace``, ``... chroot`` only ``chroot.strace``).  Paths in the fixtures live under ``/tmp/sgfx``.
 """
 
 from __future__ import annotations
@@ -339,6 +339,7 @@ def main() -> None:
     record_resolver()
     record_clock()
     record_newmount()
+    record_chroot()
 
 
 def record_clock() -> None:
@@ -355,6 +356,14 @@ def record_newmount() -> None:
     (WORK / "nm-src" / "notes.txt").write_text("hello\n")
     record_cmd("newmount", ["sh", "-c", f"{PY} -I -S {prog} tmpfs {WORK}/nm-t && "
                                         f"{PY} -I -S {prog} clone {WORK}/nm-src {WORK}/nm-t"])
+
+
+def record_chroot() -> None:
+    """A chroot, then a file written and renamed by absolute names below it
+    (tests/witness/progs/chroot_write.py)."""
+    prog = HERE.parents[2] / "witness" / "progs" / "chroot_write.py"
+    (WORK / "jail" / "etc").mkdir(parents=True, exist_ok=True)
+    record_cmd("chroot", [PY, "-I", "-S", str(prog), f"{WORK}/jail", "/etc/x.new", "/etc/x"])
 
 
 def record_cmd(name: str, argv: list[str]) -> None:
@@ -404,8 +413,8 @@ def record_resolver() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] in (["clock"], ["newmount"]):  # only this one (the others unchanged)
+    if sys.argv[1:] in (["clock"], ["newmount"], ["chroot"]):  # only this one (the others unchanged)
         WORK.mkdir(exist_ok=True)
-        record_clock() if sys.argv[1] == "clock" else record_newmount()
+        {"clock": record_clock, "newmount": record_newmount, "chroot": record_chroot}[sys.argv[1]]()
     else:
         main()
