@@ -29,9 +29,10 @@ judged() {
 #: ``excl PATH``: an ``O_CREAT|O_EXCL`` open of PATH that writes a line (a process of its own)
 EXCL = f"""export STORE
 excl() {{ {PY} -c 'import os,sys; os.write(os.open(sys.argv[1], os.O_CREAT|os.O_EXCL|os.O_WRONLY), b"x")' "$1"; }}
-#: ``fdexcl DIR NAME``: the same, in DIR opened as descriptor 5 and named ``/dev/fd/5/NAME``
-fdexcl() {{ {PY} -c 'import os,sys; os.dup2(os.open(sys.argv[1], os.O_RDONLY), 5)
-os.close(os.open("/dev/fd/5/" + sys.argv[2], os.O_CREAT|os.O_EXCL|os.O_WRONLY))' "$1" "$2"; }}
+#: ``fdmake DIR NAME``: DIR opened as descriptor 57 (none of spyglass's own), then ``/dev/fd/57/NAME-dir``
+#: made with ``mkdir`` and ``/dev/fd/57/NAME-file`` with an exclusive open (a process of its own)
+fdmake() {{ {PY} -c 'import os,sys; os.dup2(os.open(sys.argv[1], os.O_RDONLY), 57); n = "/dev/fd/57/" + sys.argv[2]
+os.mkdir(n + "-dir"); os.close(os.open(n + "-file", os.O_CREAT|os.O_EXCL|os.O_WRONLY))' "$1" "$2"; }}
 """
 
 
@@ -50,18 +51,13 @@ def _play(setup: Any, script: str) -> Any:
 #: descriptor named in the path), and the guard, judging after the fact, finds the writer gone
 EBPF_DEV_FD = ("eBPF records /dev/fd/N/NAME unresolved; judged after the short-lived writer exited, "
                "its descriptor is gone and the store directory it named is not found (docs/threat-model.md)")
-#: the strace backend names ``/dev/fd/N`` of a process that has exited from its descriptor table
-STRACE_DEV_FD = ("strace names /dev/fd/5 of a process that already exited from its descriptor table, where "
-                 "fd 5 is stale (the store's index.sqlite-shm, spyglass's own descriptor before the agent's "
-                 "exec): a false witness-tamper")
 
 
 def test_names_made_anew_in_the_store_through_dev_fd_are_caught(setup: Any, request: pytest.FixtureRequest) -> None:
     if setup.backend == "ebpf":
         request.applymarker(pytest.mark.xfail(strict=True, reason=EBPF_DEV_FD))
     res = _play(setup, """
-sh -c 'exec 5<"$STORE/runs"; mkdir /dev/fd/5/made-dir'
-fdexcl "$STORE/runs" made-file
+fdmake "$STORE/runs" made
 judged 1
 """)
     assert (setup.store / "runs" / "made-dir").is_dir() and (setup.store / "runs" / "made-file").exists()
@@ -86,16 +82,14 @@ judged 2
     assert any("sub/g" in m for m in msgs), (msgs, res.stderr)
 
 
-def test_benign_twin_names_made_anew_through_dev_fd_in_the_workspace_stay_silent(
-    setup: Any, request: pytest.FixtureRequest
-) -> None:
-    if setup.backend == "strace":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=STRACE_DEV_FD))
+def test_benign_twin_names_made_anew_through_dev_fd_in_the_workspace_stay_silent(setup: Any) -> None:
+    """Under strace, ``/dev/fd/5`` was resolved as a symlink in spyglass's own process (its fd 5, the
+    store's index.sqlite-shm): a false witness-tamper, and a miss had spyglass's fd 5 been elsewhere."""
     res = _play(setup, """
-mkdir out; sh -c 'exec 5<out; mkdir /dev/fd/5/made-dir'; fdexcl out made-file
+mkdir out; fdmake out made; sh -c 'exec 5<out; mkdir /dev/fd/5/shell-dir'
 judged 1
 """)
-    assert (setup.ws / "out" / "made-dir").is_dir() and (setup.ws / "out" / "made-file").exists()
+    assert (setup.ws / "out" / "made-dir").is_dir() and (setup.ws / "out" / "shell-dir").is_dir()
     assert _tamper(setup) == [], res.stderr
 
 
