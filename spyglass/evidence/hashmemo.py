@@ -34,9 +34,13 @@ from collections.abc import Iterable, Sequence
 #: a trusted stat's ctime is at least this much older than the listing that hashed it
 RACY_MARGIN_NS = 2_000_000_000
 
-#: local file systems whose ctime the kernel sets from its own clock on every change
+#: local file systems whose ctime the kernel sets from its own clock on every change of the content.
+#: Not overlay: with ``metacopy=on`` a file's stat is its upper (metadata) inode's and its content the
+#: lower file's, which can be rewritten while the overlay is unmounted and the overlay mounted again
+#: with the same device number: every number of the stat as it was, the content not
+#: (tests/evidence/test_overlay_metacopy.py)
 CTIME_FILESYSTEMS = frozenset(
-    {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "ramfs", "f2fs", "zfs", "bcachefs", "overlay", "jfs"}
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "ramfs", "f2fs", "zfs", "bcachefs", "jfs"}
 )
 
 #: (device, inode, size, mtime ns, ctime ns, mode)
@@ -91,28 +95,42 @@ def read_mounts(mountinfo: str = "/proc/self/mountinfo") -> tuple[dict[int, str]
 def mapped_for_writing(roots: Sequence[str], proc: str = "/proc") -> set[str]:
     """Files under ``roots`` that a process (one this process may inspect) has mapped shared and
     writable, from ``/proc/<pid>/maps``: their content can change without a change of times."""
+    return writable_mappings(roots, proc)[0]
+
+
+def writable_mappings(roots: Sequence[str], proc: str = "/proc") -> tuple[set[str], set[int]]:
+    """The files mapped shared and writable by a process (one this process may inspect): those named
+    under ``roots``, and the inode numbers of all (a file of the workspace mapped through a hard
+    link elsewhere is named there: it is known by its inode).  Their content can change without a
+    change of times."""
     prefixes = [os.fsencode(r.rstrip("/") + "/") for r in roots]
     found: set[str] = set()
+    inodes: set[int] = set()
     try:
         pids = [p for p in os.listdir(proc) if p.isdigit()]
     except OSError:
-        return found
+        return found, inodes
     for pid in pids:
         try:
             with open(f"{proc}/{pid}/maps", "rb") as f:
                 data = f.read()
         except OSError:
             continue  # gone, or not ours to read
-        if not any(p in data for p in prefixes):
-            continue
+        if b"w-s " not in data and b"wxs " not in data:
+            continue  # no shared writable mapping
         for line in data.splitlines():
             fields = line.split(None, 5)
             if len(fields) < 6 or fields[1][1:2] != b"w" or fields[1][3:4] != b"s":
                 continue
+            try:
+                inodes.add(int(fields[4]))
+            except ValueError:
+                pass
             path = fields[5].removesuffix(b" (deleted)")
             if any(path.startswith(p) for p in prefixes):
                 found.add(os.fsdecode(path))
-    return found
+    inodes.discard(0)
+    return found, inodes
 
 
 class FileSystems:
@@ -155,6 +173,7 @@ class HashMemo:
         self._fs = filesystems
         self._known: dict[str, tuple[StatKey, str]] = {}
         self._never: set[str] = set()
+        self._never_inodes: set[int] = set()  # mapped for writing under any name
         self._lock = threading.Lock()
         self.reused = 0  # hashes the after-manifest kept
 
@@ -164,14 +183,14 @@ class HashMemo:
             return  # racy: a change in the same tick would leave the stat as it is
         if self._fs is None:
             self._fs = FileSystems()
-        if not self._fs.trusted(st.st_dev, path) or path in self._never:
+        if not self._fs.trusted(st.st_dev, path) or path in self._never or st.st_ino in self._never_inodes:
             return
         with self._lock:
             self._known[path] = (stat_key(st), sha256)
 
     def trusts(self, path: str, st: os.stat_result) -> bool:
         """Whether a hash taken with stat ``st`` may stand for ``path``'s content without a read."""
-        if st.st_ctime_ns >= self.settled_before or path in self._never:
+        if st.st_ctime_ns >= self.settled_before or path in self._never or st.st_ino in self._never_inodes:
             return False
         if self._fs is None:
             self._fs = FileSystems()
@@ -184,14 +203,14 @@ class HashMemo:
 
     def note_all(self, noted: Iterable[tuple[str, os.stat_result, str]]) -> None:
         """:meth:`note` for many files at once (one lock)."""
-        settled, never = self.settled_before, self._never
+        settled, never, inodes = self.settled_before, self._never, self._never_inodes
         if self._fs is None:
             self._fs = FileSystems()
         trusted, devs = self._fs.trusted, dict[int, bool]()  # device -> trusted, without a call per file
         with self._lock:
             known = self._known
             for path, st, sha256 in noted:
-                if st.st_ctime_ns >= settled or path in never:
+                if st.st_ctime_ns >= settled or path in never or st.st_ino in inodes:
                     continue
                 dev = st.st_dev
                 ok = devs.get(dev)
@@ -203,7 +222,7 @@ class HashMemo:
     def adopt(self, hashes: dict[str, tuple[StatKey, str]]) -> dict[str, str]:
         """Note hashes taken elsewhere (the store's entries from the previous run: path -> (stat key,
         sha256)) with the checks of :meth:`note`; returns path -> sha256 of those it trusts."""
-        settled, never = self.settled_before, self._never
+        settled, never, inodes = self.settled_before, self._never, self._never_inodes
         if self._fs is None:
             self._fs = FileSystems()
         trusted, devs = self._fs.trusted, dict[int, bool]()
@@ -211,7 +230,7 @@ class HashMemo:
         with self._lock:
             known = self._known
             for path, (key, sha256) in hashes.items():
-                if key[4] >= settled or path in never:
+                if key[4] >= settled or path in never or key[1] in inodes:
                     continue
                 ok = devs.get(key[0])
                 if ok is None:
@@ -229,12 +248,18 @@ class HashMemo:
         self.reused += 1
         return hit[1]
 
-    def never(self, paths: Iterable[str]) -> None:
-        """These files are never noted (mapped for writing when the hashing began)."""
+    def never(self, paths: Iterable[str], inodes: Iterable[int] = ()) -> None:
+        """These files are never noted (mapped for writing when the hashing began): by name, and by
+        inode number (mapped under any name; another file system's file of that number is read
+        again too, which costs a read, never a hash)."""
         with self._lock:
             self._never.update(paths)
+            self._never_inodes.update(inodes)
             for path in self._never:
                 self._known.pop(path, None)
+            if self._never_inodes:
+                for path in [p for p, (key, _) in self._known.items() if key[1] in self._never_inodes]:
+                    del self._known[path]
 
     def forget(self, paths: Iterable[str]) -> None:
         """These files are read again (the capture saw them changed)."""

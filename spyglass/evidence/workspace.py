@@ -42,7 +42,7 @@ from spyglass.evidence.changes import (
     diff_manifests,
     stored_form,
 )
-from spyglass.evidence.hashmemo import RACY_MARGIN_NS, HashMemo, mapped_for_writing
+from spyglass.evidence.hashmemo import RACY_MARGIN_NS, HashMemo, writable_mappings
 from spyglass.evidence.ignore import GitIgnore
 from spyglass.evidence.manifest import (
     DEFAULT_EXCLUDES,
@@ -212,7 +212,8 @@ class WorkspaceEvidence(Sink):
         try:
             # before any hash is taken (no file to hash, no hash to keep: no look at every process's maps)
             if self.keep_hashes and self._memo is not None and pending:
-                self._memo.never(as_text(p) for p in mapped_for_writing(before.roots))
+                paths, inodes = writable_mappings(before.roots)
+                self._memo.never((as_text(p) for p in paths), inodes)
                 pending = self._from_cache(pending, self._memo)
                 before.cached = len(self._cached)
             hash_pending(pending, opts, keeper=self._keep)
@@ -321,7 +322,8 @@ class _Saver:
         self.sink = sink
         # files mapped shared and writable now may change without a change of times: never kept
         roots = sink.before.roots if sink.before is not None else sink.roots  # resolved, as /proc names them
-        self.mapped = {as_text(p) for p in mapped_for_writing(roots)}
+        paths, self.mapped_inodes = writable_mappings(roots)
+        self.mapped = {as_text(p) for p in paths}
         self.memo = HashMemo(time.time_ns(), sink.racy_margin_ns)
         self.kept: dict[str, bytes] = {}
         self.left = sink.max_kept_bytes
@@ -338,6 +340,8 @@ class _Saver:
         entries = self.memo.known()
         for path in self.mapped:
             entries.pop(path, None)
+        if self.mapped_inodes:  # mapped under another name (a hard link outside the workspace)
+            entries = {p: e for p, e in entries.items() if e[0][1] not in self.mapped_inodes}
 
         before, after = sink.before, sink.after
 

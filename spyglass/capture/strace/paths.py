@@ -124,6 +124,10 @@ def resolve(
                 view = normalize(join(head, name) if name else head)
             return root if view == "/" else root + view
     full = join(base, raw)
+    if full.startswith("/dev/fd/"):
+        # /dev/fd is /proc/self/fd: the traced process's descriptors (resolved as a symlink here,
+        # /proc/self would be the tracer's own)
+        full = "/proc/self/fd/" + full[len("/dev/fd/") :]
     if full.startswith("/proc/"):
         full = map_proc_alias(normalize(full), pid, tid, procs)
     # /proc holds magic links that only mean something to the process itself: never resolve them
