@@ -13,6 +13,8 @@ reads a plain file the same way.
 from __future__ import annotations
 
 import os
+import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +25,45 @@ PROG = Path(__file__).resolve().parent / "progs" / "pivot_read.py"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="pivot_root needs root")
 
 
-def _pivot_read(setup: Any, name: str) -> tuple[set[str], str]:
+def _pivot_read(setup: Any, name: str, until: str | None = None) -> tuple[set[str], str]:
+    """Run the agent; with ``until``, the agent stays (at most 10 s) after its read until spyglass
+    prints an alert line naming that rule: under strace the file is looked at through the reader's
+    ``/proc/PID/root``, which goes when it exits (a reader that exits at once is a known gap,
+    docs/threat-model.md), and a loaded machine may parse its open after that."""
     new_root = Path(setup.env["HOME"]).parent  # HOME is new_root/home
-    res = setup.run(f"{setup.python} {PROG} {new_root} {name}")
-    if "unshare failed" in res.stderr or "pivot_root failed" in res.stderr:
-        pytest.skip(f"cannot pivot_root here: {res.stderr[-300:]}")
-    assert res.returncode == 0, res.stderr
-    return {str(a["rule_id"]) for a in setup.alerts()}, res.stdout
+    release = new_root / "release"
+    cmd = [setup.python, "-m", "spyglass", "run", "--backend", setup.backend, "--store", str(setup.store), "--",
+           "/bin/sh", "-c", f"{setup.python} {PROG} {new_root} {name} {'/release' if until else ''}"]  # its root's name
+    proc = subprocess.Popen(cmd, cwd=setup.ws, env=setup.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    err: list[str] = []
+
+    def watch() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            err.append(line)
+            if until and until in line:
+                release.touch()
+
+    reader = threading.Thread(target=watch, daemon=True)
+    reader.start()
+    try:
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    reader.join(timeout=10)
+    stderr = "".join(err)
+    if "unshare failed" in stderr or "pivot_root failed" in stderr:
+        pytest.skip(f"cannot pivot_root here: {stderr[-300:]}")
+    assert proc.returncode == 0, stderr
+    return {str(a["rule_id"]) for a in setup.alerts()}, out
 
 
 def test_a_secret_read_after_pivot_root_is_a_secret_read(setup: Any) -> None:
     ssh = Path(setup.env["HOME"]) / ".ssh"
     ssh.mkdir()
     (ssh / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
-    rules, out = _pivot_read(setup, "/home/.ssh/id_rsa")
+    rules, out = _pivot_read(setup, "/home/.ssh/id_rsa", until="cred-secret-read")
     assert "PRIVATE KEY" in out  # the attack read the secret
     assert {"sys-namespace-change", "cred-secret-read"} <= rules, rules
     (read,) = [a for a in setup.alerts() if a["rule_id"] == "cred-secret-read"]
