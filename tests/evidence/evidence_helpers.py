@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from spyglass.events import Alert, Event
@@ -75,3 +78,35 @@ def record_events(
         writer.flush()
         writer._stop.set()
     return RunReader(store, meta.id)
+
+
+#: maps a file shared and writable, writes through the mapping, and writes again when told
+MAPPER = """
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 0)
+m[0:1] = b"X"
+print("mapped", flush=True)
+sys.stdin.readline()
+m[1:2] = b"Y"
+print("written", flush=True)
+sys.stdin.readline()
+"""
+
+
+def settled(paths: list[Path], margin_ns: int) -> None:
+    """Wait (bounded) until the files' ctimes are older than the margin: they can keep their hashes."""
+    newest = max(os.stat(p).st_ctime_ns for p in paths)
+    deadline = time.monotonic() + 30
+    while time.time_ns() <= newest + margin_ns + 1_000_000:
+        assert time.monotonic() < deadline, "the clock does not move"
+        time.sleep(0.01)
+
+
+def workspace(tmp_path: Path, files: dict[str, str]) -> Path:
+    """``tmp_path/ws`` holding ``files`` (relative name -> text)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for rel, text in files.items():
+        (ws / rel).write_text(text)
+    return ws

@@ -9,12 +9,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from evidence_helpers import ev, record_events, write
+from evidence_helpers import MAPPER, ev, record_events, write
+from evidence_helpers import settled as _settled
+from evidence_helpers import workspace as _workspace
 
 from spyglass.events import Event
 from spyglass.evidence.hashmemo import RACY_MARGIN_NS, FileSystems, HashMemo, read_mounts
@@ -35,37 +36,6 @@ with open(path, "r+b") as f:
     f.write(text.encode())
 os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 """
-
-
-#: maps a file shared and writable, writes through the mapping, and writes again when told
-MAPPER = """
-import mmap, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-m = mmap.mmap(fd, 0)
-m[0:1] = b"X"
-print("mapped", flush=True)
-sys.stdin.readline()
-m[1:2] = b"Y"
-print("written", flush=True)
-sys.stdin.readline()
-"""
-
-
-def _settled(paths: list[Path], margin_ns: int) -> None:
-    """Wait (bounded) until the files' ctimes are older than the margin: they can keep their hashes."""
-    newest = max(os.stat(p).st_ctime_ns for p in paths)
-    deadline = time.monotonic() + 30
-    while time.time_ns() <= newest + margin_ns + 1_000_000:
-        assert time.monotonic() < deadline, "the clock does not move"
-        time.sleep(0.01)
-
-
-def _workspace(tmp_path: Path, files: dict[str, str]) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    for rel, text in files.items():
-        (ws / rel).write_text(text)
-    return ws
 
 
 def _attack(path: Path, text: str) -> None:

@@ -12,13 +12,14 @@ import hashlib
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
 import pytest
-from evidence_helpers import ev, record_events
+from evidence_helpers import MAPPER, ev, record_events
+from evidence_helpers import settled as _settled
+from evidence_helpers import workspace as _workspace
 
 from spyglass.events import Event
 from spyglass.evidence import wscache
@@ -66,23 +67,6 @@ def plant(sealed, path):
         f.write(data[:32] + msgspec.msgpack.encode(body))
     os.replace(sealed + ".new", sealed)
 """
-
-
-def _settled(paths: list[Path], margin_ns: int) -> None:
-    """Wait (bounded) until the files' ctimes are older than the margin: they can be kept."""
-    newest = max(os.stat(p).st_ctime_ns for p in paths)
-    deadline = time.monotonic() + 30
-    while time.time_ns() <= newest + margin_ns + 1_000_000:
-        assert time.monotonic() < deadline, "the clock does not move"
-        time.sleep(0.01)
-
-
-def _workspace(tmp_path: Path, files: dict[str, str]) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    for rel, text in files.items():
-        (ws / rel).write_text(text)
-    return ws
 
 
 def _run(store: Store, ws: Path, action: Callable[[], object] = lambda: None,
@@ -159,20 +143,6 @@ def test_a_file_rewritten_between_runs_with_its_times_put_back_is_read_again(tmp
     assert second.before is not None and second.before.cached == 1  # b.txt only
     before = decode_manifest((run_dir / "evidence" / "manifest-before.json").read_bytes())
     assert before.by_path()[str(ws / "a.txt")].sha256 == hashlib.sha256(b"evil\n").hexdigest()
-
-
-#: maps a file shared and writable, writes through the mapping, and writes again when told
-MAPPER = """
-import mmap, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-m = mmap.mmap(fd, 0)
-m[0:1] = b"X"
-print("mapped", flush=True)
-sys.stdin.readline()
-m[1:2] = b"Y"
-print("written", flush=True)
-sys.stdin.readline()
-"""
 
 
 @pytest.mark.parametrize("via_link", [False, True])

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from evidence_helpers import ev, record_events
+from evidence_helpers import MAPPER, ev, record_events, settled
 
 from spyglass.events import Event
 from spyglass.evidence.manifest import decode_manifest
@@ -24,6 +23,10 @@ from spyglass.store import Store
 
 MARGIN_NS = 50_000_000
 GOOD, EVIL = b"good\n", b"evil\n"
+
+
+def _settled(paths: list[Path]) -> None:
+    settled(paths, MARGIN_NS)
 
 
 def _run(store: Store, ws: Path) -> tuple[WorkspaceEvidence, Path]:
@@ -36,14 +39,6 @@ def _run(store: Store, ws: Path) -> tuple[WorkspaceEvidence, Path]:
 
     run = record_events(store, agent(), workspace=[str(ws)], sinks=[sink])
     return sink, run.dir
-
-
-def _settled(paths: list[Path]) -> None:
-    newest = max(os.stat(p).st_ctime_ns for p in paths)
-    deadline = time.monotonic() + 30
-    while time.time_ns() <= newest + MARGIN_NS + 1_000_000:
-        assert time.monotonic() < deadline, "the clock does not move"
-        time.sleep(0.01)
 
 
 def _same_times(path: Path, st: os.stat_result) -> None:
@@ -103,20 +98,6 @@ def test_a_file_changed_between_runs_is_read_again(tmp_path: Path, change: Calla
     assert second.before is not None and second.before.cached == (1 if change is not None else 2)
     before = decode_manifest((run_dir / "evidence" / "manifest-before.json").read_bytes())
     assert before.by_path()[str(a)].sha256 == hashlib.sha256(a.read_bytes()).hexdigest()
-
-
-#: maps a file shared and writable, writes through the mapping, and writes again when told
-MAPPER = """
-import mmap, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-m = mmap.mmap(fd, 0)
-m[0:1] = b"X"
-print("mapped", flush=True)
-sys.stdin.readline()
-m[1:2] = b"Y"
-print("written", flush=True)
-sys.stdin.readline()
-"""
 
 
 @pytest.mark.parametrize("name", ["hard-link", "same-name"])
