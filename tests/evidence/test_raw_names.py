@@ -9,17 +9,14 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from evidence_helpers import Cli as BaseCli
 from evidence_helpers import settled
 
 from spyglass.evidence.hashmemo import RACY_MARGIN_NS
-
-PY = sys.executable
 
 #: the file whose name is not UTF-8 (byte 0xff), and the one named like its text form
 RAW = b"n\xff.txt"
@@ -29,22 +26,10 @@ EDIT_RAW = "printf 'raw new\\n' > \"$(printf 'n\\377.txt')\"\n"
 EDIT_TWIN = "printf 'twin new\\n' > 'n\\xff.txt'\n"
 
 
-class Cli:
-    def __init__(self, tmp: Path, backend: str) -> None:
-        self.ws = tmp / "ws"
-        self.ws.mkdir()
-        self.store = tmp / "store"
-        self.backend = backend
-        self.env = dict(os.environ, HOME=str(tmp), LANG="C.UTF-8", PYTHONDONTWRITEBYTECODE="1")
-        self.env.pop("SPYGLASS_STORE", None)
-        self.env.pop("SPYGLASS_POLICY", None)
-
-    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([PY, "-m", "spyglass", *args], cwd=self.ws, env=self.env, capture_output=True,
-                              text=True, timeout=180, check=False)
-
-    def run(self, script: str) -> None:
-        res = self("run", "--backend", self.backend, "--store", str(self.store), "--", "/bin/sh", "-c", script)
+class Cli(BaseCli):
+    def play(self, script: str) -> None:
+        """``spyglass run`` of ``script``, which must succeed, then ``spyglass verify``, which must pass."""
+        res = self.run(script)
         assert res.returncode == 0, res.stderr
         ver = self("verify", "--store", str(self.store))
         assert ver.returncode == 0, ver.stdout + ver.stderr
@@ -78,7 +63,7 @@ def _by_name(cli: Cli) -> dict[bytes, dict[str, Any]]:
 
 def test_a_file_named_in_bytes_that_are_not_utf8_gets_its_diff(cli: Cli) -> None:
     cli.write(RAW, "raw old\n")
-    cli.run(EDIT_RAW)
+    cli.play(EDIT_RAW)
     (change,) = cli.changes()
     assert change["status"] == "modified" and change["path"] == "n\\xff.txt"
     assert "-raw old\n+raw new\n" in change.get("diff", ""), change
@@ -89,7 +74,7 @@ def test_a_file_named_like_the_text_of_another_lends_it_no_content(cli: Cli) -> 
     """Only the raw-named file is edited: the twin (named as its text reads) is no new side of its diff."""
     cli.write(RAW, "raw old\n")
     cli.write(TWIN, "twin old\n")
-    cli.run(EDIT_RAW)
+    cli.play(EDIT_RAW)
     (change,) = cli.changes()
     diff = change.get("diff", "")
     assert "-raw old\n+raw new\n" in diff, change
@@ -101,7 +86,7 @@ def test_benign_twin_a_file_named_like_an_escape_gets_its_own_diff(cli: Cli) -> 
     """Both edited: each file's diff is its own (the twin's name is plain text, with no raw bytes)."""
     cli.write(RAW, "raw old\n")
     cli.write(TWIN, "twin old\n")
-    cli.run(EDIT_RAW + EDIT_TWIN)
+    cli.play(EDIT_RAW + EDIT_TWIN)
     changes = _by_name(cli)
     assert sorted(changes) == sorted([RAW, TWIN]), changes
     assert "-raw old\n+raw new\n" in changes[RAW].get("diff", ""), changes
@@ -117,8 +102,8 @@ def test_a_twin_takes_no_hash_of_the_other_from_the_previous_run(cli: Cli) -> No
     cli.write(RAW, "raw old\n")
     cli.write(TWIN, "twin old\n")
     settled([cli.ws / os.fsdecode(RAW), cli.ws / os.fsdecode(TWIN)], RACY_MARGIN_NS)
-    cli.run("true")  # seals both files' hashes and contents for the next run
-    cli.run(EDIT_RAW + EDIT_TWIN)
+    cli.play("true")  # seals both files' hashes and contents for the next run
+    cli.play(EDIT_RAW + EDIT_TWIN)
     changes = _by_name(cli)
     assert sorted(changes) == sorted([RAW, TWIN]), changes
     assert "-raw old\n+raw new\n" in changes[RAW].get("diff", ""), changes
