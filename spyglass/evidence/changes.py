@@ -69,7 +69,8 @@ class WorkspaceChanges(msgspec.Struct, kw_only=True):
         return "".join(c.diff for c in self.all_changes() if c.diff)
 
 
-#: content of a file by absolute path, or None when it was not kept / cannot be read
+#: content of a file by its absolute path on disk (an fs string: :meth:`FileEntry.disk_path`, never the
+#: text form, which another file may bear), or None when it was not kept / cannot be read
 ContentSource = Callable[[str], bytes | None]
 
 
@@ -155,11 +156,15 @@ def _entry_changes(a: FileEntry, b: FileEntry) -> list[str]:
                 what.append("content")
         elif a.sha256 != b.sha256:
             what.append("content")
-    if a.target != b.target:
+    if a.target != b.target or _raw_target(a) != _raw_target(b):
         what.append("target")
     if a.mode != b.mode:
         what.append("mode")
     return what
+
+
+def _raw_target(e: FileEntry) -> str | None:
+    return e.raw_bytes.get("target") if e.raw_bytes else None
 
 
 class _Budget:
@@ -194,7 +199,7 @@ def _diff_for(change: Change, old: ContentSource, new: ContentSource, max_bytes:
         if entry.size > max_bytes:
             change.diff_note = f"no diff: larger than {max_bytes} bytes (evidence.max_diff_bytes)"
             return
-        data = source(change.abs_path)
+        data = source(entry.disk_path())
         if data is None:
             missing = True
             sides.append(None)
@@ -257,15 +262,16 @@ def diff_manifests(
                 _diff_for(ch, old, new, max_diff_bytes, budget)
                 res.modified.append(ch)
         return res
-    # in walk order: the manifests list their files in that order already, so the sort has little to do
-    paths = dict.fromkeys(f.path for f in after.files)
-    paths.update(dict.fromkeys(f.path for f in before.files if f.path not in b))
+    # in walk order: the manifests list their files in that order already, so the sort has little to do;
+    # files are told apart by their names on disk, shown (and ordered) by their text
+    paths = {p: e.path for p, e in b.items()}
+    paths.update((p, e.path) for p, e in a.items() if p not in b)
     keyer = walk_keyer(roots)
-    keyed = sorted([(keyer(p), p) for p in paths])
-    for key, path in keyed:
+    keyed = sorted([(keyer(shown), shown, p) for p, shown in paths.items()])
+    for key, path, disk in keyed:
         if limit is not None and key > limit:
             continue
-        ea, eb = a.get(path), b.get(path)
+        ea, eb = a.get(disk), b.get(disk)
         if ea is None and eb is not None:
             ch = Change(path=after.rel(path), abs_path=path, status="added", what=["content"], after=eb)
             res.added.append(ch)
@@ -285,7 +291,10 @@ def diff_manifests(
 
 
 def _same_paths(a: list[FileEntry], b: list[FileEntry]) -> bool:
-    return len(a) == len(b) and all(x.path == y.path for x, y in zip(a, b, strict=True))
+    return len(a) == len(b) and all(
+        x.path == y.path and ((x.raw_bytes is None and y.raw_bytes is None) or x.disk_path() == y.disk_path())
+        for x, y in zip(a, b, strict=True)
+    )
 
 
 def _read_disk(path: str) -> bytes | None:

@@ -9,6 +9,7 @@ off at ``max_files`` cover the same leading part of it.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import operator
 import os
@@ -32,7 +33,7 @@ MAX_NOTED = 50
 
 
 class FileEntry(msgspec.Struct, omit_defaults=True, kw_only=True):
-    path: str  # absolute
+    path: str  # absolute, as text (:func:`as_text`: bytes that are not UTF-8 written ``\\xHH``)
     kind: str = "file"  # file | symlink | fifo | socket | chardev | blockdev
     size: int = 0
     mode: str = ""  # permission bits, octal ("0644")
@@ -40,6 +41,14 @@ class FileEntry(msgspec.Struct, omit_defaults=True, kw_only=True):
     target: str | None = None  # symlink target
     mtime_ns: int = 0
     note: str | None = None  # why there is no hash (unreadable, too large)
+    #: the exact bytes (base64) of ``path`` ("path") and ``target`` ("target") where they are not
+    #: UTF-8, as events keep them: the text alone is ambiguous (a real name can read ``\\xff``)
+    raw_bytes: dict[str, str] | None = None
+
+    def disk_path(self) -> str:
+        """The file's name as the OS has it (an fs string: exact bytes through surrogateescape)."""
+        raw = self.raw_bytes.get("path") if self.raw_bytes else None
+        return self.path if raw is None else os.fsdecode(base64.b64decode(raw))
 
 
 class Manifest(msgspec.Struct, kw_only=True):
@@ -60,7 +69,8 @@ class Manifest(msgspec.Struct, kw_only=True):
     cached: int = 0
 
     def by_path(self) -> dict[str, FileEntry]:
-        return {f.path: f for f in self.files}
+        """Entries by their name on disk (:meth:`FileEntry.disk_path`: unambiguous, unlike the text)."""
+        return {f.disk_path(): f for f in self.files}
 
     def rel(self, path: str) -> str:
         return relative_to_roots(path, self.roots)
@@ -73,6 +83,16 @@ def as_text(path: str) -> str:
     except UnicodeEncodeError:
         return os.fsencode(path).decode("utf-8", "backslashreplace")
     return path
+
+
+def _raw(name: str, field: str, raw: dict[str, str] | None) -> tuple[str, dict[str, str] | None]:
+    """(:func:`as_text` of an fs string, ``raw`` with its exact bytes as base64 under ``field`` when
+    they are not UTF-8)."""
+    text = as_text(name)
+    if text is not name:
+        raw = dict(raw) if raw else {}
+        raw[field] = base64.b64encode(os.fsencode(name)).decode("ascii")
+    return text, raw
 
 
 def relative_to_roots(path: str, roots: Sequence[str]) -> str:
@@ -110,7 +130,7 @@ def walk_keyer(roots: Sequence[str]) -> Callable[[str], tuple[int, str]]:
     return key
 
 
-#: receives (absolute path, content) of small text files while hashing
+#: receives (absolute path on disk, an fs string, and content) of small text files while hashing
 TextKeeper = Callable[[str, bytes], None]
 
 
@@ -266,9 +286,11 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
             w.manifest.complete = False
             return False
         w.count += 1
-        shown = disk_path if disk_path.isascii() else as_text(disk_path)
+        raw: dict[str, str] | None = None
+        shown, raw = (disk_path, None) if disk_path.isascii() else _raw(disk_path, "path", None)
         kind = "file" if stat.S_ISREG(st_mode) else _kind(st_mode)
-        fe = FileEntry(path=shown, kind=kind, size=st.st_size, mode=_mode_text(st_mode), mtime_ns=st.st_mtime_ns)
+        fe = FileEntry(path=shown, kind=kind, size=st.st_size, mode=_mode_text(st_mode), mtime_ns=st.st_mtime_ns,
+                       raw_bytes=raw)
         if kind == "file" and opts.defer_hash:
             w.pending.append((fe, disk_path, st))
         elif kind == "file":
@@ -279,12 +301,12 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
                 keep = opts.keep_text_max if w.keeper is not None else 0
                 fe.sha256, fe.note, content = hash_file(disk_path, st.st_size, opts.max_hash_bytes, keep)
                 if content is not None and w.keeper is not None:
-                    w.keeper(shown, content)
+                    w.keeper(disk_path, content)
             if fe.sha256 is not None and remember is not None:
                 w.noted.append((shown, st, fe.sha256))  # the stat from before the read
         elif kind == "symlink":
             try:
-                fe.target = as_text(os.readlink(disk_path))
+                fe.target, fe.raw_bytes = _raw(os.readlink(disk_path), "target", raw)
             except OSError as exc:
                 fe.note = f"unreadable link: {exc.strerror}"
         files.append(fe)
@@ -316,7 +338,7 @@ def hash_pending(pending: list[Pending], opts: ManifestOptions, keeper: TextKeep
             sha, note, content = None, CHANGED_NOTE, None
         fe.sha256, fe.note = sha, note
         if content is not None and keeper is not None:
-            keeper(fe.path, content)
+            keeper(path, content)
         if sha is not None and st is not None and remember is not None:
             noted.append((fe.path, st, sha))
     if remember is not None:

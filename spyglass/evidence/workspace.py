@@ -42,7 +42,7 @@ from spyglass.evidence.changes import (
     diff_manifests,
     stored_form,
 )
-from spyglass.evidence.hashmemo import RACY_MARGIN_NS, HashMemo, writable_mappings
+from spyglass.evidence.hashmemo import RACY_MARGIN_NS, HashMemo, stat_key, writable_mappings
 from spyglass.evidence.ignore import GitIgnore
 from spyglass.evidence.manifest import (
     DEFAULT_EXCLUDES,
@@ -139,7 +139,7 @@ class WorkspaceEvidence(Sink):
         #: sealed entries (:mod:`spyglass.evidence.wscache`), and leave this run's there
         self.use_cache = use_cache
         self._cache: WorkspaceCache | None = None
-        #: path -> sha256 of the before-manifest's files hashed from the cache (old content: its packs)
+        #: path on disk -> sha256 of the before-manifest's files hashed from the cache (old content: its packs)
         self._cached: dict[str, str] = {}
 
     # -- setup ----------------------------------------------------------------
@@ -237,20 +237,24 @@ class WorkspaceEvidence(Sink):
         cache = self._cache
         if cache is None or not len(cache):
             return pending
-        self._cached = memo.adopt(cache.matches((fe.path, st) for fe, _, st in pending))
-        if not self._cached:
+        matched = cache.matches((fe.path, st) for fe, _, st in pending)
+        taken = memo.adopt(matched)
+        if not taken:
             return pending
         rest: list[Pending] = []
         cached = self._cached
         for item in pending:
-            sha = cached.get(item[0].path)
-            if sha is None:
+            fe, disk_path, st = item
+            sha = taken.get(fe.path)
+            # the entry's stat, not only its text name, is this file's (another name can read the same)
+            if sha is None or matched[fe.path][0] != stat_key(st):
                 rest.append(item)
             else:
-                item[0].sha256 = sha
+                fe.sha256 = cached[disk_path] = sha
         return rest
 
     def _old_content(self, path: str) -> bytes | None:
+        """The content a file had before the run, by its path on disk (an fs string)."""
         kept = self._kept.get(path)
         if kept is None and self._cache is not None and path in self._cached:
             kept = self._cache.content(self._cached[path])
@@ -349,7 +353,7 @@ class _Saver:
             found: dict[str, bytes] = {}
             for files, kept in ((before.files, sink._kept), (after.files, self.kept)):
                 for f in files:
-                    data = kept.get(f.path)
+                    data = kept.get(f.disk_path())
                     if data is not None and f.sha256 is not None:
                         found[f.sha256] = data
             return found

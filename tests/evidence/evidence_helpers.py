@@ -1,8 +1,10 @@
-"""Helpers for evidence tests: events by hand, stored runs built from them."""
+"""Helpers for evidence tests: events by hand, stored runs built from them, the real CLI."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -110,3 +112,26 @@ def workspace(tmp_path: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         (ws / rel).write_text(text)
     return ws
+
+
+class Cli:
+    """The real ``spyglass`` CLI in a subprocess, with a workspace (its working directory) and a store
+    under ``tmp``; ``backend``: the capture backend of its runs (None: the default one)."""
+
+    def __init__(self, tmp: Path, backend: str | None = None) -> None:
+        self.ws = tmp / "ws"
+        self.ws.mkdir()
+        self.store = tmp / "store"
+        self.backend = backend
+        self.env = dict(os.environ, HOME=str(tmp), LANG="C.UTF-8", PYTHONDONTWRITEBYTECODE="1")
+        self.env.pop("SPYGLASS_STORE", None)
+        self.env.pop("SPYGLASS_POLICY", None)
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "spyglass", *args], cwd=self.ws, env=self.env,
+                              capture_output=True, text=True, timeout=180, check=False)
+
+    def run(self, script: str) -> subprocess.CompletedProcess[str]:
+        """``spyglass run`` of a shell script in the workspace."""
+        backend = ("--backend", self.backend) if self.backend is not None else ()
+        return self("run", *backend, "--store", str(self.store), "--", "/bin/sh", "-c", script)

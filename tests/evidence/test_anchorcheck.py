@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from evidence_helpers import Cli
 
 PY = sys.executable
 
@@ -38,23 +38,6 @@ data["alerts_head"] = hashlib.sha256(f"spyglass-chain-v1:{run.name}:alerts".enco
 cp.write_text(json.dumps(data, indent=2, sort_keys=True))
 done.write_text(run.name)
 '''
-
-
-class Cli:
-    def __init__(self, tmp: Path) -> None:
-        self.ws = tmp / "ws"
-        self.ws.mkdir()
-        self.store = tmp / "store"
-        self.env = dict(os.environ, HOME=str(tmp), LANG="C.UTF-8", PYTHONDONTWRITEBYTECODE="1")
-        self.env.pop("SPYGLASS_STORE", None)
-        self.env.pop("SPYGLASS_POLICY", None)
-
-    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([PY, "-m", "spyglass", *args], cwd=self.ws, env=self.env, capture_output=True,
-                              text=True, timeout=180, check=False)
-
-    def run(self, script: str) -> subprocess.CompletedProcess[str]:
-        return self("run", "--store", str(self.store), "--", "/bin/sh", "-c", script)
 
 
 @pytest.fixture

@@ -127,9 +127,11 @@ def test_names_that_are_not_utf8_are_kept_too(tmp_path: Path) -> None:
     assert second.before is not None and second.before.cached == 2
     ch = load_workspace_changes(run_dir)
     assert ch is not None and [c.path for c in ch.modified] == ["caf\\xe9.txt"]
-    # the old side comes from the pack by its hash (the new side is read by its name, which the
-    # manifest writes escaped: that diff is "content not available" with or without the cache)
-    assert second._old_content(ch.modified[0].abs_path) == b"odd\n"
+    # the old side comes from the pack by its hash, the new side is read by the name's bytes
+    (change,) = ch.modified
+    assert change.after is not None and os.fsencode(change.after.disk_path()) == odd
+    assert second._old_content(change.after.disk_path()) == b"odd\n"
+    assert change.diff is not None and " odd\n+more\n" in change.diff, change
 
 
 def test_a_file_rewritten_between_runs_with_its_times_put_back_is_read_again(tmp_path: Path) -> None:

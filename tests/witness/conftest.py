@@ -20,6 +20,20 @@ import pytest
 
 PY = sys.executable
 
+#: ``judged N``: make the marker file ``sync-N-done`` in the workspace and wait (bounded: 60 s) until
+#: its event is on disk; the script's own text (in its ``execve`` event) never holds that name.  Events
+#: are judged in order, one at a time, after the writer wrote them: once the marker's event is in the
+#: run's ``events.jsonl``, every earlier event has been judged (:meth:`Setup.play` defines it)
+JUDGED = r"""
+WS=$PWD
+judged() {
+  touch "$WS/sync-$1-done"; n=0
+  until grep -qs "[s]ync-$1-done" "$STORE"/runs/*/events.jsonl; do
+    n=$((n+1)); [ $n -gt 1200 ] && { echo "not judged: $1" >&2; exit 9; }; sleep 0.05
+  done
+}
+"""
+
 
 @dataclass
 class Setup:
@@ -47,6 +61,19 @@ class Setup:
     def alerts(self, store: Path | None = None) -> list[dict[str, Any]]:
         data: list[dict[str, Any]] = self.json("alerts", "latest", store=store)
         return data
+
+    def tamper(self) -> list[str]:
+        """The messages of the latest run's ``witness-tamper`` alerts."""
+        return [str(a["message"]) for a in self.alerts() if a["rule_id"] == "witness-tamper"]
+
+    def play(self, script: str, *defs: str) -> subprocess.CompletedProcess[str]:
+        """``spyglass run`` of ``script`` once the store and its index exist (a first run), with
+        ``$STORE`` set, the ``judged`` function of :data:`JUDGED` and ``defs`` (more shell functions)
+        defined; the run must succeed."""
+        self.run("true")
+        res = self.run("\n".join([f"STORE={self.store}", JUDGED, *defs, script]))
+        assert res.returncode == 0, res.stderr
+        return res
 
 
 @pytest.fixture

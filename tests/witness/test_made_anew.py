@@ -13,17 +13,6 @@ from typing import Any
 
 PY = sys.executable
 
-#: ``judged N``: as in test_stale_verdicts: wait until the marker's event is on disk (all before judged)
-PRELUDE = r"""
-WS=$PWD
-judged() {
-  touch "$WS/sync-$1-done"; n=0
-  until grep -qs "[s]ync-$1-done" "$STORE"/runs/*/events.jsonl; do
-    n=$((n+1)); [ $n -gt 1200 ] && { echo "not judged: $1" >&2; exit 9; }; sleep 0.05
-  done
-}
-"""
-
 #: ``excl PATH``: an ``O_CREAT|O_EXCL`` open of PATH that writes a line (a process of its own)
 EXCL = f"""export STORE
 excl() {{ {PY} -c 'import os,sys; os.write(os.open(sys.argv[1], os.O_CREAT|os.O_EXCL|os.O_WRONLY), b"x")' "$1"; }}
@@ -41,25 +30,13 @@ for _ in range(2000):
 """
 
 
-def _tamper(setup: Any) -> list[str]:
-    return [str(a["message"]) for a in setup.alerts() if a["rule_id"] == "witness-tamper"]
-
-
-def _play(setup: Any, script: str) -> Any:
-    setup.run("true")  # the store and its index exist
-    res = setup.run(f"STORE={setup.store}\n{PRELUDE}\n{EXCL}\n{script}")
-    assert res.returncode == 0, res.stderr
-    return res
-
-
-
 def test_names_made_anew_in_the_store_through_dev_fd_are_caught(setup: Any) -> None:
-    res = _play(setup, """
+    res = setup.play("""
 fdmake "$STORE/runs" made
 judged 1
-""")
+""", EXCL)
     assert (setup.store / "runs" / "made-dir").is_dir() and (setup.store / "runs" / "made-file").exists()
-    msgs = _tamper(setup)
+    msgs = setup.tamper()
     assert any("made-dir" in m for m in msgs), (msgs, res.stderr)
     assert any("made-file" in m for m in msgs), (msgs, res.stderr)
 
@@ -67,15 +44,15 @@ judged 1
 def test_a_directory_made_and_judged_then_swapped_for_the_store_is_caught(setup: Any) -> None:
     """``d`` is made (its real path noted from its parent's, no look) and a file made anew in it is
     judged clean; ``d`` then becomes a symlink to the store's runs, and the same names are made again."""
-    res = _play(setup, """
+    res = setup.play("""
 mkdir d; excl d/f; mkdir d/sub
 judged 1
 mv d d.old; ln -s "$STORE/runs" d
 excl d/f; mkdir d/sub; excl d/sub/g
 judged 2
-""")
+""", EXCL)
     assert (setup.store / "runs" / "sub" / "g").exists()
-    msgs = _tamper(setup)
+    msgs = setup.tamper()
     assert any(f"{setup.ws}/d/f" in m or "runs/f" in m for m in msgs), (msgs, res.stderr)
     assert any("sub/g" in m for m in msgs), (msgs, res.stderr)
 
@@ -83,21 +60,21 @@ judged 2
 def test_benign_twin_names_made_anew_through_dev_fd_in_the_workspace_stay_silent(setup: Any) -> None:
     """Under strace, ``/dev/fd/5`` was resolved as a symlink in spyglass's own process (its fd 5, the
     store's index.sqlite-shm): a false witness-tamper, and a miss had spyglass's fd 5 been elsewhere."""
-    res = _play(setup, """
+    res = setup.play("""
 mkdir out; fdmake out made; sh -c 'exec 5<out; mkdir /dev/fd/5/shell-dir'
 judged 1
-""")
+""", EXCL)
     assert (setup.ws / "out" / "made-dir").is_dir() and (setup.ws / "out" / "shell-dir").is_dir()
-    assert _tamper(setup) == [], res.stderr
+    assert setup.tamper() == [], res.stderr
 
 
 def test_benign_twin_names_made_anew_in_the_workspace_stay_silent(setup: Any) -> None:
-    res = _play(setup, """
+    res = setup.play("""
 mkdir d; excl d/f; mkdir d/sub
 judged 1
 mv d d.old; mkdir other; ln -s other d
 excl d/f; mkdir d/sub; excl d/sub/g; mkdir d/sub
 judged 2
-""")
+""", EXCL)
     assert (setup.ws / "other" / "sub" / "g").exists()
-    assert _tamper(setup) == [], res.stderr
+    assert setup.tamper() == [], res.stderr

@@ -21,32 +21,8 @@ import pytest
 URING = f"{sys.executable} {Path(__file__).resolve().parent / 'progs' / 'uring_rename.py'}"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the attacks mount and chdir as root")
 
-#: ``judged N``: make the marker file ``sync-N-done`` in the workspace and wait (bounded: 60 s) until
-#: its event is on disk; the script's own text (in its ``execve`` event) never holds that name
-PRELUDE = r"""
-WS=$PWD
-judged() {
-  touch "$WS/sync-$1-done"; n=0
-  until grep -qs "[s]ync-$1-done" "$STORE"/runs/*/events.jsonl; do
-    n=$((n+1)); [ $n -gt 1200 ] && { echo "not judged: $1" >&2; exit 9; }; sleep 0.05
-  done
-}
-"""
-
-
-def _tamper(setup: Any) -> list[str]:
-    return [str(a["message"]) for a in setup.alerts() if a["rule_id"] == "witness-tamper"]
-
-
-def _play(setup: Any, script: str) -> Any:
-    setup.run("true")  # the store and its index exist
-    res = setup.run(f"STORE={setup.store}\n{PRELUDE}\n{script}")
-    assert res.returncode == 0, res.stderr
-    return res
-
-
 def test_a_store_file_bind_mounted_over_a_name_judged_clean_is_caught(setup: Any) -> None:
-    res = _play(setup, """
+    res = setup.play("""
 echo a > f; chmod 644 f
 judged 1
 mount --bind "$STORE/index.sqlite" f
@@ -54,12 +30,12 @@ chmod 600 f; echo forged >> f
 judged 2
 umount f
 """)
-    msgs = _tamper(setup)
+    msgs = setup.tamper()
     assert any("chmod-ed" in m and f"{setup.ws}/f" in m for m in msgs), (msgs, res.stderr)
 
 
 def test_benign_twin_a_workspace_file_bind_mounted_over_another_stays_silent(setup: Any) -> None:
-    res = _play(setup, """
+    res = setup.play("""
 echo a > f; chmod 644 f; echo b > g
 judged 1
 mount --bind g f
@@ -67,52 +43,52 @@ chmod 600 f; echo more >> f
 judged 2
 umount f
 """)
-    assert _tamper(setup) == [], res.stderr
+    assert setup.tamper() == [], res.stderr
 
 
 def test_a_symlink_to_the_writers_cwd_is_judged_where_the_cwd_is_now(setup: Any) -> None:
-    res = _play(setup, """
+    res = setup.play("""
 W=$PWD; mkdir safe; ln -s /proc/$$/cwd c; cd safe
 echo a > "$W/c/index.sqlite"; chmod 644 "$W/c/index.sqlite"
 judged 1
 cd "$STORE"; chmod 600 "$W/c/index.sqlite"
 judged 2
 """)
-    msgs = _tamper(setup)
+    msgs = setup.tamper()
     assert any("chmod-ed" in m for m in msgs), (msgs, res.stderr)
 
 
 def test_benign_twin_a_symlink_to_the_cwd_moved_within_the_workspace_stays_silent(setup: Any) -> None:
-    res = _play(setup, """
+    res = setup.play("""
 W=$PWD; mkdir safe other; ln -s /proc/$$/cwd c; cd safe
 echo a > "$W/c/index.sqlite"; chmod 644 "$W/c/index.sqlite"
 judged 1
 cd "$W/other"; echo b > index.sqlite; chmod 600 "$W/c/index.sqlite"
 judged 2
 """)
-    assert _tamper(setup) == [], res.stderr
+    assert setup.tamper() == [], res.stderr
 
 
 def test_a_file_planted_in_the_store_through_dev_fd_is_caught(setup: Any) -> None:
     """``/dev/fd/N`` is the writer's descriptor N (``/proc/self/fd``), not spyglass's."""
-    res = _play(setup, """
+    res = setup.play("""
 exec 5<"$STORE/runs"
 echo x > /dev/fd/5/planted
 judged 1
 """)
     assert (setup.store / "runs" / "planted").exists()
-    msgs = _tamper(setup)
+    msgs = setup.tamper()
     assert any(m.endswith("/dev/fd/5/planted") or "runs/planted" in m for m in msgs), (msgs, res.stderr)
 
 
 def test_benign_twin_a_file_made_through_dev_fd_in_the_workspace_stays_silent(setup: Any) -> None:
-    res = _play(setup, """
+    res = setup.play("""
 mkdir out; exec 5<out
 echo x > /dev/fd/5/made; echo y > /dev/stdout
 judged 1
 """)
     assert (setup.ws / "out" / "made").exists()
-    assert _tamper(setup) == [], res.stderr
+    assert setup.tamper() == [], res.stderr
 
 
 def test_a_secret_bind_mounted_over_a_name_read_before_is_a_secret_read(setup: Any) -> None:
@@ -121,7 +97,7 @@ def test_a_secret_bind_mounted_over_a_name_read_before_is_a_secret_read(setup: A
     ssh = Path(setup.env["HOME"]) / ".ssh"
     ssh.mkdir()
     (ssh / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
-    res = _play(setup, f"""
+    res = setup.play(f"""
 echo a > f; cat f
 judged 1
 mount --bind {ssh}/id_rsa f
@@ -137,7 +113,7 @@ umount f
 def test_a_store_file_renamed_by_io_uring_over_a_name_judged_clean_is_caught(setup: Any) -> None:
     """IORING_OP_RENAMEAT makes no rename event (eBPF records the operation once per process, strace
     not at all): once the run used io_uring, every name is judged afresh."""
-    res = _play(setup, f"""
+    res = setup.play(f"""
 echo a > f; chmod 644 f
 judged 1
 {URING} "$STORE/index.sqlite" f || exit 3
@@ -145,16 +121,16 @@ chmod 600 f
 judged 2
 {URING} f "$STORE/index.sqlite"
 """)
-    msgs = _tamper(setup)
+    msgs = setup.tamper()
     assert any("chmod-ed" in m and f"{setup.ws}/f" in m for m in msgs), (msgs, res.stderr)
 
 
 def test_benign_twin_a_workspace_file_renamed_by_io_uring_stays_silent(setup: Any) -> None:
-    res = _play(setup, f"""
+    res = setup.play(f"""
 echo a > f; chmod 644 f; echo b > g
 judged 1
 {URING} g f || exit 3
 chmod 600 f
 judged 2
 """)
-    assert _tamper(setup) == [], res.stderr
+    assert setup.tamper() == [], res.stderr

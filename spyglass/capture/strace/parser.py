@@ -14,7 +14,8 @@ thread, keeps the process table (threads map to their thread-group leader;
 ``pid`` on every event is the leader, ``tid`` the thread when it differs),
 tracks each process's cwd and ids, and hands each completed call to the
 handler for its name (:mod:`.files`, :mod:`.net`, :mod:`.privs`; process life
-is handled here).  A line it cannot understand is counted in ``unparsed``;
+is handled here; the processes' file-system views, a chroot's root and a mount
+namespace of their own, in :mod:`.rootviews`).  A line it cannot understand is counted in ``unparsed``;
 nothing raises.
 
 A child may show up before its parent's clone returns (strace ``-f`` prints
@@ -37,13 +38,12 @@ from spyglass.capture.strace.decode import unquote
 from spyglass.capture.strace.execfd import descriptor_path, fd_named
 from spyglass.capture.strace.fastpath import FastPaths
 from spyglass.capture.strace.paths import RealpathDir
+from spyglass.capture.strace.rootviews import ProtectedViews, inherit_root
 from spyglass.capture.strace.state import Call, FdLink, HostsFile, PgidOf, Proc, TraceState, live_parent
 from spyglass.events.schema import Event
 
 Handler = Callable[[TraceState, Call], "Event | None"]
 
-#: the events of an open, whose file may be a protected one under another name
-_OPENED = frozenset({"file.read", "file.write", "file.create"})
 _LINE = re.compile(r"(\d+) +(\d+)\.(\d+) ")
 _CALL = re.compile(r"([a-z_][a-z0-9_]*)\(")
 _RESUMED = re.compile(r"<\.\.\. ([a-z_][a-z0-9_]*) resumed>")
@@ -106,7 +106,7 @@ class StraceParser:
         protected: ident.Identities | None = None,
     ) -> None:
         self.protected = protected  # protected files by device and inode (spyglass.capture.ident)
-        self._own_views = False  # a process of the run entered a mount namespace of its own (unshare, setns)
+        self._views = ProtectedViews(protected) if protected is not None else None
         self.state = TraceState(cwd, uid, gid, realpath_dir, hosts_file, fd_link, pgid_of)
         self.lines = 0
         self.unparsed = 0
@@ -131,8 +131,8 @@ class StraceParser:
                 if fast is not None:
                     if self.state.overlays and fast:
                         self.state.overlays.apply(fast)
-                    if self.protected is not None and fast:
-                        self._identify(fast)
+                    if self._views is not None and fast:
+                        self._views.identify(fast)
                     return fast
             if not self._feed(line.rstrip("\r\n"), out):
                 self.unparsed += 1
@@ -140,33 +140,9 @@ class StraceParser:
             self.unparsed += 1
         if self.state.overlays and out:
             self.state.overlays.apply(out)
-        if self.protected is not None and out:
-            self._identify(out)
+        if self._views is not None and out:
+            self._views.identify(out)
         return out
-
-    def _identify(self, events: list[Event]) -> None:
-        """A protected file opened under another name (a hard link: ``-yy`` already resolves symlinks
-        and ``/proc/self/fd``) is recorded under its own path, the name as typed in ``raw_path``.
-
-        Once a process of the run entered a mount namespace of its own, ``-yy`` may name a file as
-        that namespace sees it (after a ``pivot_root``, ``/home/...`` for the host's ``/srv/x/home/...``):
-        a name that is no protected file here is looked at through the process's ``/proc/PID/root``."""
-        prot = self.protected
-        assert prot is not None
-        for ev in events:
-            t = ev.type
-            if t in ident.CHANGES or (t == "sys.sensitive" and ev.syscall in ident.MOUNT_CALLS):
-                prot.forget()
-            elif t == "sys.sensitive" and ev.syscall in ("unshare", "setns") and ev.ok:
-                self._own_views = True
-            elif ev.ok and ev.path and t in _OPENED and ev.path[:1] == "/":
-                canon = prot.by_path(ev.path)
-                if canon is None and self._own_views:
-                    canon = prot.by_path(f"/proc/{ev.pid}/root{ev.path}")
-                if canon is not None and canon != ev.path:
-                    if ev.raw_path is None:
-                        ev.raw_path = ev.path
-                    ev.path = canon
 
     def finish(self) -> list[Event]:
         """Flush calls still unfinished (capture ended mid-call) as events with ``ok=False``."""
@@ -314,12 +290,7 @@ class StraceParser:
         st.procs[child] = proc
         if st.overlays.by_fd:
             st.overlays.forked(parent.pid, child)
-        if st.chroots:  # the parent's root, if it chrooted (an exited process's pid may be reused)
-            root = st.chroots.get(parent.pid)
-            if root is not None:
-                st.chroots[child] = root
-            else:
-                st.chroots.pop(child, None)
+        inherit_root(st, parent.pid, child)
         st.leader_of[child] = child
         self._started(proc, ts, syscall, out)
         return proc
