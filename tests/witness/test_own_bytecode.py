@@ -22,6 +22,13 @@ import spyglass.termcolor
 SOURCE = Path(spyglass.termcolor.__file__).resolve()
 CACHED = Path(importlib.util.cache_from_source(str(SOURCE)))
 
+
+@pytest.fixture(autouse=True)
+def _pycache_exists() -> None:
+    """spyglass's ``__pycache__`` exists, as the first import makes it (not made when the tests'
+    environment sets PYTHONDONTWRITEBYTECODE): the attacks write into it."""
+    CACHED.parent.mkdir(exist_ok=True)
+
 FORGE = r"""
 import importlib._bootstrap_external as be, marshal, os, sys
 src, cached, marker, via = sys.argv[1:5]
