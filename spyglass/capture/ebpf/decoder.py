@@ -282,8 +282,8 @@ class RecordDecoder:
                 # caller may be gone, or N turned elsewhere, by the time the event is judged)
                 walked = R.walk(rec.blobs[2 + which])
                 m = _THROUGH_FD.match(raw) if walked else None
-                if m is not None:
-                    full = walked + raw[m.end():] if walked != "/" else raw[m.end():] or "/"
+                if walked and m is not None:
+                    full = walked + raw[m.end():]
         else:
             base = R.walk(rec.blobs[2 + which])
             if not base and self.overlays.roots:  # no name: perhaps a detached mount's descriptor

@@ -477,7 +477,8 @@ static __always_inline __s64 arg(__u64 *args, __s8 i)
 }
 
 // Blobs 0 and 1: the path arguments; 2 and 3: the directories they are relative to
-// (dirfd or cwd, only for relative paths), or in 2 the path of an fd argument.  Global
+// (dirfd or cwd, only for relative paths), the file of the caller's descriptor an absolute
+// one goes through (/dev/fd/N/NAME: fd_in_path), or in 2 the path of an fd argument.  Global
 // functions are verified once each, which keeps the program's verification short.
 __noinline int sys_paths(__u32 nr)
 {
