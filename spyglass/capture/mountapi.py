@@ -5,7 +5,7 @@ A mount made this way never calls ``mount(2)``: without these a root agent could
 mount through ``open_tree(OPEN_TREE_CLONE)`` and ``move_mount``, a file system through ``fsopen`` and
 ``fsmount``) unrecorded.  ``file.path`` is the path argument (``open_tree``'s source, ``move_mount``'s
 target, ``fspick``'s and ``mount_setattr``'s mount) when one is given; ``fsconfig`` says its key and,
-for a string or path, the value (``lowerdir=...``).
+for a string or path, the value (``lowerdir=...``).  ``pivot_root`` is worded here too.
 """
 
 from __future__ import annotations
@@ -41,3 +41,9 @@ def mount_call_detail(name: str, *, fs: str | None = None, clone: bool = False) 
     if name == "open_tree" and clone:
         return "open_tree clone"
     return name
+
+
+def pivot_root_detail(new_root: str, put_old: str) -> str:
+    """``pivot_root NEW OLD`` as typed.  The call makes NEW the root of the caller's mount namespace; it
+    is recorded, not followed as a change of root as ``chroot`` is (docs/threat-model.md says why)."""
+    return f"pivot_root {new_root} {put_old}"

@@ -18,8 +18,8 @@ EXCL = f"""export STORE
 excl() {{ {PY} -c 'import os,sys; os.write(os.open(sys.argv[1], os.O_CREAT|os.O_EXCL|os.O_WRONLY), b"x")' "$1"; }}
 #: ``fdmake DIR NAME``: DIR opened as descriptor 57 (none of spyglass's own), then ``/dev/fd/57/NAME-dir``
 #: made with ``mkdir`` and ``/dev/fd/57/NAME-file`` with an exclusive open (a process of its own, which
-#: stays, holding its descriptor, until its events are judged: a writer gone by then leaves no
-#: descriptor to resolve, under either backend, docs/threat-model.md)
+#: stays, holding its descriptor, until its events are judged; one that exits at once is
+#: tests/witness/test_fd_path_writer_gone.py)
 fdmake() {{ {PY} -c 'import os,sys,time; os.dup2(os.open(sys.argv[1], os.O_RDONLY), 57); n = "/dev/fd/57/" + sys.argv[2]
 os.mkdir(n + "-dir"); os.close(os.open(n + "-file", os.O_CREAT|os.O_EXCL|os.O_WRONLY)); open(sys.argv[4], "w").close()
 for _ in range(2000):

@@ -6,12 +6,13 @@ stop at the process's root, and ``strace -yy`` names a file of a mount the trace
 its own root the way the namespace does.  The secret is still known by device and inode: under
 eBPF from the opened descriptor, under strace (once the run entered a mount namespace of its own)
 by a ``stat`` through the process's ``/proc/PID/root``, so the read is ``cred-secret-read`` on the
-secret's own path.  The ``unshare`` and the mounts are ``sys-namespace-change``.  The benign twin
+secret's own path.  The ``unshare``, the mounts and the ``pivot_root`` are ``sys-namespace-change``.  The benign twin
 reads a plain file the same way.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import threading
@@ -75,3 +76,33 @@ def test_benign_twin_a_plain_file_read_after_pivot_root_is_no_secret_read(setup:
     rules, out = _pivot_read(setup, "/home/notes.txt")
     assert "hello" in out
     assert "cred-secret-read" not in rules, rules
+
+
+def _pivot_events(setup: Any) -> list[dict[str, Any]]:
+    res = setup.spyglass("events", "latest", "--type", "sys.sensitive", "--store", str(setup.store),
+                         "--format", "json")
+    assert res.returncode == 0, res.stderr
+    evs = [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+    return [e for e in evs if e.get("syscall") == "pivot_root"]
+
+
+def test_pivot_root_itself_is_recorded_and_a_namespace_change(setup: Any) -> None:
+    """``pivot_root`` was not recorded (the ``unshare`` and the mounts before it were): it is now a
+    ``sys.sensitive`` event worded alike by both backends, and ``sys-namespace-change``."""
+    (Path(setup.env["HOME"]) / "notes.txt").write_text("hello\n")
+    rules, out = _pivot_read(setup, "/home/notes.txt")
+    assert "hello" in out and "sys-namespace-change" in rules
+    (ev,) = _pivot_events(setup)
+    assert ev["detail"] == "pivot_root . old" and ev.get("ok", True), ev
+    msgs = [str(a["message"]) for a in setup.alerts() if a["rule_id"] == "sys-namespace-change"]
+    assert any("pivot_root . old" in m for m in msgs), msgs
+
+
+def test_benign_twin_the_sandbox_s_own_pivot_root_is_no_alert(setup: Any) -> None:
+    """bubblewrap makes the sandbox's root with ``pivot_root``: the launcher's calls are the sandbox's,
+    not the agent's."""
+    res = setup.run("true", "--sandbox")
+    if "sandbox" in res.stderr and res.returncode == 5:
+        pytest.skip(f"no sandbox here: {res.stderr.strip().splitlines()[-1]}")
+    assert res.returncode == 0, res.stderr
+    assert "sys-namespace-change" not in {str(a["rule_id"]) for a in setup.alerts()}, res.stderr

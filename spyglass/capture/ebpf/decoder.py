@@ -10,6 +10,7 @@ risky interfaces' in ``sensitive``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,11 @@ HostsFile = Callable[[int, str], dict[str, str]]
 PgidOf = Callable[[int], "int | None"]
 #: ``fd_link(pid, fd) -> what the descriptor names`` while the process lives, or None
 FdLink = Callable[[int, int], "str | None"]
+
+
+#: a path through one of the caller's descriptors, as the program recognises it (its ``fd_in_path``):
+#: ``/dev/fd/N``, ``/proc/self/fd/N``, ``/proc/thread-self/fd/N``, ``/proc/PID/fd/N``, then ``/`` or the end
+_THROUGH_FD = re.compile(r"(?:/dev/fd|/proc/(?:self|thread-self|[1-9]\d{0,6})/fd)/(?:0|[1-9]\d{0,6})(?=/|$)")
 
 
 class ProcInfo(msgspec.Struct):
@@ -267,10 +273,17 @@ class RecordDecoder:
         seen_from_root = True  # named as the process sees it (a chroot's root in front of that below)
         if raw.startswith("/"):
             full = raw
-            if self.overlays.roots and raw.startswith(("/proc/", "/dev/fd/")):  # through a detached mount's fd?
-                below = self.overlays.through_fd(rec.pid, normalize(raw))
-                if below is not None:
-                    return below, raw
+            if raw.startswith(("/proc/", "/dev/fd/")):
+                if self.overlays.roots:  # through a detached mount's descriptor?
+                    below = self.overlays.through_fd(rec.pid, normalize(raw))
+                    if below is not None:
+                        return below, raw
+                # /dev/fd/N/NAME: the program walked descriptor N's file when the call was made (the
+                # caller may be gone, or N turned elsewhere, by the time the event is judged)
+                walked = R.walk(rec.blobs[2 + which])
+                m = _THROUGH_FD.match(raw) if walked else None
+                if walked and m is not None:
+                    full = walked + raw[m.end():]
         else:
             base = R.walk(rec.blobs[2 + which])
             if not base and self.overlays.roots:  # no name: perhaps a detached mount's descriptor

@@ -268,7 +268,8 @@ _HANDLERS: dict[str, Callable[[RecordDecoder, R.Record], Event | None]] = {
 }  # fmt: skip
 
 for _name in (
-    "ptrace", "memfd_create", "io_uring_setup", "mount", "umount2", "unshare", "setns", "chroot", "bpf", "init_module",
+    "ptrace", "memfd_create", "io_uring_setup", "mount", "umount2", "unshare", "setns", "chroot", "pivot_root", "bpf",
+    "init_module",
     "finit_module", "open_by_handle_at", "name_to_handle_at", "process_vm_readv", "process_vm_writev",
     "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "ioctl", *CLOCK_CALLS, *NEW_MOUNT_CALLS,
 ):  # fmt: skip

@@ -113,6 +113,7 @@ TABLE: Final[tuple[Sys, ...]] = (
     Sys(166, "umount2", S, path_a=0, dir_a=CWD),
     Sys(272, "unshare", S),
     Sys(161, "chroot", S, path_a=0, dir_a=CWD),
+    Sys(155, "pivot_root", S, path_a=0, dir_a=CWD, path_b=1, dir_b=CWD),  # new root, where the old one goes
     Sys(308, "setns", S, fd_a=0),
     Sys(321, "bpf", S),
     Sys(175, "init_module", S, path_b=2),

@@ -16,7 +16,7 @@ TRACE_SET: tuple[str, ...] = (
     "chdir", "fchdir", "dup2", "dup3",
     "connect", "bind", "listen", "sendto", "sendmsg", "sendmmsg", "recvfrom", "recvmsg",
     "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid", "capset",
-    "ptrace", "memfd_create", "io_uring_setup", "mount", "umount2", "unshare", "setns", "chroot", "bpf",
+    "ptrace", "memfd_create", "io_uring_setup", "mount", "umount2", "unshare", "setns", "chroot", "pivot_root", "bpf",
     "init_module", "finit_module", "kill", "tkill", "tgkill",
     "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "process_vm_readv", "process_vm_writev",
     "name_to_handle_at", "open_by_handle_at", "ioctl",

@@ -22,6 +22,7 @@ from spyglass.capture.mountapi import (
     OPEN_TREE_CLONE,
     fsconfig_detail,
     mount_call_detail,
+    pivot_root_detail,
 )
 from spyglass.capture.strace.decode import ann_path, parse_fd, parse_int, parse_pid, unquote
 from spyglass.capture.strace.paths import resolve
@@ -154,6 +155,13 @@ def h_chroot(st: TraceState, c: Call) -> Event | None:
         else:
             st.chroots[c.proc.pid] = path
     return _sensitive(st, c, f"chroot {raw}", fields=path_fields(path, raw))
+
+
+def h_pivot_root(st: TraceState, c: Call) -> Event | None:
+    """``pivot_root``: recorded, not followed as a change of root (docs/threat-model.md says why)."""
+    new, old = unquote(c.arg(0)), unquote(c.arg(1))
+    path = resolve(new, st.base_dir(c, None), c.pid, c.tid, st, None)  # as the caller named it, unresolved
+    return _sensitive(st, c, pivot_root_detail(new, old), fields=path_fields(path, new))
 
 
 def h_unshare(st: TraceState, c: Call) -> Event | None:
@@ -330,6 +338,7 @@ HANDLERS: dict[str, Handler] = {
     "umount2": h_umount,
     "unshare": h_unshare,
     "chroot": h_chroot,
+    "pivot_root": h_pivot_root,
     "setns": h_setns,
     "bpf": h_bpf,
     "init_module": h_module,

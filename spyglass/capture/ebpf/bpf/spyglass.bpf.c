@@ -301,6 +301,82 @@ static __always_inline __u32 walk_base(struct task_struct *task, __s64 dirfd, in
 	return walk_path(&fp, task, off);
 }
 
+// --- paths through a descriptor: /dev/fd/N/NAME ------------------------------------
+
+static __always_inline char ch(struct scratch *s, __u32 at)
+{
+	BOUND(at, 0x3fff);
+	return s->buf[at];
+}
+
+static __always_inline int starts(struct scratch *s, __u32 at, const char *lit, const int len)
+{
+#pragma unroll
+	for (int j = 0; j < len; j++)
+		if (ch(s, at + j) != lit[j])
+			return 0;
+	return 1;
+}
+
+// The decimal number at `at` as the kernel's /proc reads one (no leading zero, at most 7
+// digits), its end in *next; -1 when there is none.
+static __always_inline int num_at(struct scratch *s, __u32 at, __u32 *next)
+{
+	int n = 0;
+	if (ch(s, at) == '0' && ch(s, at + 1) >= '0' && ch(s, at + 1) <= '9')
+		return -1;
+#pragma unroll
+	for (int j = 0; j < 8; j++) {
+		char c = ch(s, at + j);
+		if (c < '0' || c > '9') {
+			*next = at + j;
+			return j ? n : -1;
+		}
+		n = n * 10 + (c - '0');
+	}
+	return -1;
+}
+
+// The path at `at` names a descriptor of the caller: "/dev/fd/N", "/proc/self/fd/N",
+// "/proc/thread-self/fd/N" or "/proc/<its pid or tid>/fd/N", then '/' or its end: N, else -1.
+// (Resolved when the call is made: the caller may be gone, or N elsewhere, when it is judged.)
+__noinline int fd_in_path(__u32 at, __u32 pid, __u32 tid)
+{
+	struct scratch *s = get_scratch();
+	if (!s)
+		return -1;
+	__u32 i = 0, end = 0;
+	if (starts(s, at, "/dev/fd/", 8)) {
+		i = at + 8;
+	} else if (!starts(s, at, "/proc/", 6)) {
+		return -1;
+	} else if (starts(s, at + 6, "self/fd/", 8)) {
+		i = at + 14;
+	} else if (starts(s, at + 6, "thread-self/fd/", 15)) {
+		i = at + 21;
+	} else {
+		int who = num_at(s, at + 6, &end);
+		if (who < 0 || ((__u32)who != pid && (__u32)who != tid) || !starts(s, end, "/fd/", 4))
+			return -1;
+		i = end + 4;
+	}
+	int fd = num_at(s, i, &end);
+	char c = ch(s, end);
+	return fd >= 0 && (c == '/' || c == 0) ? fd : -1;
+}
+
+// Descriptor fd's file walked at `off` (0 bytes when there is no such descriptor).
+static __always_inline __u32 walk_fd(struct task_struct *task, int fd, __u32 off)
+{
+	if (fd < 0)
+		return 0;
+	struct file *f = fd_file(task, fd);
+	if (!f)
+		return 0;
+	struct path fp = BPF_CORE_READ(f, f_path);
+	return walk_path(&fp, task, off);
+}
+
 static __always_inline void sock_info(struct task_struct *task, __s64 fd, struct rec *r)
 {
 	struct file *f = fd_file(task, (int)fd);
@@ -401,7 +477,8 @@ static __always_inline __s64 arg(__u64 *args, __s8 i)
 }
 
 // Blobs 0 and 1: the path arguments; 2 and 3: the directories they are relative to
-// (dirfd or cwd, only for relative paths), or in 2 the path of an fd argument.  Global
+// (dirfd or cwd, only for relative paths), the file of the caller's descriptor an absolute
+// one goes through (/dev/fd/N/NAME: fd_in_path), or in 2 the path of an fd argument.  Global
 // functions are verified once each, which keeps the program's verification short.
 __noinline int sys_paths(__u32 nr)
 {
@@ -423,21 +500,26 @@ __noinline int sys_paths(__u32 nr)
 			struct path fp = BPF_CORE_READ(f, f_path);
 			off = put_walk(s, 2, off, &fp, task);
 		}
-	} else if (d->path_a >= 0 && d->dir_a != -1 && r->len[0] > 0 && s->buf[sizeof(struct rec)] != '/') {
-		// an empty path (len 1: its NUL) walks the descriptor itself: AT_EMPTY_PATH names its file
+	} else if (d->path_a >= 0 && d->dir_a != -1 && r->len[0] > 0) {
 		BOUND(off, 0x3fff);
-		n = walk_base(task, arg(r->args, d->dir_a), d->dir_a == -2, off);
+		// an empty path (len 1: its NUL) walks the descriptor itself: AT_EMPTY_PATH names its file;
+		// an absolute one through a descriptor (/dev/fd/N/NAME) walks that descriptor's file
+		if (s->buf[sizeof(struct rec)] != '/')
+			n = walk_base(task, arg(r->args, d->dir_a), d->dir_a == -2, off);
+		else
+			n = walk_fd(task, fd_in_path(sizeof(struct rec), r->pid, r->tid), off);
 		off = blob_done(s, 2, off, n);
 	}
 	if (d->path_b >= 0 && d->dir_b != -1 && r->len[1] > 1) {
 		__u32 at = sizeof(struct rec) + r->len[0];
 		BOUND(at, 0x3fff);
+		BOUND(off, 0x3fff);
 		// -3: the cwd even for an absolute path (fsconfig's "/a:b" holds relative names too)
-		if (s->buf[at] != '/' || d->dir_b == -3) {
-			BOUND(off, 0x3fff);
+		if (s->buf[at] != '/' || d->dir_b == -3)
 			n = walk_base(task, arg(r->args, d->dir_b), d->dir_b <= -2, off);
-			off = blob_done(s, 3, off, n);
-		}
+		else
+			n = walk_fd(task, fd_in_path(at, r->pid, r->tid), off);
+		off = blob_done(s, 3, off, n);
 	}
 	return off;
 }
