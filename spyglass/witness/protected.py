@@ -80,9 +80,8 @@ def _rooted(path: str) -> str:
     return path
 
 
-#: where a name may be a process's own (:func:`writers`): no other name is rewritten (not the rest of
-#: ``/dev``, where ``/dev/shm`` may hold a whole workspace)
-_PER_PROCESS = ("/dev/fd", "/dev/std", "/proc/")
+#: where a name may be a process's own (:func:`writers`): no other name is rewritten
+_PER_PROCESS = ("/dev/", "/proc/")
 #: the names in /dev that are the process's own descriptors
 _DEV_FDS = (("/dev/fd", "fd"), ("/dev/stdin", "fd/0"), ("/dev/stdout", "fd/1"), ("/dev/stderr", "fd/2"))
 
