@@ -28,8 +28,6 @@ from spyglass.pipeline import RunContext, Sink
 
 MAX_BYTES: Final = 1 << 20
 MAX_CHANGES: Final = 50
-#: paths whose kind is remembered at most (then the memo starts afresh)
-_KIND_MEMO_MAX: Final = 65_536
 MEMORY_NAMES: Final = frozenset(
     {"CLAUDE.md", "CLAUDE.local.md", "AGENTS.md", "AGENTS.override.md", "GEMINI.md", ".cursorrules",
      "copilot-instructions.md"}
@@ -179,7 +177,6 @@ class ConfigWatch(Sink):
         self.home = home
         self.codex_home = os.path.realpath(env.get("CODEX_HOME") or os.path.join(home, ".codex"))
         self.claude_home = os.path.realpath(env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"))
-        self._kinds: dict[str, str | None] = {}  # path -> _kind's answer
         self.roots = _dedup(os.path.realpath(r) for r in roots)
         self.snap: dict[str, str] = {}  # path -> text at the start or at the last diff
         self.dirty: dict[str, set[int]] = {}  # path -> pids that wrote it since
@@ -214,18 +211,6 @@ class ConfigWatch(Sink):
                 self.snap[path] = text
 
     def _kind(self, path: str) -> str | None:
-        """:func:`classify` with the run's Claude home; memoised per path (a function of the path and
-        the run's fixed homes: an untar or a build writes each new name several times)."""
-        memo = self._kinds
-        if path in memo:
-            return memo[path]
-        kind = self._classify(path)
-        if len(memo) >= _KIND_MEMO_MAX:
-            memo.clear()
-        memo[path] = kind
-        return kind
-
-    def _classify(self, path: str) -> str | None:
         kind = classify(path, self.codex_home)
         if kind is None and os.path.dirname(path) == self.claude_home:
             base = os.path.basename(path)

@@ -15,7 +15,6 @@ once per distinct path which rules can still match, and skips the rest.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Final
 
 import msgspec
@@ -227,10 +226,8 @@ _MODE_NUM = re.compile(r"(?:0o)?([0-7]{3,6})\b")
 _MODE_FLAGS: Final = {"S_ISUID": 0o4000, "S_ISGID": 0o2000, "S_ISVTX": 0o1000}
 
 
-@lru_cache(maxsize=1024)
 def parse_mode(text: str | None) -> int | None:
-    """Numeric mode from ``0755``, ``04755``, ``S_ISUID|0755``; None if absent.  Memoised (a run
-    has a handful of distinct modes, and every chmod, mkdir and create of a rule's type parses one)."""
+    """Numeric mode from ``0755``, ``04755``, ``S_ISUID|0755``; None if absent."""
     if not text:
         return None
     value = 0

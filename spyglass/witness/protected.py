@@ -40,14 +40,6 @@ def file_id(path: str | Path, follow: bool = True) -> FileId | None:
     return st.st_dev, st.st_ino
 
 
-def normal(path: str) -> str:
-    """``os.path.normpath(path)``, without its work for an absolute path that is normal already
-    (no ``//``, no ``.`` or ``..`` component, no trailing ``/``: what a backend gives)."""
-    if path[:1] == "/" and "//" not in path and "/." not in path and (path == "/" or path[-1] != "/"):
-        return path
-    return os.path.normpath(path)
-
-
 def writers(path: str, pid: int) -> str:
     """``path`` as process ``pid`` meant it: ``/proc/self``, ``/proc/thread-self`` and ``/dev/fd``
     name the process's own entries (``/proc/self/fd/N/...``, ``/dev/fd/N/...``); judged in spyglass's
@@ -80,8 +72,6 @@ def _rooted(path: str) -> str:
     return path
 
 
-#: where a name may be a process's own (:func:`writers`): no other name is rewritten
-_PER_PROCESS = ("/dev/", "/proc/")
 #: the names in /dev that are the process's own descriptors
 _DEV_FDS = (("/dev/fd", "fd"), ("/dev/stdin", "fd/0"), ("/dev/stdout", "fd/1"), ("/dev/stderr", "fd/2"))
 
@@ -214,7 +204,7 @@ class Protected(msgspec.Struct):
         (by name, and by its directory, it is judged as any other)."""
         if self.pending:
             self.settle()
-        if pid is not None and path.startswith(_PER_PROCESS):  # (writers() leaves any other name as it is)
+        if pid is not None:
             path = writers(path, pid)
         what = self._which(path, follow=follow, made=made)
         if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
@@ -232,7 +222,7 @@ class Protected(msgspec.Struct):
         memo = self._verdicts
         if key in memo:
             return memo[key]
-        p = normal(path)
+        p = os.path.normpath(path)
         verdict, lasting = self._judge(p, follow, made)
         if lasting and not self._unseen and not p.startswith("/proc/"):
             if len(memo) >= VERDICTS_MAX:
@@ -364,4 +354,4 @@ class Protected(msgspec.Struct):
         """By name: the key's paths, and the names it was linked or renamed to during the run."""
         if not self.secrets:
             return None
-        return self.secrets.get(normal(path))
+        return self.secrets.get(os.path.normpath(path))

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from spyglass.agents.config_watch import ConfigWatch, classify, diff_memory, diff_settings, parse_settings
+from spyglass.agents.config_watch import classify, diff_memory, diff_settings, parse_settings
 from spyglass.store import RunReader, Store
 
 
@@ -112,18 +112,3 @@ def test_real_config_writes_become_events_and_widening_alerts(
     else:  # the benign twin: a new deny rule and a memory line change things but widen nothing
         assert settings.changes == ["+permissions.deny[]=Bash(curl:*)"] and not settings.widened
         assert widened_alerts == []
-
-
-def test_the_kind_memo_gives_what_the_classification_gives(tmp_path: Path) -> None:
-    """``ConfigWatch._kind`` is memoised per path: each answer, first look or memo, is the unmemoised one's."""
-    home = tmp_path / "home"
-    watch = ConfigWatch([str(tmp_path / "ws")], str(home), {"CLAUDE_CONFIG_DIR": str(tmp_path / "cc")})
-    names = ["settings.json", "settings.local.json", ".claude.json", ".mcp.json", "mcp.json", "config.toml",
-             "CLAUDE.md", "AGENTS.md", "notes.md", "rules/x.mdc", "memories/m.md", "a.py"]
-    dirs = [str(home), str(home / ".claude"), str(home / ".codex"), str(home / ".cursor"), str(tmp_path / "cc"),
-            str(tmp_path / "ws"), str(tmp_path / "ws" / ".cursor"), str(tmp_path / "ws" / ".claude"), "/etc"]
-    paths = [f"{d}/{n}" for d in dirs for n in names]
-    kinds = {p: watch._classify(p) for p in paths}
-    assert {"claude-settings", "claude-state", "mcp", "codex-config", "memory", None} <= set(kinds.values())
-    for _ in range(2):
-        assert {p: watch._kind(p) for p in paths} == kinds
