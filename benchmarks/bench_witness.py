@@ -11,6 +11,13 @@ records ``true`` N times with the eBPF backend's watchdog and N times without
 (alternating, the program preloaded each time) and prints both medians and
 their ratio: what the watchdog process costs a short run.
 
+With ``--new-files N`` it times the guard alone (no engine) on the events of an untar of N new
+files in ``--dirs`` new directories, as the eBPF backend records them (per file: the ``mkdirat``
+of its directory refused with EEXIST, the ``openat`` with ``O_CREAT|O_EXCL``, ``fchown`` and
+``fchmod``; per directory a ``mkdirat``), on a real directory tree made as the stream goes; CPU
+time per event, best of ``--repeat`` per child process, three children per checkout, alternating
+with ``--baseline DIR``'s; medians and their ratio.
+
 With ``--imports N`` it times the end-of-run check of what spyglass runs besides its
 own package (spyglass.witness.imports: nothing changed, nothing removed) N times in a
 child process that has imported what a run imports, for this checkout and, with
@@ -18,7 +25,7 @@ child process that has imported what a run imports, for this checkout and, with
 medians and their ratio.
 
     .venv/bin/python benchmarks/bench_witness.py [--events 40000] [--repeat 3] [--watchdog 10]
-        [--imports 200 --baseline DIR]
+        [--imports 200 --baseline DIR] [--new-files 12000 [--dirs 500] --baseline DIR]
 """
 
 from __future__ import annotations
@@ -90,6 +97,71 @@ def watchdog_cost(n: int) -> None:
     print(f"ratio (watchdog/none)  {with_wd / without:8.2f}")
 
 
+NEW_FILES_CHILD = r"""
+import os, shutil, sys, tempfile, time
+sys.path.insert(0, sys.argv[1])
+from spyglass.events import Event
+from spyglass.pipeline import Pipeline, RunContext
+from spyglass.witness import Protected, WitnessGuard
+n, ndirs, repeat = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+root = "/dev/shm" if os.path.isdir("/dev/shm") else None
+best = None
+for r in range(repeat):
+    with tempfile.TemporaryDirectory(dir=root) as tmp:
+        ws, store = os.path.join(tmp, "ws"), os.path.join(tmp, "store")
+        os.makedirs(os.path.join(store, "runs"))
+        os.makedirs(ws)
+        evs = [Event(type="process.start", pid=10, ppid=1),
+               Event(type="process.exec", pid=10, exe="/usr/bin/tar", argv=["tar", "xf", "x.tar"])]
+        dirs = [os.path.join(ws, f"p{i % 10}", f"d{i}") for i in range(ndirs)]
+        made = set()
+        for i in range(n):
+            d = dirs[i % ndirs]
+            if d not in made:
+                made.add(d)
+                evs.append(Event(type="file.mkdir", pid=10, syscall="mkdirat", path=d, mode="0755"))
+            else:
+                evs.append(Event(type="file.mkdir", pid=10, syscall="mkdirat", path=d, mode="0755", ok=False,
+                                 errno="EEXIST"))
+            f = os.path.join(d, f"f{i}.py")
+            evs.append(Event(type="file.create", pid=10, syscall="openat", path=f, mode="0600",
+                             flags="O_WRONLY|O_CREAT|O_EXCL|O_NOCTTY|O_NONBLOCK|O_CLOEXEC"))
+            evs.append(Event(type="file.chown", pid=10, syscall="fchown", path=f))
+            evs.append(Event(type="file.chmod", pid=10, syscall="fchmod", path=f, mode="0644"))
+        guard = WitnessGuard(Protected.for_run(store))
+        pipe = Pipeline([guard], RunContext(run_id="bench", root_cwd=ws, workspace=[ws]))
+        pipe.start()
+        cpu = 0.0
+        for ev in evs:
+            if ev.type == "file.mkdir" and ev.ok:  # the tree is made as the stream goes (not timed)
+                os.makedirs(ev.path, exist_ok=True)
+            t0 = time.process_time()
+            pipe.feed(ev)
+            cpu += time.process_time() - t0
+        assert not guard.alerts
+        best = cpu / len(evs) if best is None else min(best, cpu / len(evs))
+print(best)
+"""
+
+
+def new_files_cost(n: int, ndirs: int, repeat: int, baseline: Path | None) -> None:
+    """The guard alone on an untar's events: CPU per event, here and in ``baseline``."""
+    import subprocess
+
+    trees = {"this": REPO, **({"baseline": baseline} if baseline is not None else {})}
+    times: dict[str, list[float]] = {k: [] for k in trees}
+    for _ in range(3):
+        for name, tree in trees.items():
+            out = subprocess.run([sys.executable, "-c", NEW_FILES_CHILD, str(tree), str(n), str(ndirs), str(repeat)],
+                                 check=True, capture_output=True, text=True, timeout=900).stdout
+            times[name].append(float(out))
+    for name, ts in times.items():
+        print(f"guard alone, untar of {n} new files in {ndirs} directories, {name:9s} "
+              f"{statistics.median(ts) * 1e6:6.2f} us/event CPU (median of 3 processes, best of {repeat} each)")
+    if baseline is not None:
+        print(f"ratio (this/baseline)  {statistics.median(times['this']) / statistics.median(times['baseline']):8.2f}")
+
+
 IMPORTS_CHILD = r"""
 import statistics, sys, time
 sys.path.insert(0, sys.argv[1])
@@ -137,8 +209,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--watchdog", type=int, default=0, metavar="N", help="also time N eBPF runs of `true` each way")
     ap.add_argument("--imports", type=int, default=0, metavar="N", help="also time the end-of-run imports check")
-    ap.add_argument("--baseline", type=Path, help="another checkout to time the imports check of (--imports)")
+    ap.add_argument("--baseline", type=Path, help="another checkout to time the imports check (--imports) or the "
+                    "guard (--new-files) of")
+    ap.add_argument("--new-files", type=int, default=0, metavar="N",
+                    help="time the guard alone on an untar of N new files (with --baseline: that checkout's too)")
+    ap.add_argument("--dirs", type=int, default=500, help="directories of --new-files")
     args = ap.parse_args()
+    if args.new_files:
+        new_files_cost(args.new_files, args.dirs, args.repeat, args.baseline)
+        return
     if args.imports:
         imports_cost(args.imports, args.baseline)
         return

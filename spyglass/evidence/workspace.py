@@ -193,8 +193,9 @@ class WorkspaceEvidence(Sink):
         self.before, self._rules, pending = list_manifest(self.roots, opts)
         # which files existed before the run, for the rules (``file.pre_existing``)
         ctx.workspace_before = frozenset(f.path for f in self.before.files)
-        if self.use_cache and self.keep_hashes and self.store_root is not None:
+        if self.use_cache and self.keep_hashes and self.store_root is not None and self.before.files:
             # read and checked before the agent starts: nothing it writes can change this run's hashes
+            # (an empty workspace takes no hash from it: it is opened at the end if the run made files)
             self._cache = WorkspaceCache(self.store_root, self.before.roots)
             self._cache.check()  # decoded later, by the hashing thread
         if not self.background_hash or not pending:  # nothing to hash: only the manifest to write
@@ -279,6 +280,9 @@ class WorkspaceEvidence(Sink):
         opts = self._options(self._rules)
         opts.keep_text_max = 0
         opts.reuse = self._reusable()
+        if self._cache is None and self._made_files():  # an empty workspace the run filled: for the next run
+            self._cache = WorkspaceCache(self.store_root or "", self.before.roots)
+            self._cache.check()
         saver = _Saver(self) if self._cache is not None else None
         if saver is not None:  # what the next run may take unread: noted as the after-walk hashes
             opts.remember, opts.keep_text_max = saver.memo, self.max_diff_bytes
@@ -309,6 +313,18 @@ class WorkspaceEvidence(Sink):
         if self._cache is not None:
             self._cache.close()
 
+
+    def _made_files(self) -> bool:
+        """An empty workspace (no cache opened at the start) in which the run may have made files whose
+        hashes the next run can take unread: the capture saw a change inside it (or could not name them
+        all).  A run that changed nothing there leaves the store's entries as they are (no look at every
+        process's mappings, no sealing of an empty set)."""
+        if not (self.use_cache and self.keep_hashes and self.store_root is not None):
+            return False
+        if self.before is None or self.before.files:
+            return False  # a workspace with files opened the cache at the start (or chose not to)
+        outside = self._outside
+        return outside is None or outside.inside_overflow or bool(outside.inside_paths)
 
     def _reusable(self) -> HashMemo | None:
         """The hashes the after-manifest may keep: never those of files the capture saw changed."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+from functools import lru_cache
 
 from spyglass.capture.ident import MOUNT_CALLS
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
@@ -92,8 +93,6 @@ class WitnessGuard(Sink):
                 self.protected.distrust()
         if not ev.path or not ev.path.startswith("/"):
             return
-        # an attempt that failed (EACCES from a store owned by another user) is as telling as a success
-        failed = "" if ev.ok else f" (attempted; failed: {ev.errno or 'error'})"
         t = ev.type
         if t == "file.rename" and not ev.ok and ev.errno == "EEXIST":
             # renameat2(RENAME_NOREPLACE) refusing to replace: nothing was touched, and mv, which tries
@@ -133,7 +132,8 @@ class WitnessGuard(Sink):
                     self.protected.follow_rename(ev.path, ev.target, what)
                 verb = "opened by file handle" if handle and not writes else _verb(t)
                 self._raise(ev, TAMPER_RULE, "critical", "kill", "Witness tampered with",
-                            f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + _as(ev) + failed)
+                            f"{what} {verb}: {ev.path}" + (f" -> {ev.target}" if ev.target else "") + _as(ev)
+                            + _failed(ev))
                 self._told.update(os.path.normpath(p) for p in (ev.path, ev.target) if p)
                 return
         if t == "file.read" or handle:
@@ -141,7 +141,7 @@ class WitnessGuard(Sink):
             if what is not None:
                 title = "Signing key read" if what == "the signing key" else "Witness key read"
                 self._raise(ev, KEY_READ_RULE, "high", "alert", title,
-                            f"{what} read: {ev.path}{_as(ev)}{failed}")
+                            f"{what} read: {ev.path}{_as(ev)}{_failed(ev)}")
 
     def _raise(self, ev: Event, rule: str, level: str, action: str, title: str, message: str) -> None:
         if self.ctx is None:
@@ -178,16 +178,22 @@ class WitnessGuard(Sink):
             self.ctx.stop_agent(rule)
 
 
+@lru_cache(maxsize=1024)
 def _made_anew(t: str, flags: str | None) -> bool:
     """The call, having succeeded, made its name anew: a ``mkdir``, or an open with ``O_CREAT`` and
     ``O_EXCL`` (which fails on any name that exists, a symlink included; not ``O_TMPFILE``, whose
-    name is the directory)."""
+    name is the directory).  Memoised: a run has a handful of distinct flag sets."""
     if t == "file.mkdir":
         return True
     if t != "file.create" or not flags:
         return False
     names = flags.split("|")
     return "O_EXCL" in names and "O_CREAT" in names and "O_TMPFILE" not in names
+
+
+def _failed(ev: Event) -> str:
+    """An attempt that failed (EACCES from a store owned by another user) is as telling as a success: said so."""
+    return "" if ev.ok else f" (attempted; failed: {ev.errno or 'error'})"
 
 
 def _as(ev: Event) -> str:

@@ -72,6 +72,9 @@ def _rooted(path: str) -> str:
     return path
 
 
+#: where a name may be a process's own (:func:`writers`): no other name is rewritten (not the rest of
+#: ``/dev``, where ``/dev/shm`` may hold a whole workspace)
+_PER_PROCESS = ("/dev/fd", "/dev/std", "/proc/")
 #: the names in /dev that are the process's own descriptors
 _DEV_FDS = (("/dev/fd", "fd"), ("/dev/stdin", "fd/0"), ("/dev/stdout", "fd/1"), ("/dev/stderr", "fd/2"))
 
@@ -103,6 +106,9 @@ class Protected(msgspec.Struct):
     _reals: dict[str, str] = msgspec.field(default_factory=dict)
     #: no verdict is remembered per name any more (:meth:`distrust`): names may change unseen
     _unseen: bool = False
+    #: each tree's name with a ``/`` after it, for the names in ``trees`` when there were ``_ntrees``
+    _prefixes: tuple[str, ...] = ()
+    _ntrees: int = 0
 
     def allow(self, path: str | Path) -> None:
         self._verdicts.clear()
@@ -204,7 +210,7 @@ class Protected(msgspec.Struct):
         (by name, and by its directory, it is judged as any other)."""
         if self.pending:
             self.settle()
-        if pid is not None:
+        if pid is not None and path.startswith(_PER_PROCESS):  # (writers() leaves any other name as it is)
             path = writers(path, pid)
         what = self._which(path, follow=follow, made=made)
         if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
@@ -283,7 +289,13 @@ class Protected(msgspec.Struct):
         return real_dir(d, self._reals, VERDICTS_MAX)
 
     def _in_tree(self, p: str) -> str | None:
-        for root, what in self.trees.items():
+        trees = self.trees
+        if len(trees) != self._ntrees:  # trees only gain names (a name's ``what`` may change: not kept here)
+            self._prefixes = tuple(root.rstrip("/") + "/" for root in trees)
+            self._ntrees = len(trees)
+        if not p.startswith(self._prefixes) and p not in trees:
+            return None  # below no tree and none itself: the loop below would find none
+        for root, what in trees.items():
             if p == root or p.startswith(root.rstrip("/") + "/"):
                 return what
         return None
