@@ -409,16 +409,31 @@ def _format_names() -> list[str]:
     return sorted(FORMATS)
 
 
+def _default_format(output: Path | None, compare: bool) -> str:
+    """The report format without --format: html for --compare, else the format whose suffix the -o
+    file has (r.html, r.sarif, r.json, r.xml), else terminal."""
+    if compare:
+        return "html"
+    if output is not None:
+        from spyglass.report.formats import FORMATS
+
+        by_suffix = {f.suffix: name for name, f in sorted(FORMATS.items()) if name != "terminal"}
+        return by_suffix.get(output.suffix.lower(), "terminal")
+    return "terminal"
+
+
 @click.command("report")
 @store_option
 @policy_option
-@click.option("--format", "fmt", type=click.Choice(_format_names()), required=True,
-              help="Report format (spyglass/report/formats.py: terminal, json, html, sarif, junit ...).")
+@click.option("--format", "fmt", type=click.Choice(_format_names()), default=None,
+              help="Report format (spyglass/report/formats.py: terminal, json, html, sarif, junit ...); "
+                   "default: from the -o file's suffix (.html, .json, .sarif, .xml), html with --compare, "
+                   "else terminal.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to FILE (default: stdout).")
 @click.option("--compare", is_flag=True, help="Similarity heat map of several runs (html).")
 @click.argument("runs", nargs=-1)
-def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str, output: Path | None,
+def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str | None, output: Path | None,
                compare: bool, runs: tuple[str, ...]) -> None:
     """Write a report of RUN (default: latest): SARIF 2.1.0 (GitHub code scanning),
     JSON, a self-contained HTML page, JUnit XML of the gate, or plain text.  With --compare, an HTML heat map of how
@@ -426,6 +441,8 @@ def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str, outp
     from spyglass.cli.common import open_reader
     from spyglass.errors import UsageError
 
+    if fmt is None:
+        fmt = _default_format(output, compare)
     if compare:
         if fmt != "html":
             raise UsageError("--compare writes an HTML page", hint="use --format html")
