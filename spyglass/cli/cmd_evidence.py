@@ -313,8 +313,16 @@ def changes_cmd(store_path: Path | None, fmt: str, stat_only: bool, run: str) ->
     reader = open_reader(store_path, run)
     ch = load_workspace_changes(reader.dir)
     if ch is None:
+        from spyglass.evidence.workspace import MANIFEST_AFTER, MANIFEST_BEFORE
+
+        evidence = reader.dir / "evidence"
+        if (evidence / MANIFEST_BEFORE).exists() and not (evidence / MANIFEST_AFTER).exists():
+            raise UsageError(
+                f"run {reader.id} has no workspace manifest after the run (the run is {reader.meta.status})",
+                hint="it did not finish; `spyglass show` lists the files it was seen writing",
+            )
         raise UsageError(
-            f"run {reader.id} has no workspace evidence (no manifests in {reader.dir / 'evidence'})",
+            f"run {reader.id} has no workspace evidence (no manifests in {evidence})",
             hint="it was recorded without workspace manifests; `spyglass show` lists files written",
         )
     if fmt == "json":
