@@ -369,12 +369,26 @@ def _plain(v: Any) -> Any:
 
 @policy_group.command("lint")
 @format_option("json")
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path), default="spyglass.yaml")
-def policy_lint(fmt: str, path: Path) -> None:
-    """Check a policy file; list every error as file:line:col (exit 2 if any)."""
-    from spyglass.errors import EXIT_USAGE, SourceError
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path), required=False)
+def policy_lint(fmt: str, path: Path | None) -> None:
+    """Check a policy file; list every error as file:line:col (exit 2 if any).  Without PATH:
+    ./spyglass.yaml if there is one, else the policy `run` would use ($SPYGLASS_POLICY,
+    ~/.config/spyglass/policy.yaml, /etc/spyglass/policy.yaml)."""
+    from spyglass.errors import EXIT_USAGE, SourceError, UsageError
     from spyglass.policy import lint_policy
     from spyglass.policy.loader import read_source
+
+    if path is None:
+        from spyglass.policy.locate import locate_policy
+
+        path = Path("spyglass.yaml")
+        if not path.exists():
+            found = locate_policy(None, Path.cwd()).path
+            if found is None:
+                raise UsageError("no policy file to check (no ./spyglass.yaml, $SPYGLASS_POLICY, "
+                                 "~/.config/spyglass/policy.yaml or /etc/spyglass/policy.yaml)",
+                                 hint="name one: spyglass policy lint FILE; `spyglass policy init` writes one")
+            path = found
 
     try:
         text = read_source(path, str(path))
