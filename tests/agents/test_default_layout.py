@@ -86,3 +86,33 @@ def test_a_clean_session_with_the_defaults_raises_nothing(agent: str, tmp_path: 
     for args in (["show", "latest"], ["report"], ["changes", "latest"], ["show", "latest", "--format", "json"]):
         out = spy(*args)
         assert out.returncode == 0 and "Traceback" not in out.stderr, (args, out.stderr)
+
+
+def test_claude_code_of_a_user_without_a_login_keeps_its_sessions_quietly(tmp_path: Path) -> None:
+    """Claude Code run as a user would, not logged in: it writes ~/.claude/sessions/PID.json (its own
+    state) and stops; that raises nothing.  A shell of the run writing there still does."""
+    if not BIN["claude"].exists():
+        pytest.skip("claude is not installed: run scripts/install-agents.sh")
+    home = tmp_path / "home"
+    home.mkdir()
+    ws = home / "proj"
+    _repo(ws)
+    env = clean_env("OPENAI_", "CODEX_", "MSWEA_", "ANTHROPIC_", "CLAUDE_", "SPYGLASS_", "XDG_")
+    env.update(HOME=str(home), NO_COLOR="1", PATH=f"{BIN['claude'].parent}:{env.get('PATH', '/usr/bin:/bin')}",
+               DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1",
+               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+
+    def spy(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "spyglass", *args], cwd=ws, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=400, check=False)
+
+    res = spy("run", "--", "claude", "-p", "hi")
+    sessions = home / ".claude" / "sessions"
+    assert sessions.is_dir(), res.stderr[-2000:]  # (its session file is removed again at its exit)
+    events = spy("events", "latest", "--type", "file.", "--format", "json").stdout
+    assert f'"{sessions}/' in events
+    alerts = json.loads(spy("alerts", "latest", "--format", "json").stdout)
+    assert not [a for a in alerts if a["rule_id"] == "persist-agent-config"], alerts
+    spy("run", "--", "sh", "-c", f"echo '{{}}' > {sessions}/planted.json")
+    alerts = json.loads(spy("alerts", "latest", "--format", "json").stdout)
+    assert [a["rule_id"] for a in alerts if a["rule_id"] == "persist-agent-config"], alerts
