@@ -256,7 +256,22 @@ def gate_cmd(
 
 
 # -- changes -----------------------------------------------------------------------------
-def _changes_text(run_id: str, ch: WorkspaceChanges, stat_only: bool) -> str:
+#: a command longer than this is cut in the text of `changes` (the JSON keeps it whole)
+_COMMAND_CHARS = 160
+
+
+def _agent_dir(meta: Any) -> str | None:
+    """The agent's per-run directory of a ``--model-script`` run (spyglass made it for the agent)."""
+    extra = meta.extra if isinstance(meta.extra, dict) else {}
+    stub = extra.get("model_stub")
+    d = stub.get("agent_dir") if isinstance(stub, dict) else None
+    return d.rstrip("/") + "/" if isinstance(d, str) and d else None
+
+
+def _changes_text(run_id: str, ch: WorkspaceChanges, stat_only: bool, own_dir: str | None = None,
+                  cut: bool = False) -> str:
+    """The text of `changes`; ``own_dir``: the agent's per-run directory, whose writes are counted on one
+    line; ``cut``: commands over ``_COMMAND_CHARS`` are shortened."""
     lines = [f"run {run_id}: workspace {', '.join(ch.roots)}"]
     if not ch.changed:
         lines.append("  no file in the workspace changed")
@@ -279,8 +294,16 @@ def _changes_text(run_id: str, ch: WorkspaceChanges, stat_only: bool) -> str:
         lines.append(f"  {tag}  {c.path}" + (f"  ({info}{note})" if info or note else ""))
     if ch.outside_writes:
         lines.append("written outside the workspace:")
+        own = [ow for ow in ch.outside_writes if own_dir and ow.path.startswith(own_dir)]
+        if own:
+            lines.append(f"  + {len(own)} in the agent's own per-run directory {own_dir} (changes --full)")
         for ow in ch.outside_writes:
-            by = f", by `{ow.commands[0]}`" if ow.commands else ""
+            if own_dir and ow.path.startswith(own_dir):
+                continue
+            cmd = ow.commands[0] if ow.commands else ""
+            if cut and len(cmd) > _COMMAND_CHARS:
+                cmd = cmd[: _COMMAND_CHARS - 1] + "…"
+            by = f", by `{cmd}`" if cmd else ""
             by += "; created and removed again" if ow.transient else ""
             lines.append(f"  W  {ow.path}  ({', '.join(ow.types)} x{ow.count}, first seq {ow.seqs[0]}{by})")
     for n in ch.notes:
@@ -297,8 +320,10 @@ def _changes_text(run_id: str, ch: WorkspaceChanges, stat_only: bool) -> str:
 @store_option
 @format_option("json", "patch")
 @click.option("--stat", "stat_only", is_flag=True, help="Only the list of files, no diffs.")
+@click.option("--full", is_flag=True,
+              help="List the writes in the agent's own per-run directory too, and whole command lines.")
 @click.argument("run", default="latest")
-def changes_cmd(store_path: Path | None, fmt: str, stat_only: bool, run: str) -> None:
+def changes_cmd(store_path: Path | None, fmt: str, stat_only: bool, full: bool, run: str) -> None:
     """What a run changed in its workspace: added, removed and modified files with diffs.
 
     Taken from the workspace manifests recorded before and after the run
@@ -313,8 +338,16 @@ def changes_cmd(store_path: Path | None, fmt: str, stat_only: bool, run: str) ->
     reader = open_reader(store_path, run)
     ch = load_workspace_changes(reader.dir)
     if ch is None:
+        from spyglass.evidence.workspace import MANIFEST_AFTER, MANIFEST_BEFORE
+
+        evidence = reader.dir / "evidence"
+        if (evidence / MANIFEST_BEFORE).exists() and not (evidence / MANIFEST_AFTER).exists():
+            raise UsageError(
+                f"run {reader.id} has no workspace manifest after the run (the run is {reader.meta.status})",
+                hint="it did not finish; `spyglass show` lists the files it was seen writing",
+            )
         raise UsageError(
-            f"run {reader.id} has no workspace evidence (no manifests in {reader.dir / 'evidence'})",
+            f"run {reader.id} has no workspace evidence (no manifests in {evidence})",
             hint="it was recorded without workspace manifests; `spyglass show` lists files written",
         )
     if fmt == "json":
@@ -330,7 +363,7 @@ def changes_cmd(store_path: Path | None, fmt: str, stat_only: bool, run: str) ->
     elif fmt == "patch":
         sys.stdout.write(ch.patch())
     else:
-        click.echo(_changes_text(reader.id, ch, stat_only))
+        click.echo(_changes_text(reader.id, ch, stat_only, None if full else _agent_dir(reader.meta), cut=not full))
 
 
 # -- keys ------------------------------------------------------------------------------------

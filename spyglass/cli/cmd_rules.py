@@ -369,12 +369,26 @@ def _plain(v: Any) -> Any:
 
 @policy_group.command("lint")
 @format_option("json")
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path), default="spyglass.yaml")
-def policy_lint(fmt: str, path: Path) -> None:
-    """Check a policy file; list every error as file:line:col (exit 2 if any)."""
-    from spyglass.errors import EXIT_USAGE, SourceError
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path), required=False)
+def policy_lint(fmt: str, path: Path | None) -> None:
+    """Check a policy file; list every error as file:line:col (exit 2 if any).  Without PATH:
+    ./spyglass.yaml if there is one, else the policy `run` would use ($SPYGLASS_POLICY,
+    ~/.config/spyglass/policy.yaml, /etc/spyglass/policy.yaml)."""
+    from spyglass.errors import EXIT_USAGE, SourceError, UsageError
     from spyglass.policy import lint_policy
     from spyglass.policy.loader import read_source
+
+    if path is None:
+        from spyglass.policy.locate import locate_policy
+
+        path = Path("spyglass.yaml")
+        if not path.exists():
+            found = locate_policy(None, Path.cwd()).path
+            if found is None:
+                raise UsageError("no policy file to check (no ./spyglass.yaml, $SPYGLASS_POLICY, "
+                                 "~/.config/spyglass/policy.yaml or /etc/spyglass/policy.yaml)",
+                                 hint="name one: spyglass policy lint FILE; `spyglass policy init` writes one")
+            path = found
 
     try:
         text = read_source(path, str(path))
@@ -409,16 +423,31 @@ def _format_names() -> list[str]:
     return sorted(FORMATS)
 
 
+def _default_format(output: Path | None, compare: bool) -> str:
+    """The report format without --format: html for --compare, else the format whose suffix the -o
+    file has (r.html, r.sarif, r.json, r.xml), else terminal."""
+    if compare:
+        return "html"
+    if output is not None:
+        from spyglass.report.formats import FORMATS
+
+        by_suffix = {f.suffix: name for name, f in sorted(FORMATS.items()) if name != "terminal"}
+        return by_suffix.get(output.suffix.lower(), "terminal")
+    return "terminal"
+
+
 @click.command("report")
 @store_option
 @policy_option
-@click.option("--format", "fmt", type=click.Choice(_format_names()), required=True,
-              help="Report format (spyglass/report/formats.py: terminal, json, html, sarif, junit ...).")
+@click.option("--format", "fmt", type=click.Choice(_format_names()), default=None,
+              help="Report format (spyglass/report/formats.py: terminal, json, html, sarif, junit ...); "
+                   "default: from the -o file's suffix (.html, .json, .sarif, .xml), html with --compare, "
+                   "else terminal.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to FILE (default: stdout).")
 @click.option("--compare", is_flag=True, help="Similarity heat map of several runs (html).")
 @click.argument("runs", nargs=-1)
-def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str, output: Path | None,
+def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str | None, output: Path | None,
                compare: bool, runs: tuple[str, ...]) -> None:
     """Write a report of RUN (default: latest): SARIF 2.1.0 (GitHub code scanning),
     JSON, a self-contained HTML page, JUnit XML of the gate, or plain text.  With --compare, an HTML heat map of how
@@ -426,6 +455,8 @@ def report_cmd(store_path: Path | None, policy_file: Path | None, fmt: str, outp
     from spyglass.cli.common import open_reader
     from spyglass.errors import UsageError
 
+    if fmt is None:
+        fmt = _default_format(output, compare)
     if compare:
         if fmt != "html":
             raise UsageError("--compare writes an HTML page", hint="use --format html")

@@ -18,13 +18,39 @@ import click
 from spyglass import __version__, gcpause, logs, phases
 from spyglass.errors import EXIT_USAGE, SpyglassError
 
+#: a group called without a subcommand: click prints its help (no mistake to put on one line)
+_HELP_ERRORS: tuple[type[Exception], ...] = tuple(
+    e for e in (getattr(click.exceptions, "NoArgsIsHelpError", None),) if isinstance(e, type)
+)
+
+
+def _usage_line(exc: click.UsageError, fallback: str) -> None:
+    """An unknown command or option, a missing argument: one line with the remedy, not click's
+    usage block (the help is one command away)."""
+    if isinstance(exc, _HELP_ERRORS):
+        raise exc
+    where = exc.ctx.command_path if exc.ctx is not None else fallback
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    click.echo(f"spyglass: error: {message} (see `{where} --help`)", err=True)
+
 
 class SpyglassGroup(click.Group):
-    """A click group that prints spyglass errors as one line with their exit code."""
+    """A click group that prints spyglass errors and usage mistakes as one line with their exit code."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:  # the group's own options (`spyglass --colr`)
+            _usage_line(exc, info_name or "spyglass")
+            sys.exit(exc.exit_code)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            _usage_line(exc, ctx.command_path)
+            ctx.exit(exc.exit_code)
         except SpyglassError as exc:
             click.echo(f"spyglass: error: {exc}", err=True)
             ctx.exit(exc.exit_code)

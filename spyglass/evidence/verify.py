@@ -273,7 +273,10 @@ def verify_run(
             + (f" ({kinds[0]})" if kinds else "")
         )
     if cp is None:
-        if meta.status in ("running", "incomplete"):
+        # spyglass killed before its first checkpoint: the run is unfinished, whether the next command
+        # found it dead (incomplete) or the capture's watchdog said so (monitor-lost with its note)
+        killed = meta.status == "monitor-lost" and "monitor_lost" in meta.extra
+        if meta.status in ("running", "incomplete") or killed:
             result.problems.append(
                 Problem(
                     "checkpoint",

@@ -43,17 +43,18 @@ LEVEL_STYLE = {
     "low": "cyan",
     "info": "dim",
 }
+#: the heading of each kind of write in `show`
 WRITE_LABELS = (
-    ("file.create", "created or opened for writing"),
-    ("file.write", "written"),
-    ("file.delete", "deleted"),
-    ("file.rename", "renamed"),
-    ("file.truncate", "truncated"),
-    ("file.chmod", "mode changed"),
-    ("file.mkdir", "directories made"),
-    ("file.link", "hard-linked"),
-    ("file.symlink", "symlinks made"),
-    ("file.chown", "owner changed"),
+    ("file.create", "Files created or opened for writing"),
+    ("file.write", "Files written"),
+    ("file.delete", "Files deleted"),
+    ("file.rename", "Files renamed"),
+    ("file.truncate", "Files truncated"),
+    ("file.chmod", "Mode changed"),
+    ("file.mkdir", "Directories made"),
+    ("file.link", "Files hard-linked"),
+    ("file.symlink", "Symlinks made"),
+    ("file.chown", "Owner changed"),
 )
 
 
@@ -287,7 +288,7 @@ def _files(data: ReportData, max_items: int, full: bool = False) -> list[Line]:
         folded = [p for p in paths if own and p.startswith(own)]
         shown = [p for p in paths if not (own and p.startswith(own))]
         out.append(("", ""))
-        out.append(("bold", f"Files {label} ({len(paths)})"))
+        out.append(("bold", f"{label} ({len(paths)})"))
         if folded:
             out.append(("dim", f"  + {len(folded)} in the agent's own per-run directory {own} (show --full)"))
         paths = shown

@@ -16,13 +16,27 @@ from spyglass.termcolor import use_color
 _COLORS = {"info": "2", "low": "36", "medium": "33", "high": "31", "critical": "1;31"}
 
 
+#: a message longer than this is shortened in its middle on the live line (the stored alert keeps it
+#: whole): a command line of thousands of characters (an agent's shell-snapshot script) would bury
+#: the lines around it; its start and its end (a path, a host) stay
+MESSAGE_CHARS = 400
+_MESSAGE_TAIL = 100
+
+
+def _shorten(text: str) -> str:
+    if len(text) <= MESSAGE_CHARS:
+        return text
+    head = MESSAGE_CHARS - _MESSAGE_TAIL - 1
+    return f"{text[:head]}…{text[-_MESSAGE_TAIL:]}"
+
+
 def format_alert_line(alert: Alert, color: bool = False) -> str:
     """``spyglass: HIGH cred-secret-read pid 4242 (cat /h/.ssh/id_rsa): read secret ...``; an alert
     of no process (found at the end of the run): ``spyglass: CRITICAL witness-tamper: ...``."""
     level = visible(alert.level.upper())
     if color:
         level = f"\033[{_COLORS.get(alert.level, '0')}m{level}\033[0m"
-    what = visible(alert.message)
+    what = _shorten(visible(alert.message))
     if not alert.pid and not alert.argv and not alert.exe:
         return f"spyglass: {level} {visible(alert.rule_id)}: {what}"
     cmd = visible(short_command(alert.argv, alert.exe, 50))

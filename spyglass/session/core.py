@@ -97,7 +97,8 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     signer = _signer(opts, plan)
     extra: dict[str, object] = {"policy_source": policy.source, "backend_reason": reason,
                                 "policy": policy_record(policy)}
-    missing = _command_not_found(opts, plan, store, extra, backend.name)
+    # (with --model-script: once the stub has set the agent's environment, below)
+    missing = None if opts.model_script is not None else _command_not_found(opts, plan, store, extra, backend.name)
     if missing is not None:
         return missing
     sandbox_view: SandboxView | None = None
@@ -114,6 +115,9 @@ def run_session(opts: RunOptions, store: Store) -> RunOutcome:
     with contextlib.ExitStack() as stack:
         before = dict(plan.env)
         setup_agent(plan, stack, work)
+        if opts.model_script is not None and (missing := _command_not_found(opts, plan, store, extra,
+                                                                            backend.name)) is not None:
+            return missing
         # what spyglass itself set for the agent (the model stub's address, the agent's per-run
         # config) passes the sandbox's environment filter: no host secret is in it
         own_env = [k for k, v in plan.env.items() if before.get(k) != v]
@@ -228,7 +232,7 @@ def _command_not_found(
     from spyglass.capture.base import CaptureResult
     from spyglass.store.failed import find_program, record_failed_run
 
-    if not opts.argv or opts.model_script is not None or find_program(opts.argv[0], plan.cwd, plan.env):
+    if not opts.argv or find_program(opts.argv[0], plan.cwd, plan.env):
         return None
     reason = f"{opts.argv[0]}: command not found"
     meta = record_failed_run(store, opts.argv, plan.cwd, reason=reason, exit_code=EXIT_NOT_FOUND,

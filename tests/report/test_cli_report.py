@@ -62,3 +62,25 @@ def test_report_compare_writes_heat_map(
         pytest.skip("`report --compare` is not wired yet")
     assert res.exit_code == 0, res.output
     assert 'data-kind="combined"' in out.read_text()
+
+
+def test_report_without_format(spy: Any, store_dir: Path, tmp_path: Path, sample_module: ModuleType) -> None:
+    """`spyglass report` as typed: the terminal report of the latest run; with -o FILE the format
+    the file's suffix names; with --compare, html."""
+    import json
+
+    store = Store(store_dir, create=True)
+    ids = [sample_module.build_sample_run(store, tmp_path / "d", task="t", scale=n) for n in (1, 2)]
+    res = spy("report")
+    assert res.exit_code == 0, res.output
+    assert f"run {ids[-1]}" in res.output and "Alerts" in res.output
+    out = tmp_path / "r.sarif"
+    assert spy("report", "-o", str(out)).exit_code == 0
+    assert json.loads(out.read_text())["version"] == "2.1.0"
+    out = tmp_path / "r.json"
+    assert spy("report", ids[0], "-o", str(out)).exit_code == 0
+    assert json.loads(out.read_text())["run"]["id"] == ids[0]
+    out = tmp_path / "c.html"
+    res = spy("report", "--compare", *ids, "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert out.read_text().lstrip().lower().startswith("<!doctype html")

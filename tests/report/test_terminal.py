@@ -113,3 +113,15 @@ def test_wrap_line_hangs_and_keeps_words() -> None:
     assert all(p.startswith("        ") for p in parts[1:])
     assert " ".join(" ".join(parts).split()) == " ".join(text.split())
     assert wrap_line("short", 40) == ["short"] and wrap_line("x" * 50, 0) == ["x" * 50]
+
+
+def test_write_headings_read_as_english() -> None:
+    """`show` heads each kind of write with a phrase of its own ("Directories made", not
+    "Files directories made")."""
+    from spyglass.report.terminal import WRITE_LABELS
+
+    headings = dict(WRITE_LABELS)
+    assert headings["file.mkdir"] == "Directories made" and headings["file.symlink"] == "Symlinks made"
+    assert headings["file.chown"] == "Owner changed" and headings["file.create"].startswith("Files ")
+    assert not any(h.startswith("Files ") and h[6:].split()[0] in ("directories", "symlinks", "owner", "mode")
+                   for h in headings.values())

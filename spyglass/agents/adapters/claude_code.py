@@ -60,6 +60,7 @@ class ClaudeCodeAdapter(AgentAdapter):
         "~/.claude/file-history/**", "~/.claude/plans/**", "~/.claude/debug/**", "~/.claude/*.lock",
         "~/.claude/local/**", "~/.claude/downloads/**", "~/.claude/backups/**", "~/.claude/plugins/**",
         "~/.claude/cache/**", "~/.claude/telemetry/**", "~/.claude/.claude.json", "~/.claude/.claude.json.*",
+        "~/.claude/sessions", "~/.claude/sessions/**",
     )  # fmt: skip
     program_names = ("claude", "claude.exe", "cli.js")
     package_parts = ("/@anthropic-ai/claude-code",)
