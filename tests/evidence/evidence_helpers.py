@@ -6,11 +6,13 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from spyglass.events import Alert, Event
+from spyglass.evidence.workspace import WorkspaceEvidence
+from spyglass.evidence.wscache import digest_of
 from spyglass.pipeline import Pipeline, RunContext
 from spyglass.store import RunMeta, RunReader, RunWriter, Store, new_run_id
 from spyglass.store.writer import Signer
@@ -135,3 +137,29 @@ class Cli:
         """``spyglass run`` of a shell script in the workspace."""
         backend = ("--backend", self.backend) if self.backend is not None else ()
         return self("run", *backend, "--store", str(self.store), "--", "/bin/sh", "-c", script)
+
+
+#: the racy margin of the sealed-hash tests: a file's ctime this much older than the walk is settled
+WS_MARGIN_NS = 50_000_000
+
+
+def run_sink(store: Store, ws: Path, action: Callable[[], object] = lambda: None,
+             events: Callable[[], list[Event]] = list) -> tuple[WorkspaceEvidence, Path]:
+    """A recorded run of workspace ``ws`` with its workspace evidence: the agent waits for the
+    before-walk's hashing, does ``action``, then yields ``events()``."""
+    sink = WorkspaceEvidence(racy_margin_ns=WS_MARGIN_NS)
+
+    def agent() -> Iterator[Event]:
+        yield ev("process.start", 100)
+        if sink._hasher is not None:
+            sink._hasher.join(timeout=120)
+        action()
+        yield from events()
+
+    run = record_events(store, agent(), workspace=[str(ws)], sinks=[sink])
+    return sink, run.dir
+
+
+def sealed_file(store: Path, ws: Path) -> Path:
+    """The store's file of sealed hashes for workspace ``ws``."""
+    return store / "cache" / f"workspace-{digest_of([str(ws.resolve())])}.bin"

@@ -12,24 +12,24 @@ import hashlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
 import pytest
-from evidence_helpers import MAPPER, ev, record_events
+from evidence_helpers import MAPPER, WS_MARGIN_NS
+from evidence_helpers import run_sink as _run
+from evidence_helpers import sealed_file as _sealed
 from evidence_helpers import settled as _settled
 from evidence_helpers import workspace as _workspace
 
-from spyglass.events import Event
 from spyglass.evidence import wscache
 from spyglass.evidence.hashmemo import stat_key
 from spyglass.evidence.manifest import ManifestOptions, build_manifest, decode_manifest
-from spyglass.evidence.workspace import WorkspaceEvidence, load_workspace_changes
+from spyglass.evidence.workspace import load_workspace_changes
 from spyglass.evidence.wscache import Body, WorkspaceCache, digest_of
 from spyglass.store import RunReader, Store
 
-MARGIN_NS = 50_000_000
+MARGIN_NS = WS_MARGIN_NS
 
 #: rewrites a file in place with content of the same size and puts its times back (os.utime)
 REWRITE = """
@@ -67,25 +67,6 @@ def plant(sealed, path):
         f.write(data[:32] + msgspec.msgpack.encode(body))
     os.replace(sealed + ".new", sealed)
 """
-
-
-def _run(store: Store, ws: Path, action: Callable[[], object] = lambda: None,
-         events: list[Event] | None = None) -> tuple[WorkspaceEvidence, Path]:
-    sink = WorkspaceEvidence(racy_margin_ns=MARGIN_NS)
-
-    def agent() -> Iterator[Event]:
-        yield ev("process.start", 100)
-        if sink._hasher is not None:
-            sink._hasher.join(timeout=120)
-        action()
-        yield from events or []
-
-    run = record_events(store, agent(), workspace=[str(ws)], sinks=[sink])
-    return sink, run.dir
-
-
-def _sealed(store: Path, ws: Path) -> Path:
-    return store / "cache" / f"workspace-{digest_of([str(ws.resolve())])}.bin"
 
 
 def test_a_second_run_takes_the_unchanged_files_hashes_and_diffs_from_the_kept_content(tmp_path: Path) -> None:

@@ -8,37 +8,18 @@ with no event that says so is still in it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-from evidence_helpers import ev, record_events
+from evidence_helpers import WS_MARGIN_NS, ev
+from evidence_helpers import run_sink as _run
+from evidence_helpers import sealed_file as _sealed
 from evidence_helpers import settled as _settled
 
-from spyglass.events import Event
-from spyglass.evidence.workspace import WorkspaceEvidence, load_workspace_changes
-from spyglass.evidence.wscache import digest_of
+from spyglass.evidence.workspace import load_workspace_changes
 from spyglass.store import Store
 
-MARGIN_NS = 50_000_000
-
-
-def _run(store: Store, ws: Path, action: Callable[[], object] = lambda: None,
-         events: Callable[[], list[Event]] = list) -> tuple[WorkspaceEvidence, Path]:
-    sink = WorkspaceEvidence(racy_margin_ns=MARGIN_NS)
-
-    def agent() -> Iterator[Event]:
-        yield ev("process.start", 100)
-        if sink._hasher is not None:
-            sink._hasher.join(timeout=120)
-        action()
-        yield from events()
-
-    run = record_events(store, agent(), workspace=[str(ws)], sinks=[sink])
-    return sink, run.dir
-
-
-def _sealed(store: Path, ws: Path) -> Path:
-    return store / "cache" / f"workspace-{digest_of([str(ws.resolve())])}.bin"
+MARGIN_NS = WS_MARGIN_NS
 
 
 def _make(ws: Path, names: list[str]) -> Callable[[], None]:

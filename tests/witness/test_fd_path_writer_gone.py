@@ -59,17 +59,6 @@ for _ in range(6000):
     time.sleep(0.01)
 """
 
-#: ``judged N``: as in test_stale_verdicts: wait until the marker's event is on disk (all before judged)
-PRELUDE = r"""
-WS=$PWD
-judged() {
-  touch "$WS/sync-$1-done"; n=0
-  until grep -qs "[s]ync-$1-done" "$STORE"/runs/*/events.jsonl; do
-    n=$((n+1)); [ $n -gt 1200 ] && { echo "not judged: $1" >&2; exit 9; }; sleep 0.05
-  done
-}
-"""
-
 
 def _progs(tmp: Path) -> dict[str, Path]:
     out = {}
@@ -79,17 +68,10 @@ def _progs(tmp: Path) -> dict[str, Path]:
     return out
 
 
-def _tamper(setup: Any) -> list[str]:
-    return [str(a["message"]) for a in setup.alerts() if a["rule_id"] == "witness-tamper"]
-
-
 def _play(setup: Any, script: str) -> Any:
-    setup.run("true")  # the store, its index and its cache exist
     progs = _progs(setup.ws.parent)
-    res = setup.run(f"STORE={setup.store}\nW='{PY} {progs['writer']}'\nN='{PY} {progs['namer']}'\n"
-                    f"T='{PY} {progs['turner']}'\n{PRELUDE}\n{script}")
-    assert res.returncode == 0, res.stderr
-    return res
+    return setup.play(script, f"W='{PY} {progs['writer']}'", f"N='{PY} {progs['namer']}'",
+                      f"T='{PY} {progs['turner']}'")
 
 
 NAMES = ("-dir", "-pdir", "-file", "-pfile")
@@ -103,7 +85,7 @@ $W "$STORE/cache" cached 57
 """)
     for where, name in ((setup.store, "top"), (setup.store / "cache", "cached")):
         assert all((where / (name + s)).exists() for s in NAMES), res.stderr
-    msgs = _tamper(setup)
+    msgs = setup.tamper()
     for name in ("top", "cached"):
         for suffix in NAMES:
             assert any(f"{name}{suffix}" in m for m in msgs), (name + suffix, msgs, res.stderr)
@@ -117,7 +99,7 @@ def test_a_chmod_rename_and_unlink_in_the_store_through_a_descriptor_by_a_writer
 $N "$STORE/cache" old
 """)
     assert not (setup.store / "cache" / "old").exists(), res.stderr
-    msgs = _tamper(setup)
+    msgs = setup.tamper()
     assert any("chmod" in m and "cache/old" in m for m in msgs), (msgs, res.stderr)
     assert any("rename" in m and "cache/old" in m for m in msgs), (msgs, res.stderr)
     assert any("cache/old.moved" in m and ("delet" in m or "unlink" in m) for m in msgs), (msgs, res.stderr)
@@ -138,7 +120,7 @@ until [ -e "$WS/release.made" ]; do sleep 0.02; done
 judged 1; touch "$WS/release"; wait
 """)
     assert (setup.store / "runs" / "turned").is_dir(), res.stderr
-    assert any("runs/turned" in m for m in _tamper(setup)), res.stderr
+    assert any("runs/turned" in m for m in setup.tamper()), res.stderr
 
 
 def test_benign_twin_the_same_writers_in_the_workspace_stay_silent(setup: Any) -> None:
@@ -154,4 +136,4 @@ judged 1; touch "$WS/release"; wait
 """)
     assert all((setup.ws / "out" / ("top" + s)).exists() for s in NAMES), res.stderr
     assert (setup.ws / "out" / "turned").is_dir() and not (setup.ws / "out" / "old").exists(), res.stderr
-    assert _tamper(setup) == [], res.stderr
+    assert setup.tamper() == [], res.stderr
