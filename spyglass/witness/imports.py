@@ -180,7 +180,7 @@ def _spyglass_ahead(d: str, started: float, report: ImportsReport) -> None:
     """A ``spyglass`` module, package or plain directory made in ``d`` since ``started`` (spyglass's own
     package left out: a checkout of spyglass is its own working directory).  A plain directory counts:
     under an editable install (whose finder comes after the path's) it makes ``spyglass`` a namespace
-    package whose first portion is that directory, so a ``spyglass/cli/main.py`` there is what runs."""
+    package whose first portion is that directory, so a ``spyglass/cli/launch.py`` there is what runs."""
     own = os.path.realpath(os.path.dirname(spyglass.__file__ or ""))
     for entry in ("spyglass", *("spyglass" + s for s in _SUFFIXES)):
         full = os.path.join(d, entry)
