@@ -99,8 +99,26 @@ def _start(args: list[str], argv: list[str] | None, command: str | None) -> None
         gcpause.pause()
     try:
         _preload(args, command)
+        if command == "run":  # a plain command line is run without loading click (spyglass/cli/direct.py)
+            import os
+
+            from spyglass.cli import direct
+
+            parsed = direct.parse(args, os.environ)
+            if parsed is not None:
+                direct.invoke(*parsed)
         from spyglass.cli.main import run_cli
 
         run_cli(argv, command)
     finally:
         gcpause.end()  # a caller that runs the CLI in its own process gets its collector back
+
+
+def configure_output(verbose: int, color: str | None) -> None:
+    """The group's options: colours (``--color``) and how much is logged (``-v``)."""
+    from spyglass import logs, termcolor
+
+    termcolor.set_mode(color)
+    level = logs.WARNING - 10 * verbose
+    # logging itself loads at the first record (spyglass/logs.py): a run that goes well logs nothing
+    logs.configure(level=max(level, logs.DEBUG), format="spyglass: %(levelname)s: %(message)s")

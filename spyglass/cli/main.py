@@ -18,8 +18,8 @@ from typing import Any
 
 import click
 
-from spyglass import __version__, logs, phases
-from spyglass.cli.launch import _invoked, _preload, leave, main
+from spyglass import __version__, phases
+from spyglass.cli.launch import _invoked, _preload, configure_output, leave, main
 from spyglass.errors import EXIT_USAGE, SpyglassError
 
 # the entry point and what it does before click loads (spyglass/cli/launch.py), under their old names too
@@ -100,12 +100,7 @@ def cli(verbose: int, color: str | None) -> None:
       spyglass show latest           what the last run did
       spyglass doctor                what works on this machine
     """
-    from spyglass import termcolor
-
-    termcolor.set_mode(color)
-    level = logs.WARNING - 10 * verbose
-    # logging itself loads at the first record (spyglass/logs.py): a run that goes well logs nothing
-    logs.configure(level=max(level, logs.DEBUG), format="spyglass: %(levelname)s: %(message)s")
+    configure_output(verbose, color)
 
 
 #: command name -> the modules that define it (cmd_sigma adds ``rules import-sigma``)
