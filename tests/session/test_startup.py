@@ -20,7 +20,7 @@ def _modules_of_run(tmp_path: Path, fresh_python: Any, backend: str, *options: s
     code = (
         "import atexit, sys\n"
         f"atexit.register(lambda: open({str(out)!r}, 'w').write('\\n'.join(sorted(sys.modules))))\n"
-        "from spyglass.cli.main import main\n"
+        "from spyglass.cli.launch import main\n"  # the console script's entry point
         f"main(['run', '-q', '--backend', {backend!r}, *{list(options)!r}, '--', 'true'])\n"
     )
     work = tmp_path / "work"
