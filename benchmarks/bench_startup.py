@@ -20,7 +20,8 @@ of one run's record under new ids): a harness's store holds thousands, and every
 command opening the store looks at each of them.  ``--baseline DIR`` adds the same
 runs with another checkout's package (for example an export of ``main``) so a
 change is measured against what it replaces in one run (same interpreter and
-packages).  ``--baseline-python`` runs the baseline with another virtual environment's
+packages).  Each checkout's spyglass starts as its ``./scripts/setup.sh`` installs it (the
+console script it writes, else pip's).  ``--baseline-python`` runs the baseline with another virtual environment's
 interpreter instead (its ``site`` start and ``.pth`` files: how the package is installed), the same
 checkout unless ``--baseline`` names one.  Usage:
 
@@ -50,10 +51,33 @@ PHASES = [
 ]  # fmt: skip
 
 
+def _entry_point(pkg_root: Path) -> tuple[str, str]:
+    """(module, function) of the ``spyglass`` console script that checkout declares (its pyproject.toml)."""
+    import tomllib
+
+    with open(pkg_root / "pyproject.toml", "rb") as f:
+        target = tomllib.load(f)["project"]["scripts"]["spyglass"]
+    module, _, func = target.partition(":")
+    return module, func
+
+
+#: where the console scripts written for the measured checkouts go (set by main)
+SCRIPTS: list[Path] = []
+
+
 def _launcher(pkg_root: Path, python: str = sys.executable) -> list[str]:
-    """``spyglass`` from ``pkg_root`` with ``python`` (this interpreter unless named; its own checkout first on
-    the path).  Another virtual environment's interpreter runs its ``site`` start, ``.pth`` files included."""
-    code = f"import sys; sys.path.insert(0, {str(pkg_root)!r}); from spyglass.cli.main import main; main()"
+    """``spyglass`` from ``pkg_root`` with ``python`` (this interpreter unless named), started as
+    ``./scripts/setup.sh`` of that checkout installs it: the console script that checkout writes
+    (``spyglass/cli/script.py``: ``python -I -S``, this environment's site-packages and the checkout
+    named in it), else pip's (``site`` start, ``.pth`` files included, its checkout first on the path,
+    entered where its pyproject.toml's console script enters)."""
+    if (pkg_root / "spyglass" / "cli" / "script.py").exists():
+        out = SCRIPTS[0] / f"spyglass-{len(list(SCRIPTS[0].iterdir()))}"
+        subprocess.run([python, "-m", "spyglass.cli.script", str(out)], cwd=pkg_root, check=True)
+        first = out.read_text().splitlines()[0]
+        return [first[2:].split()[0], "-I", "-S", str(out)]  # what its #! line says
+    module, func = _entry_point(pkg_root)
+    code = f"import sys; sys.path.insert(0, {str(pkg_root)!r}); from {module} import {func}; {func}()"
     return [python, "-c", code]
 
 
@@ -119,6 +143,8 @@ def main() -> None:
     rounds = 3 if args.quick else args.repeat
     backends = (["ebpf"] if ebpf_usable() else []) + ["strace"]
     base = Path(tempfile.mkdtemp(prefix="spyglass-bench-startup-"))
+    SCRIPTS.append(base / "bin")
+    SCRIPTS[0].mkdir()
     env = dict(os.environ)
     env.pop("SPYGLASS_POLICY", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed spyglass has its bytecode compiled

@@ -53,6 +53,10 @@ if [ ! -f "$stamp" ] || [ constraints.txt -nt "$stamp" ] || [ pyproject.toml -nt
   .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,broker]'
   touch "$stamp"
 fi
+# the console script: Python started isolated and without site (spyglass/cli/script.py says why);
+# pip's own script stays where this interpreter's path cannot be a #! line
+.venv/bin/python -m spyglass.cli.script .venv/bin/spyglass ||
+  echo "setup: .venv/bin/spyglass is pip's console script (started with site)" >&2
 
 # the eBPF capture program (CO-RE object, built against this machine's BTF); without it the
 # eBPF backend is unavailable and `--backend auto` uses strace

@@ -1,3 +1,3 @@
-from spyglass.cli.main import main
+from spyglass.cli.launch import main
 
 main()

@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 
 import click
 
-from spyglass.store import RunReader, Store
+from spyglass.cli.plain import open_store as open_store  # (its home: no click needed)
+from spyglass.store import RunReader
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -87,23 +88,6 @@ def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
         )(f)
 
     return deco
-
-
-def open_store(store_path: Path | None, create: bool = False, write: bool = False) -> Store:
-    """The store; unless ``create`` or ``write`` it is opened read-only (reading commands never write)."""
-    from spyglass.errors import PathError
-
-    try:
-        store = Store(store_path, create=create, readonly=not (create or write))
-    except OSError as exc:
-        raise PathError.from_os_error(exc, what="cannot use the store at") from None
-    if store.index_problem:
-        click.echo(
-            f"spyglass: warning: the index of {store.root} cannot be opened ({store.index_problem}); "
-            "runs are read from their directories",
-            err=True,
-        )
-    return store
 
 
 def check_output_path(path: Path) -> None:

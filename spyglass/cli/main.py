@@ -1,7 +1,10 @@
-"""The ``spyglass`` command.
+"""The ``spyglass`` command's click group.
 
-Subcommands live in ``spyglass/cli/cmd_*.py`` modules; each exposes
-``COMMANDS`` (a list of click commands).  Only the module of the command
+The entry point is :func:`spyglass.cli.launch.main` (also importable from here): it starts what
+a run can start before click loads, then calls :func:`run_cli`.
+
+Subcommands live in ``spyglass/cli/cmd_*.py`` modules; each exposes ``COMMANDS`` (a list of
+click commands).  Only the module of the command
 invoked is imported (``COMMAND_MODULES`` says which one holds which command;
 a name not listed there, and ``--help``, load them all, so a new module works
 before it is listed; tests/cli/test_main.py checks the table is complete).
@@ -15,8 +18,12 @@ from typing import Any
 
 import click
 
-from spyglass import __version__, gcpause, logs, phases
+from spyglass import __version__, phases
+from spyglass.cli.launch import _invoked, _preload, configure_output, leave, main
 from spyglass.errors import EXIT_USAGE, SpyglassError
+
+# the entry point and what it does before click loads (spyglass/cli/launch.py), under their old names too
+__all__ = ["COMMAND_MODULES", "_invoked", "_preload", "cli", "leave", "main", "run_cli"]
 
 #: a group called without a subcommand: click prints its help (no mistake to put on one line)
 _HELP_ERRORS: tuple[type[Exception], ...] = tuple(
@@ -93,12 +100,7 @@ def cli(verbose: int, color: str | None) -> None:
       spyglass show latest           what the last run did
       spyglass doctor                what works on this machine
     """
-    from spyglass import termcolor
-
-    termcolor.set_mode(color)
-    level = logs.WARNING - 10 * verbose
-    # logging itself loads at the first record (spyglass/logs.py): a run that goes well logs nothing
-    logs.configure(level=max(level, logs.DEBUG), format="spyglass: %(levelname)s: %(message)s")
+    configure_output(verbose, color)
 
 
 #: command name -> the modules that define it (cmd_sigma adds ``rules import-sigma``)
@@ -146,90 +148,9 @@ def _load_commands(only: str | None = None) -> None:
         _load_module(name)
 
 
-def _invoked(argv: list[str]) -> str | None:
-    """The subcommand named on the command line (None: none, or help)."""
-    for i, arg in enumerate(argv):
-        if arg in ("-h", "--help", "--version"):
-            return None
-        if arg == "--color":  # the group's only option with a value
-            continue
-        if arg.startswith("-"):
-            continue
-        if i > 0 and argv[i - 1] == "--color":
-            continue
-        return arg
-    return None
-
-
-def _preload(argv: list[str], command: str | None) -> None:
-    """``spyglass run`` that may use eBPF: the program starts loading before the CLI's imports.
-
-    The kernel's verifier takes most of a run's start and holds no interpreter lock, so the load
-    overlaps everything until the launch.  A run that ends up not using it (an error in its
-    options, a fallback to strace) closes it unused."""
-    if command != "run":
-        return
-    opts = argv[: argv.index("--")] if "--" in argv else argv
-    for i, arg in enumerate(opts):
-        if arg in ("-h", "--help", "--backend=strace") or (arg == "--backend" and opts[i + 1 : i + 2] == ["strace"]):
-            return
-    from spyglass.capture.ebpf import preload
-
-    preload.start()
-
-
-def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
-    command = _invoked(args)
-    if command == "run" and argv is None:  # spyglass's own process (a caller's main(argv) returns as always)
-        try:
-            _main(args, argv, command)
-        except SystemExit as exc:
-            leave(exc.code)  # returns when the interpreter's own exit is needed
-            raise
-        return
-    _main(args, argv, command)
-
-
-def leave(code: object) -> None:
-    """The end of a ``spyglass run`` process, without the interpreter's teardown (its modules and
-    objects freed one by one: about 5 ms of every run, after everything is written).
-
-    What the interpreter's exit does that matters still happens: the ``atexit`` functions run
-    (the phase marks, logging's and exporters' flushes) and stdout and stderr are flushed.
-    Nothing is left unwritten: the run's files are closed when the run finishes (its checkpoint
-    holds their digests), and the evidence never depends on an orderly exit (it is kept for a
-    ``kill -9`` at any moment: docs/evidence.md).  Returns instead, for the interpreter's own exit,
-    when a thread that is not a daemon still runs (the exit waits for it), when the code is not a
-    number (the interpreter prints it), or when a flush fails (it reports that as it does)."""
-    import atexit
-    import os
-    import threading
-
-    if code is not None and (not isinstance(code, int) or isinstance(code, bool)):
-        return
-    main_thread = threading.main_thread()
-    if threading.current_thread() is not main_thread or any(
-        not t.daemon for t in threading.enumerate() if t is not main_thread
-    ):
-        return
-    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
-    if run_exitfuncs is None:
-        return
-    run_exitfuncs()  # (and forgets them: the interpreter's exit does not run them again)
-    try:
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:
-                stream.flush()
-    except Exception:
-        return
-    os._exit(code or 0)
-
-
-def _main(args: list[str], argv: list[str] | None, command: str | None) -> None:
-    if command == "run":  # the collector is resumed once the agent is launched (spyglass/gcpause.py)
-        gcpause.pause()
-    _preload(args, command)
+def run_cli(argv: list[str] | None, command: str | None) -> None:
+    """The command line through click, with the modules of ``command`` loaded (the run's
+    collector pause and eBPF load were started by :mod:`spyglass.cli.launch`)."""
     _load_commands(command)
     phases.mark("cli")
     try:
@@ -242,5 +163,3 @@ def _main(args: list[str], argv: list[str] | None, command: str | None) -> None:
         sys.exit(130)
     except click.exceptions.Exit as exc:  # pragma: no cover - click handles it
         sys.exit(exc.exit_code or EXIT_USAGE)
-    finally:
-        gcpause.end()  # a caller that runs the CLI in its own process gets its collector back

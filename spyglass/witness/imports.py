@@ -50,6 +50,9 @@ from spyglass.witness.realdirs import real_dir
 
 #: names Python imports at every start when the import path holds them
 START_HOOKS = frozenset({"sitecustomize", "usercustomize"})
+#: libraries the other commands load and ``spyglass run`` may not (a plain command line is parsed
+#: without click: spyglass/cli/direct.py): looked at as if loaded (:func:`stand_ins`)
+LIBRARIES = ("click",)
 #: entries looked at in one directory of the import path at most
 MAX_ENTRIES = 20_000
 #: symlinks followed from ``sys.executable`` at most
@@ -79,7 +82,7 @@ def site_dirs() -> list[str]:
 def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, ModuleType] | None = None,
           path: Iterable[str] | None = None, sites: Iterable[str] | None = None,
           runs: Iterable[str] | None = None, written: Iterable[str] = (), remove: bool = True,
-          ahead: str | None = None) -> ImportsReport:
+          ahead: str | None = None, libraries: Iterable[str] = LIBRARIES) -> ImportsReport:
     """What changed since ``started`` among the loaded ``modules`` (default: this process's), in
     their packages' directories, in the directories of the import ``path`` (default ``sys.path``)
     and ``sites``, and among the files that ``runs`` Python itself (default :func:`interpreter`);
@@ -88,8 +91,10 @@ def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, 
     a directory of the import path are looked at too (a module no spyglass loaded yet), and
     so are modules' sources and extensions written there.  ``ahead``: the working directory
     ``python -m spyglass`` took off the path (:mod:`spyglass`): the next one started there imports a
-    ``spyglass`` made there before spyglass's own code can run."""
+    ``spyglass`` made there before spyglass's own code can run.  ``libraries`` not among the modules
+    are looked at as if loaded, every module of theirs (:func:`stand_ins`)."""
     mods = dict(sys.modules if modules is None else modules)
+    mods.update(stand_ins([n for n in libraries if n not in mods], path))
     report = ImportsReport()
     tops: set[str] = set(START_HOOKS)
     subs: dict[str, set[str]] = {}  # a package -> its loaded submodules' own names
@@ -180,7 +185,7 @@ def _spyglass_ahead(d: str, started: float, report: ImportsReport) -> None:
     """A ``spyglass`` module, package or plain directory made in ``d`` since ``started`` (spyglass's own
     package left out: a checkout of spyglass is its own working directory).  A plain directory counts:
     under an editable install (whose finder comes after the path's) it makes ``spyglass`` a namespace
-    package whose first portion is that directory, so a ``spyglass/cli/main.py`` there is what runs."""
+    package whose first portion is that directory, so a ``spyglass/cli/launch.py`` there is what runs."""
     own = os.path.realpath(os.path.dirname(spyglass.__file__ or ""))
     for entry in ("spyglass", *("spyglass" + s for s in _SUFFIXES)):
         full = os.path.join(d, entry)
@@ -205,6 +210,35 @@ def _shadows(name: str, entry: str, d: str, present: set[str], later: list[str])
         return importlib.machinery.PathFinder.find_spec(name, later) is not None
     except (ImportError, ValueError, OSError):
         return False
+
+
+def stand_ins(names: Iterable[str], path: Iterable[str] | None = None) -> dict[str, ModuleType]:
+    """Modules that are not loaded, as the import ``path`` (default ``sys.path``) would load them
+    (found, not run): each of ``names`` that is a package of Python sources, and every source
+    module in its directory, with the ``__file__``, ``__cached__`` and ``__path__`` an import gives."""
+    out: dict[str, ModuleType] = {}
+    search = list(sys.path if path is None else path)
+    for name in names:
+        spec = importlib.machinery.PathFinder.find_spec(name, search)
+        locations = spec.submodule_search_locations if spec is not None else None
+        if spec is None or not isinstance(spec.origin, str) or not spec.origin.endswith(".py") or not locations:
+            continue
+        pkg = ModuleType(name)
+        pkg.__file__, pkg.__path__ = spec.origin, list(locations)
+        setattr(pkg, "__cached__", importlib.util.cache_from_source(spec.origin))  # noqa: B010 (not typed)
+        out[name] = pkg
+        for d in pkg.__path__:
+            try:
+                entries = sorted(os.listdir(d))[:MAX_ENTRIES]
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.endswith(".py") and entry != "__init__.py" and entry[:-3].isidentifier():
+                    mod = ModuleType(f"{name}.{entry[:-3]}")
+                    mod.__file__ = os.path.join(d, entry)
+                    setattr(mod, "__cached__", importlib.util.cache_from_source(mod.__file__))  # noqa: B010
+                    out.setdefault(mod.__name__, mod)
+    return out
 
 
 def _package_dirs(mod: ModuleType) -> list[str]:

@@ -1,5 +1,5 @@
 """``spyglass run`` as its own process leaves with ``os._exit`` once the run is written
-(spyglass/cli/main.py ``leave``): the live OTLP export must be all sent by then, under each
+(spyglass/cli/launch.py ``leave``): the live OTLP export must be all sent by then, under each
 capture backend, for a run that exits with a code of its own and for one interrupted (Ctrl-C)."""
 
 from __future__ import annotations

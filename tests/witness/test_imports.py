@@ -197,3 +197,41 @@ def test_this_process_s_modules_are_checked_by_default() -> None:
     finds their files (nothing removed: ``remove=False``)."""
     report = imports.check(0.0, lambda p: False, remove=False)
     assert os.path.realpath(sys.modules["pytest"].__file__ or "") in {os.path.realpath(p) for p in report.changed}
+
+
+def _library(tmp_path: Path) -> tuple[Path, float]:
+    """A package of two modules with their byte-code, none of them loaded, older than the start."""
+    lib = tmp_path / "libs"
+    (lib / "fakelib").mkdir(parents=True)
+    for name in ("__init__", "core"):
+        py_compile.compile(str(_write(lib / "fakelib" / f"{name}.py", "A = 1\n")), doraise=True)
+    time.sleep(0.05)  # past a tick of the coarse clock of status change times
+    return lib, stamp(tmp_path)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_a_library_the_run_did_not_load_is_checked_as_if_it_were(tmp_path: Path) -> None:
+    """click: the other commands load it, a plain ``spyglass run`` does not (spyglass/cli/direct.py);
+    its forged byte-code or changed source runs in the next ``spyglass show`` all the same."""
+    lib, started = _library(tmp_path)
+    cached = Path(importlib.util.cache_from_source(str(lib / "fakelib" / "core.py")))
+    cached.write_bytes(b"forged")
+    _write(lib / "fakelib" / "__init__.py", "A = 2\n")
+    kw: dict[str, Any] = {"modules": {}, "path": [str(lib)], "sites": [], "runs": [], "remove": False}
+    control = imports.check(started, lambda p: False, libraries=(), **kw)
+    assert control == imports.ImportsReport()  # (as before for a module no spyglass loaded)
+    report = imports.check(started, lambda p: False, libraries=("fakelib",), **kw)
+    assert report.bytecode == [str(cached)] and report.changed == [str(lib / "fakelib" / "__init__.py")], report
+
+
+def test_benign_twin_a_library_not_loaded_and_not_changed_is_silent(tmp_path: Path) -> None:
+    lib, started = _library(tmp_path)
+    _write(lib / "notes.txt", "")
+    report = imports.check(started, lambda p: False, modules={}, path=[str(lib)], sites=[], runs=[],
+                           libraries=("fakelib", "missinglib"))
+    assert report == imports.ImportsReport()
+    assert sorted(imports.stand_ins(["fakelib"], [str(lib)])) == ["fakelib", "fakelib.core"]

@@ -313,7 +313,7 @@ def test_with_python_m_a_module_put_in_the_working_directory_is_not_what_spyglas
     "mkdir spyglass && echo \"$FORGED\" > spyglass/__init__.py",
     "echo \"$FORGED\" > spyglass.py",
     # no __init__: under an editable install spyglass is then a namespace package, this directory first
-    "mkdir -p spyglass/cli && touch spyglass/cli/__init__.py && echo \"$FORGED\" > spyglass/cli/main.py",
+    "mkdir -p spyglass/cli && touch spyglass/cli/__init__.py && echo \"$FORGED\" > spyglass/cli/launch.py",
 ], ids=["package", "module", "namespace"])  # fmt: skip
 def test_with_python_m_a_spyglass_made_in_the_working_directory_is_tamper(setup: Any, made: str) -> None:
     """The one name ``python -m spyglass`` cannot take off its path: ``spyglass`` itself is imported
