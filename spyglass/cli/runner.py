@@ -122,8 +122,11 @@ def run(
 
 
 def _say_outcome(meta: Any, code: int, agent_code: int, fail_on: str | None, quiet: bool) -> None:
-    """The last lines of a run: its anchor, and why the exit code is not the agent's."""
+    """The last lines of a run: its anchor, and why the exit code is not the agent's (only when it
+    is spyglass's: an agent that exits 6, 7 or 8 itself is not explained as an alert, a rule or the
+    evidence)."""
     from spyglass.errors import EXIT_ALERT, EXIT_EVIDENCE, EXIT_KILLED
+    from spyglass.rules.sinks import fail_on_exceeded
 
     anchor = meta.extra.get("anchor")
     if anchor and not quiet:
@@ -137,9 +140,9 @@ def _say_outcome(meta: Any, code: int, agent_code: int, fail_on: str | None, qui
         run_dir = meta.extra.get("run_dir")
         if isinstance(run_dir, dict):
             echo_err(f"spyglass: {run_dir.get('problem')}; restored {run_dir.get('restored')}")
-    if code == EXIT_KILLED:
+    if code == EXIT_KILLED and meta.stopped_by:
         echo_err(f"spyglass: rule {meta.stopped_by} stopped the agent (exit 7)")
-    elif code == EXIT_ALERT:
+    elif code == EXIT_ALERT and fail_on_exceeded(meta.extra.get("max_level"), fail_on):
         echo_err(f"spyglass: an alert at or above {fail_on} fired (exit 6)")
     elif code == EXIT_EVIDENCE and code != agent_code:
         echo_err("spyglass: the evidence is incomplete (exit 8)")

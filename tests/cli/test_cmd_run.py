@@ -43,6 +43,16 @@ def test_exit_code_passes_through(tmp_path: Path) -> None:
     assert meta.signal == "SIGKILL" and meta.status == "complete"
 
 
+@pytest.mark.parametrize("code", [6, 7, 8])
+def test_agent_exit_codes_like_spyglass_verdicts_are_not_explained_as_them(tmp_path: Path, code: int) -> None:
+    """An agent that exits 6, 7 or 8 itself gets its code passed through, and no line saying an
+    alert fired, a rule stopped it or the evidence is incomplete (it said "an alert at or above
+    None fired" for 6)."""
+    res = _spyglass(tmp_path / "s", "run", "-q", "--", "sh", "-c", f"exit {code}", cwd=tmp_path)
+    assert res.returncode == code
+    assert "(exit" not in res.stderr and "None" not in res.stderr, res.stderr
+
+
 def test_agent_output_passes_through_and_summary_goes_to_stderr(tmp_path: Path) -> None:
     res = _spyglass(tmp_path / "s", "run", "--", "sh", "-c", "echo to-stdout; echo to-stderr >&2", cwd=tmp_path)
     assert res.returncode == 0
