@@ -122,7 +122,7 @@ class WitnessGuard(Sink):
                 what = None  # Python making the cache of a subpackage that had none (what it writes there goes)
             if what is None and ev.target and t in ("file.rename", "file.link"):
                 what = self.protected.which(ev.target, pid=ev.pid)
-            if what is None and self.ctx is not None:  # (after a mount of the run only)
+            if what is None and self.protected.mounts_seen and self.ctx is not None:
                 what = self.protected.in_mounts(ev.path, (p.pid for p in self.ctx.procs.lineage(ev.pid)))
             if what is not None:
                 if not ev.ok:

@@ -239,14 +239,17 @@ class Protected(msgspec.Struct):
             self.settle()
         if pid is not None and path.startswith(_PER_PROCESS):  # (writers() leaves any other name as it is)
             path = writers(path, pid)
-        elif pid is not None and path.startswith("/"):
-            path = self._as_writer(path, pid)
-        if pid is not None and done and through_gone(path):
-            return UNJUDGED
-        what = self._which(path, follow=follow, made=made)
+            if done and through_gone(path):
+                return UNJUDGED
+        what = self._which(path, follow=follow, made=made, pid=pid if done else None)
         if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
             return None  # Python's byte-code cache, written by any process of the run that imports spyglass
         return what
+
+    @property
+    def mounts_seen(self) -> bool:
+        """The run mounted something (:meth:`mounted`)."""
+        return self._mounted
 
     def in_mounts(self, path: str, pids: Iterable[int]) -> str | None:
         """Once the run mounted something (else None): what protected tree ``path``'s directory is, or
@@ -270,18 +273,7 @@ class Protected(msgspec.Struct):
             return None
         return None
 
-    def _as_writer(self, path: str, pid: int) -> str:
-        """``path`` with a symlink in its directory (one lstat per directory not seen yet tells) resolved
-        as process ``pid`` sees it: a link in the workspace to ``/dev/fd/N`` or ``/proc/self/cwd`` names
-        the writer's descriptor or directory, not spyglass's (then ``/proc/PID/fd/N/NAME``)."""
-        p = os.path.normpath(path)
-        d = os.path.dirname(p)
-        if d.startswith("/proc/") or self._real(d) == d:
-            return path
-        real = realpath_dir(pid, d)
-        return os.path.join(real, os.path.basename(p)) if p != d else real
-
-    def _which(self, path: str, *, follow: bool = True, made: bool = False) -> str | None:
+    def _which(self, path: str, *, follow: bool = True, made: bool = False, pid: int | None = None) -> str | None:
         """Memoised per name while no name changes (:meth:`forget_dirs`) and nothing is protected anew:
         a name's device and inode change only by a rename, delete, link, symlink or mount (each forgets
         all); a file or directory made where none was gets an inode no protected file has (theirs are
@@ -293,14 +285,14 @@ class Protected(msgspec.Struct):
         if key in memo:
             return memo[key]
         p = os.path.normpath(path)
-        verdict, lasting = self._judge(p, follow, made)
+        verdict, lasting = self._judge(p, follow, made, pid)
         if lasting and not self._unseen and not p.startswith("/proc/"):
             if len(memo) >= VERDICTS_MAX:
                 memo.clear()
             memo[key] = verdict
         return verdict
 
-    def _judge(self, p: str, follow: bool, made: bool = False) -> tuple[str | None, bool]:
+    def _judge(self, p: str, follow: bool, made: bool = False, pid: int | None = None) -> tuple[str | None, bool]:
         """The verdict on ``p``, and whether it lasts until a name changes: not when a symlink
         leads there (its directory's or its own), which may be or lead to a ``/proc`` link
         (``/proc/PID/cwd``, ``/dev/fd/N``) that a ``chdir``, a ``dup2`` or a ``close`` turns
@@ -315,6 +307,14 @@ class Protected(msgspec.Struct):
             return what, True
         d = os.path.dirname(p)
         lasting = not p.startswith("/proc/") and self._real(d) == d
+        if not lasting and pid is not None and not p.startswith("/proc/"):
+            # a symlink on the way, resolved as writer ``pid`` sees it: a link in the workspace to
+            # /dev/fd/N or /proc/self/cwd names its descriptor or directory, not spyglass's
+            seen = os.path.join(realpath_dir(pid, d), os.path.basename(p))
+            if seen.startswith("/proc/") and through_gone(seen):
+                return UNJUDGED, False
+            if seen != p:
+                return self._judge(seen, follow, made)[0], False
         if made:  # a new inode: none of the protected ones, whatever the name has become since
             return self._dir_verdict(d) or self._resolved(d), lasting
         try:
