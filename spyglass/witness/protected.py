@@ -80,16 +80,25 @@ def _rooted(path: str) -> str:
 
 #: a name through a process's magic link to a directory, with more after it: its descriptor
 #: (``/proc/PID/fd/N/...``, a thread's ``/proc/PID/task/TID/fd/N/...``), its ``cwd`` or its ``root``
-_THROUGH_LINK = re.compile(r"/proc/\d+(?:/task/\d+)?/(?:fd/\d+|cwd|root)/.")
+_THROUGH_LINK = re.compile(r"/proc/(\d+)(?:/task/\d+)?/(?:fd/\d+|cwd|root)/.")
 
 
 def through_gone(path: str) -> bool:
     """``path`` goes through a magic link of a process gone since: what it named cannot be known
     any more (the capture resolves the spellings it knows when the call is made; an other one,
     ``/proc/PID/task/TID/fd/N/x``, ``/dev/./fd/N/x``, a relative ``fd/N/x`` from ``/dev``, or a
-    descriptor of another process of the run gone too, is left here)."""
+    descriptor of another process of the run gone too, is left here).  A process that lives on
+    (not a zombie) and closed the descriptor is not taken so: an agent may close a descriptor
+    before its write through a reused number is judged (docs/threat-model.md)."""
     m = _THROUGH_LINK.match(path) if path.startswith("/proc/") else None
-    return m is not None and not os.path.exists(m.group(0)[:-2])  # (a zombie's /proc/PID stays, its links go)
+    if m is None or os.path.exists(m.group(0)[:-2]):
+        return False
+    try:  # the link is gone: so is its process, or it is a zombie (its /proc/PID stays, its links go)
+        with open(f"/proc/{m.group(1)}/stat", "rb") as f:
+            state = f.read(512).rpartition(b")")[2].split()[:1]
+    except OSError:
+        return True
+    return state in ([b"Z"], [b"X"])
 
 
 #: where a name may be a process's own (:func:`writers`): no other name is rewritten (not the rest of
