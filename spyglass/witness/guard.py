@@ -88,7 +88,7 @@ class WitnessGuard(Sink):
     def event(self, ev: Event) -> None:
         if ev.type == "sys.sensitive":
             if ev.syscall in MOUNT_CALLS:  # a name may reach another file now
-                self.protected.forget_dirs()
+                self.protected.mounted()
             elif ev.syscall in _URING_CALLS:
                 self.protected.distrust()
         if not ev.path or not ev.path.startswith("/"):
@@ -116,11 +116,14 @@ class WitnessGuard(Sink):
         if writes or handle:
             # a link or rename is judged on its source without following it (the link itself may be the store)
             what = self.protected.which(ev.path, follow=t not in ("file.rename", "file.link", "file.symlink"),
-                                        pid=ev.pid, made=ev.ok and _made_anew(t, ev.flags))
+                                        pid=ev.pid, made=ev.ok and _made_anew(t, ev.flags),
+                                        done=bool(ev.ok) or not ev.errno)
             if what == OWN_SOURCE and t == "file.mkdir" and os.path.basename(ev.path) == "__pycache__":
                 what = None  # Python making the cache of a subpackage that had none (what it writes there goes)
             if what is None and ev.target and t in ("file.rename", "file.link"):
                 what = self.protected.which(ev.target, pid=ev.pid)
+            if what is None and self.protected.mounts_seen and self.ctx is not None:
+                what = self.protected.in_mounts(ev.path, (p.pid for p in self.ctx.procs.lineage(ev.pid)))
             if what is not None:
                 if not ev.ok:
                     pass

@@ -15,19 +15,23 @@ compares with what it found at the start.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
 
+from spyglass.capture.strace.host import realpath_dir
 from spyglass.witness.bytecode import FileId, Start, leaves_cache, walk
 from spyglass.witness.realdirs import real_dir
 
-__all__ = ["OWN_SOURCE", "FileId", "Protected", "file_id"]
+__all__ = ["OWN_SOURCE", "UNJUDGED", "FileId", "Protected", "file_id"]
 
 #: what spyglass's own installed source is called in alerts (its byte-code cache is not guarded)
 OWN_SOURCE = "spyglass's own source"
+#: the verdict on a name through a magic link of a process gone before it was judged (:func:`through_gone`)
+UNJUDGED = "a name through a descriptor of a process gone before it was judged (it may be the witness)"
 #: verdicts remembered per name at most (then the memo starts afresh)
 VERDICTS_MAX = 65_536
 
@@ -65,11 +69,36 @@ def _rooted(path: str) -> str:
     who, sep, rest = path[len("/proc/"):].partition("/root")
     if not sep or not who.isdigit() or (rest and not rest.startswith("/")):
         return path
+    if rest.startswith(_PER_PROCESS):  # ``/proc/self/root/proc/self/fd/N``: below its root, still the writer's
+        rest = writers(rest, int(who))
     try:
         os.stat(f"/proc/{who}/root")
     except OSError:
         return rest or "/"
-    return path
+    return f"/proc/{who}/root{rest}"
+
+
+#: a name through a process's magic link to a directory, with more after it: its descriptor
+#: (``/proc/PID/fd/N/...``, a thread's ``/proc/PID/task/TID/fd/N/...``), its ``cwd`` or its ``root``
+_THROUGH_LINK = re.compile(r"/proc/(\d+)(?:/task/\d+)?/(?:fd/\d+|cwd|root)/.")
+
+
+def through_gone(path: str) -> bool:
+    """``path`` goes through a magic link of a process gone since: what it named cannot be known
+    any more (the capture resolves the spellings it knows when the call is made; an other one,
+    ``/proc/PID/task/TID/fd/N/x``, ``/dev/./fd/N/x``, a relative ``fd/N/x`` from ``/dev``, or a
+    descriptor of another process of the run gone too, is left here).  A process that lives on
+    (not a zombie) and closed the descriptor is not taken so: an agent may close a descriptor
+    before its write through a reused number is judged (docs/threat-model.md)."""
+    m = _THROUGH_LINK.match(path) if path.startswith("/proc/") else None
+    if m is None or os.path.exists(m.group(0)[:-2]):
+        return False
+    try:  # the link is gone: so is its process, or it is a zombie (its /proc/PID stays, its links go)
+        with open(f"/proc/{m.group(1)}/stat", "rb") as f:
+            state = f.read(512).rpartition(b")")[2].split()[:1]
+    except OSError:
+        return True
+    return state in ([b"Z"], [b"X"])
 
 
 #: where a name may be a process's own (:func:`writers`): no other name is rewritten (not the rest of
@@ -106,6 +135,10 @@ class Protected(msgspec.Struct):
     _reals: dict[str, str] = msgspec.field(default_factory=dict)
     #: no verdict is remembered per name any more (:meth:`distrust`): names may change unseen
     _unseen: bool = False
+    #: the run mounted something (:meth:`mounted`): a name is judged in the writer's mounts too
+    _mounted: bool = False
+    #: device and inode of each directory of the protected trees, walked at the run's first mount
+    _tree_dirs: dict[FileId, str] = msgspec.field(default_factory=dict)
     #: each tree's name with a ``/`` after it, for the names in ``trees`` when there were ``_ntrees``
     _prefixes: tuple[str, ...] = ()
     _ntrees: int = 0
@@ -202,22 +235,54 @@ class Protected(msgspec.Struct):
             prot.add(cache_key, "the rule cache's key", secret=True)
         return prot
 
-    def which(self, path: str, *, follow: bool = True, pid: int | None = None, made: bool = False) -> str | None:
+    def which(self, path: str, *, follow: bool = True, pid: int | None = None, made: bool = False,
+              done: bool = True) -> str | None:
         """What protected thing ``path`` is or lies in, by name or by device and inode; ``pid``: the
         process that used the name (its ``/proc/self`` is judged, not spyglass's: :func:`writers`);
         ``made``: the call made ``path`` anew (a ``mkdir``, an ``O_CREAT|O_EXCL`` open that
         succeeded), so its inode is a new one that no protected file has and is not looked up
-        (by name, and by its directory, it is judged as any other)."""
+        (by name, and by its directory, it is judged as any other); ``done``: the call did something
+        (not refused with an error), so a name through a descriptor of a process gone since that the
+        capture did not resolve is :data:`UNJUDGED`."""
         if self.pending:
             self.settle()
         if pid is not None and path.startswith(_PER_PROCESS):  # (writers() leaves any other name as it is)
             path = writers(path, pid)
-        what = self._which(path, follow=follow, made=made)
+            if done and through_gone(path):
+                return UNJUDGED
+        what = self._which(path, follow=follow, made=made, pid=pid if done else None)
         if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
             return None  # Python's byte-code cache, written by any process of the run that imports spyglass
         return what
 
-    def _which(self, path: str, *, follow: bool = True, made: bool = False) -> str | None:
+    @property
+    def mounts_seen(self) -> bool:
+        """The run mounted something (:meth:`mounted`)."""
+        return self._mounted
+
+    def in_mounts(self, path: str, pids: Iterable[int]) -> str | None:
+        """Once the run mounted something (else None): what protected tree ``path``'s directory is, or
+        lies in, by device and inode as the first live process of ``pids`` (the writer, then its
+        ancestors) sees it: a bind mount of the store in a mount namespace of the run's own is no
+        mount of spyglass's."""
+        if not self._mounted:
+            return None
+        for pid in pids:
+            d = os.path.normpath(path)
+            if file_id(f"/proc/{pid}/root") is None:
+                continue  # gone: its parent's view, if it lives
+            while d.startswith("/") and not d.startswith("/proc/"):
+                fid = file_id(f"/proc/{pid}/root{d}")
+                what = (self.ids.get(fid) or self._tree_dirs.get(fid)) if fid is not None else None
+                if what is not None:
+                    return what
+                if d == "/":
+                    break
+                d = os.path.dirname(d)
+            return None
+        return None
+
+    def _which(self, path: str, *, follow: bool = True, made: bool = False, pid: int | None = None) -> str | None:
         """Memoised per name while no name changes (:meth:`forget_dirs`) and nothing is protected anew:
         a name's device and inode change only by a rename, delete, link, symlink or mount (each forgets
         all); a file or directory made where none was gets an inode no protected file has (theirs are
@@ -229,14 +294,14 @@ class Protected(msgspec.Struct):
         if key in memo:
             return memo[key]
         p = os.path.normpath(path)
-        verdict, lasting = self._judge(p, follow, made)
+        verdict, lasting = self._judge(p, follow, made, pid)
         if lasting and not self._unseen and not p.startswith("/proc/"):
             if len(memo) >= VERDICTS_MAX:
                 memo.clear()
             memo[key] = verdict
         return verdict
 
-    def _judge(self, p: str, follow: bool, made: bool = False) -> tuple[str | None, bool]:
+    def _judge(self, p: str, follow: bool, made: bool = False, pid: int | None = None) -> tuple[str | None, bool]:
         """The verdict on ``p``, and whether it lasts until a name changes: not when a symlink
         leads there (its directory's or its own), which may be or lead to a ``/proc`` link
         (``/proc/PID/cwd``, ``/dev/fd/N``) that a ``chdir``, a ``dup2`` or a ``close`` turns
@@ -251,6 +316,14 @@ class Protected(msgspec.Struct):
             return what, True
         d = os.path.dirname(p)
         lasting = not p.startswith("/proc/") and self._real(d) == d
+        if not lasting and pid is not None and not p.startswith("/proc/"):
+            # a symlink on the way, resolved as writer ``pid`` sees it: a link in the workspace to
+            # /dev/fd/N or /proc/self/cwd names its descriptor or directory, not spyglass's
+            seen = os.path.join(realpath_dir(pid, d), os.path.basename(p))
+            if seen.startswith("/proc/") and through_gone(seen):
+                return UNJUDGED, False
+            if seen != p:
+                return self._judge(seen, follow, made)[0], False
         if made:  # a new inode: none of the protected ones, whatever the name has become since
             return self._dir_verdict(d) or self._resolved(d), lasting
         try:
@@ -322,6 +395,25 @@ class Protected(msgspec.Struct):
         self._dirs.clear()
         self._verdicts.clear()
         self._reals.clear()
+
+    def mounted(self) -> None:
+        """The run mounted or unmounted a file system: forget, and judge names in the writer's mounts
+        too (:meth:`in_mounts`), by the device and inode of every directory of the protected trees
+        (walked once, at the run's first mount: a bind mount of the store's ``cache`` is known by it)."""
+        self.forget_dirs()
+        if self._mounted:
+            return
+        self._mounted = True
+        for root, what in list(self.trees.items()):
+            for top, dirs, _files in os.walk(root):
+                if self.allowed and self._allowed(top):  # (the sandbox's decoy home: the run may write there)
+                    dirs.clear()
+                    continue
+                fid = file_id(top)
+                if fid is not None:
+                    self._tree_dirs.setdefault(fid, what)
+                if len(self._tree_dirs) >= VERDICTS_MAX:
+                    return
 
     def distrust(self) -> None:
         """Names may change without an event saying so (io_uring's renames and links, recorded once

@@ -37,8 +37,14 @@ FdLink = Callable[[int, int], "str | None"]
 
 
 #: a path through one of the caller's descriptors, as the program recognises it (its ``fd_in_path``):
-#: ``/dev/fd/N``, ``/proc/self/fd/N``, ``/proc/thread-self/fd/N``, ``/proc/PID/fd/N``, then ``/`` or the end
-_THROUGH_FD = re.compile(r"(?:/dev/fd|/proc/(?:self|thread-self|[1-9]\d{0,6})/fd)/(?:0|[1-9]\d{0,6})(?=/|$)")
+#: ``/dev/fd/N``, ``/proc/self/fd/N``, ``/proc/thread-self/fd/N``, ``/proc/PID/fd/N``,
+#: ``/proc/(self|PID)/task/TID/fd/N``, each ``/`` possibly repeated or with ``.`` components, then ``/`` or
+#: the end (the program checks that PID and TID are the caller's; a name it walked is one of these)
+_S = r"(?:/|\./)*"
+_THROUGH_FD = re.compile(
+    rf"/{_S}(?:dev/{_S}|proc/{_S}(?:self|thread-self|[1-9]\d{{0,6}})/{_S}(?:task/{_S}[1-9]\d{{0,6}}/{_S})?)"
+    rf"fd/{_S}(?:0|[1-9]\d{{0,6}})(?=/|$)"
+)
 
 
 class ProcInfo(msgspec.Struct):
@@ -273,17 +279,16 @@ class RecordDecoder:
         seen_from_root = True  # named as the process sees it (a chroot's root in front of that below)
         if raw.startswith("/"):
             full = raw
-            if raw.startswith(("/proc/", "/dev/fd/")):
-                if self.overlays.roots:  # through a detached mount's descriptor?
-                    below = self.overlays.through_fd(rec.pid, normalize(raw))
-                    if below is not None:
-                        return below, raw
-                # /dev/fd/N/NAME: the program walked descriptor N's file when the call was made (the
-                # caller may be gone, or N turned elsewhere, by the time the event is judged)
-                walked = R.walk(rec.blobs[2 + which])
-                m = _THROUGH_FD.match(raw) if walked else None
-                if walked and m is not None:
-                    full = walked + raw[m.end():]
+            if self.overlays.roots and raw.startswith(("/proc/", "/dev/fd/")):  # through a detached mount's fd?
+                below = self.overlays.through_fd(rec.pid, normalize(raw))
+                if below is not None:
+                    return below, raw
+            # /dev/fd/N/NAME: the program walked descriptor N's file when the call was made (the
+            # caller may be gone, or N turned elsewhere, by the time the event is judged)
+            walked = R.walk(rec.blobs[2 + which])
+            m = _THROUGH_FD.match(raw) if walked else None
+            if walked and m is not None:
+                full = walked + raw[m.end():]
         else:
             base = R.walk(rec.blobs[2 + which])
             if not base and self.overlays.roots:  # no name: perhaps a detached mount's descriptor

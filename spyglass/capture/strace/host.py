@@ -30,11 +30,12 @@ _MAX_LINKS = 40
 _MAX_HOSTS_BYTES = 1 << 20
 
 
-def realpath_in_root(root: str, path: str) -> str | None:
+def realpath_in_root(root: str, path: str, pid: int | None = None) -> str | None:
     """``path`` with every symlink resolved as the process whose root is ``root`` sees it.
 
     Components that do not exist are kept as written (``..`` after them folds
-    lexically).  None when the links loop.
+    lexically).  None when the links loop.  ``/proc/self`` and ``/proc/thread-self``
+    are process ``pid``'s (read here they would be the reader's: ``/dev/../proc/self/fd/N``).
     """
     todo = [p for p in path.split("/") if p]
     todo.reverse()
@@ -51,6 +52,9 @@ def realpath_in_root(root: str, path: str) -> str | None:
             continue
         if missing:
             done.append(name)
+            continue
+        if pid is not None and done == ["proc"] and name in ("self", "thread-self"):
+            done.append(str(pid))  # (a thread's own table: its process's, as the guard judges it)
             continue
         host = root + "/" + "/".join([*done, name])
         try:
@@ -84,7 +88,7 @@ def realpath_dir(pid: int, abs_dir: str) -> str:
         os.stat(root)
     except OSError:
         root = "/"
-    resolved = realpath_in_root(root, abs_dir)
+    resolved = realpath_in_root(root, abs_dir, pid)
     return resolved if resolved is not None else abs_dir
 
 

@@ -16,7 +16,8 @@ from collections.abc import Callable
 #: ``realpath_dir(pid, abs_dir) -> abs_dir_with_symlinks_resolved``
 RealpathDir = Callable[[int, str], str]
 
-_PROC_ALIAS = re.compile(r"/proc/(self|thread-self|\d+)(?:/(cwd|root|exe|fd/(\d+)))?(?=/|$)")
+#: ``/proc/WHO[/task/TID]/(cwd|root|exe|fd/N)``: a thread's entries are its process's (one table of descriptors)
+_PROC_ALIAS = re.compile(r"/proc/(self|thread-self|\d+)(?:/task/\d+)?(?:/(cwd|root|exe|fd/(\d+)))?(?=/|$)")
 
 
 def normalize(path: str) -> str:
@@ -27,6 +28,15 @@ def normalize(path: str) -> str:
     if out.startswith("//"):
         out = "/" + out.lstrip("/")
     return out
+
+
+def tidy(path: str) -> str:
+    """Repeated slashes and ``.`` components of an absolute path folded, ``..`` kept: ``//proc/./self``
+    -> ``/proc/self`` (``..`` after a descriptor's magic link is its file's parent: no text folds it)."""
+    if "//" not in path and "/." not in path:
+        return path
+    parts = [p for p in path.split("/") if p and p != "."]
+    return "/" + "/".join(parts) + ("/" if path.endswith("/") and parts else "")
 
 
 def join(base: str, raw: str) -> str:
@@ -123,13 +133,20 @@ def resolve(
                     pass
                 view = normalize(join(head, name) if name else head)
             return root if view == "/" else root + view
-    full = join(base, raw)
-    if full.startswith("/dev/fd/"):
-        # /dev/fd is /proc/self/fd: the traced process's descriptors (resolved as a symlink here,
-        # /proc/self would be the tracer's own)
-        full = "/proc/self/fd/" + full[len("/dev/fd/") :]
-    if full.startswith("/proc/"):
-        full = map_proc_alias(normalize(full), pid, tid, procs)
+    full = tidy(join(base, raw))  # (``//proc/self``, ``/dev/./fd``: the same names to the kernel)
+    for _ in range(8):  # ``/proc/self/root/proc/self/fd/N``: the alias after the root is one too
+        if full.startswith("/dev/fd/"):
+            # /dev/fd is /proc/self/fd: the traced process's descriptors (resolved as a symlink here,
+            # /proc/self would be the tracer's own)
+            full = "/proc/self/fd/" + full[len("/dev/fd/") :]
+        if not full.startswith("/proc/"):
+            break
+        # ``..`` folds after the alias is mapped: ``/proc/self/fd/N/../x`` is beside N's directory
+        mapped = map_proc_alias(full, pid, tid, procs)
+        if mapped == full or not mapped.startswith(("/proc/", "/dev/fd/")):
+            full = normalize(mapped) if mapped.startswith("/proc/") else mapped
+            break
+        full = mapped
     # /proc holds magic links that only mean something to the process itself: never resolve them
     if realpath_dir is not None and not full.startswith("/proc/"):
         head, name = split_dir(full)

@@ -26,7 +26,8 @@ t = threading.Thread(target=lambda: os.mkdir(f"/proc/thread-self/fd/{d}/e")); t.
 os.rename(f"/dev/fd/{d}/a", f"/dev/fd/57/a2")
 os.chmod(f"/dev/fd/{d}/b", 0o600)
 os.unlink(f"/proc/self/fd/{d}/c")
-for bad in (f"/dev/fd/0{d}/x", f"/dev//fd/{d}/y", f"/proc/1/fd/{d}/z"):
+os.mkdir(f"//proc/./self/task/{threading.get_native_id()}//fd/./{d}/f")  # each / doubled or with ".": the same
+for bad in (f"/dev/fd/0{d}/x", f"/proc/self/task/1/fd/{d}/y", f"/proc/1/fd/{d}/z"):
     try:
         os.mkdir(bad)
     except OSError:
@@ -43,11 +44,11 @@ def test_each_spelling_is_walked_when_the_call_is_made(tmp_path: Path) -> None:
     got = {(e.type, e.path, e.target) for e in cap.events if e.raw_path and "fd/" in e.raw_path}
     assert (d / "a2").is_dir() and (d / "e").is_dir() and (d / "b").exists()
     for want in [("file.mkdir", f"{d}/a", None), ("file.create", f"{d}/b", None), ("file.create", f"{d}/c", None),
-                 ("file.mkdir", f"{d}/e", None), ("file.rename", f"{d}/a", f"{d}/a2"),
+                 ("file.mkdir", f"{d}/e", None), ("file.mkdir", f"{d}/f", None), ("file.rename", f"{d}/a", f"{d}/a2"),
                  ("file.chmod", f"{d}/b", None), ("file.delete", f"{d}/c", None)]:
         assert want in got, (want, sorted(got, key=str))
-    # not walked (a leading zero, another process's table, a spelling the program does not read): the
-    # name as typed (normalised), left for the guard to read from the writer's /proc
+    # not walked (a leading zero, another process's or thread's table): the name as typed (normalised),
+    # left for the guard to read from the writer's /proc (or to take pessimistically once it is gone)
     left = sorted(str(e.path) for e in cap.events if e.type == "file.mkdir" and str(e.path)[-2:] in ("/x", "/y", "/z"))
     assert len(left) == 3 and all("/fd/" in p and not p.startswith(str(d)) for p in left), left
 

@@ -337,30 +337,69 @@ static __always_inline int num_at(struct scratch *s, __u32 at, __u32 *next)
 	return -1;
 }
 
+// `at` past the separators there: slashes and "." components ("//", "/./": one '/' to the kernel).
+// (Bounded: more than 16 of them in a row and the name is not recognised, which the guard takes
+// pessimistically when its writer is gone: spyglass.witness.protected.through_gone.)
+static __always_inline __u32 sep(struct scratch *s, __u32 at)
+{
+#pragma unroll
+	for (int j = 0; j < 16; j++) {
+		char c = ch(s, at);
+		if (c == '/')
+			at += 1;
+		else if (c == '.' && ch(s, at + 1) == '/')
+			at += 2;
+		else
+			break;
+	}
+	return at;
+}
+
+// The component `lit` at `at`, then a '/': the position after that '/', else 0.
+static __always_inline __u32 comp(struct scratch *s, __u32 at, const char *lit, const int len)
+{
+	return starts(s, at, lit, len) && ch(s, at + len) == '/' ? at + len + 1 : 0;
+}
+
 // The path at `at` names a descriptor of the caller: "/dev/fd/N", "/proc/self/fd/N",
-// "/proc/thread-self/fd/N" or "/proc/<its pid or tid>/fd/N", then '/' or its end: N, else -1.
-// (Resolved when the call is made: the caller may be gone, or N elsewhere, when it is judged.)
+// "/proc/thread-self/fd/N" or "/proc/<its pid or tid>/fd/N", the last two also with
+// "/task/<its pid or tid>" before "/fd", each '/' possibly repeated or with "." components,
+// then '/' or its end: N, else -1.  (Resolved when the call is made: the caller may be gone,
+// or N elsewhere, when it is judged.)  The decoder's _THROUGH_FD is the same pattern.
 __noinline int fd_in_path(__u32 at, __u32 pid, __u32 tid)
 {
 	struct scratch *s = get_scratch();
 	if (!s)
 		return -1;
-	__u32 i = 0, end = 0;
-	if (starts(s, at, "/dev/fd/", 8)) {
-		i = at + 8;
-	} else if (!starts(s, at, "/proc/", 6)) {
-		return -1;
-	} else if (starts(s, at + 6, "self/fd/", 8)) {
-		i = at + 14;
-	} else if (starts(s, at + 6, "thread-self/fd/", 15)) {
-		i = at + 21;
+	__u32 i = sep(s, at), j, end = 0;
+	if ((j = comp(s, i, "dev", 3))) {
+		i = comp(s, sep(s, j), "fd", 2);
+	} else if ((j = comp(s, i, "proc", 4))) {
+		i = sep(s, j);
+		if ((j = comp(s, i, "self", 4))) {
+			i = j;
+		} else if ((j = comp(s, i, "thread-self", 11))) {
+			i = j;
+		} else {
+			int who = num_at(s, i, &end);
+			if (who < 0 || ((__u32)who != pid && (__u32)who != tid) || ch(s, end) != '/')
+				return -1;
+			i = end + 1;
+		}
+		i = sep(s, i);
+		if ((j = comp(s, i, "task", 4))) {
+			int who = num_at(s, sep(s, j), &end);
+			if (who < 0 || ((__u32)who != pid && (__u32)who != tid) || ch(s, end) != '/')
+				return -1;
+			i = sep(s, end + 1);
+		}
+		i = comp(s, i, "fd", 2);
 	} else {
-		int who = num_at(s, at + 6, &end);
-		if (who < 0 || ((__u32)who != pid && (__u32)who != tid) || !starts(s, end, "/fd/", 4))
-			return -1;
-		i = end + 4;
+		return -1;
 	}
-	int fd = num_at(s, i, &end);
+	if (!i)
+		return -1;
+	int fd = num_at(s, sep(s, i), &end);
 	char c = ch(s, end);
 	return fd >= 0 && (c == '/' || c == 0) ? fd : -1;
 }
