@@ -182,7 +182,7 @@ def _watchdog_argv(pkg_root: Path, sock: int) -> list[str]:
     as marshal and ``-I -S``, or as JSON and ``-P`` before the script was made lean)."""
     script = pkg_root / "spyglass" / "capture" / "ebpf" / "watchdog.py"
     cfg = {"sock": sock, "monitor": os.getpid(), "root": 0, "package_root": str(pkg_root)}
-    if "marshal.dumps(cfg)" in script.read_text():
+    if "marshal.loads(" in script.read_text():
         import marshal
 
         return [sys.executable, "-I", "-S", str(script), marshal.dumps(cfg).hex()]
