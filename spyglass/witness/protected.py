@@ -21,6 +21,7 @@ from pathlib import Path
 
 import msgspec
 
+from spyglass.capture.procfs import realpath_as
 from spyglass.witness.bytecode import FileId, Start, leaves_cache, walk
 from spyglass.witness.realdirs import real_dir
 
@@ -212,12 +213,12 @@ class Protected(msgspec.Struct):
             self.settle()
         if pid is not None and path.startswith(_PER_PROCESS):  # (writers() leaves any other name as it is)
             path = writers(path, pid)
-        what = self._which(path, follow=follow, made=made)
+        what = self._which(path, follow=follow, made=made, pid=pid)
         if what == OWN_SOURCE and "/__pycache__/" in path and not (follow and leaves_cache(path)):
             return None  # Python's byte-code cache, written by any process of the run that imports spyglass
         return what
 
-    def _which(self, path: str, *, follow: bool = True, made: bool = False) -> str | None:
+    def _which(self, path: str, *, follow: bool = True, made: bool = False, pid: int | None = None) -> str | None:
         """Memoised per name while no name changes (:meth:`forget_dirs`) and nothing is protected anew:
         a name's device and inode change only by a rename, delete, link, symlink or mount (each forgets
         all); a file or directory made where none was gets an inode no protected file has (theirs are
@@ -229,6 +230,8 @@ class Protected(msgspec.Struct):
         if key in memo:
             return memo[key]
         p = os.path.normpath(path)
+        if pid is not None and p[:1] == "/":
+            p = self._as_writer(p, pid)
         verdict, lasting = self._judge(p, follow, made)
         if lasting and not self._unseen and not p.startswith("/proc/"):
             if len(memo) >= VERDICTS_MAX:
@@ -265,6 +268,19 @@ class Protected(msgspec.Struct):
             return self.ids[fid], lasting
         # an ancestor directory that is a protected tree under another name (renamed aside)
         return self._dir_verdict(d) or self._resolved(d), lasting
+
+    def _as_writer(self, p: str, pid: int) -> str:
+        """``p`` as process ``pid`` reaches it when a symlink on the way leads through ``/proc/self``
+        or ``/proc/thread-self`` (``ln -s /proc/self/fd/7 x; mkdir x/new``): resolved in spyglass's
+        process, that would be spyglass's own descriptor 7.  Such a name is never remembered
+        (a symlink is on the way), and a writer gone since leaves ``/proc/PID/...``: no verdict."""
+        d, name = os.path.split(p)
+        if self._real(d) == d:  # no symlink on the way (memoised): the usual case
+            return p
+        real, crossed = realpath_as("", d, pid)
+        if not crossed or real is None:
+            return p
+        return os.path.join(real, name) if name else real
 
     def _resolved(self, d: str) -> str | None:
         """What protected tree ``d`` lies in once its symlinks are resolved: a symlink to a directory

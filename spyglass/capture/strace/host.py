@@ -18,62 +18,15 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-import stat
 import threading
 import time
 
+from spyglass.capture.procfs import realpath_in_root as realpath_in_root
 from spyglass.capture.procfs import running as running
 from spyglass.capture.procfs import state as state
 from spyglass.capture.strace.dns import parse_hosts
 
-_MAX_LINKS = 40
 _MAX_HOSTS_BYTES = 1 << 20
-
-
-def realpath_in_root(root: str, path: str) -> str | None:
-    """``path`` with every symlink resolved as the process whose root is ``root`` sees it.
-
-    Components that do not exist are kept as written (``..`` after them folds
-    lexically).  None when the links loop.
-    """
-    todo = [p for p in path.split("/") if p]
-    todo.reverse()
-    done: list[str] = []
-    links = 0
-    missing = False
-    while todo:
-        name = todo.pop()
-        if name == ".":
-            continue
-        if name == "..":
-            if done:
-                done.pop()
-            continue
-        if missing:
-            done.append(name)
-            continue
-        host = root + "/" + "/".join([*done, name])
-        try:
-            st = os.lstat(host)
-        except OSError:
-            missing = True
-            done.append(name)
-            continue
-        if not stat.S_ISLNK(st.st_mode):
-            done.append(name)
-            continue
-        links += 1
-        if links > _MAX_LINKS:
-            return None
-        try:
-            target = os.readlink(host)
-        except OSError:
-            done.append(name)
-            continue
-        if target.startswith("/"):
-            done = []
-        todo.extend(reversed([p for p in target.split("/") if p]))
-    return "/" + "/".join(done)
 
 
 def realpath_dir(pid: int, abs_dir: str) -> str:
@@ -84,7 +37,7 @@ def realpath_dir(pid: int, abs_dir: str) -> str:
         os.stat(root)
     except OSError:
         root = "/"
-    resolved = realpath_in_root(root, abs_dir)
+    resolved = realpath_in_root(root, abs_dir, pid)
     return resolved if resolved is not None else abs_dir
 
 
