@@ -140,3 +140,68 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
+
+
+#: the agent kills its parent (spyglass, not strace) with SIGKILL, then keeps working (bounded)
+KILL_PARENT = (
+    "import os, time; open('agent.pid', 'w').write(str(os.getpid())); os.kill(os.getppid(), 9)\n"
+    "for _ in range(600): time.sleep(0.1); os.close(os.open('/dev/null', os.O_RDONLY))"
+)
+#: the agent kills spyglass's watchdog (its parent's child that is neither itself nor strace), then exits
+KILL_WATCHDOG = r"""
+import os, signal, time
+me, spy = os.getpid(), os.getppid()
+for entry in os.listdir("/proc"):
+    if not entry.isdigit() or int(entry) == me:
+        continue
+    try:
+        stat = open(f"/proc/{entry}/stat", "rb").read()
+        cmd = open(f"/proc/{entry}/cmdline", "rb").read()
+    except OSError:
+        continue
+    helper = any(a.endswith(b"/watchdog.py") for a in cmd.split(b"\0"))
+    if int(stat[stat.rfind(b")") + 2 :].split()[1]) == spy and helper:
+        os.kill(int(entry), signal.SIGKILL)
+time.sleep(1.5)
+"""
+
+
+def test_the_agent_killing_spyglass_is_named_in_the_note_and_dies(tmp_path: Path, capture_backend: str) -> None:
+    store = tmp_path / "store"
+    res = subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
+         PY, "-c", KILL_PARENT],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
+        start_new_session=True,
+    )  # fmt: skip
+    assert res.returncode == -9
+    pid = int((tmp_path / "agent.pid").read_text())
+    try:
+        assert _until(lambda: not _alive(pid)), "the agent was left running after it killed spyglass"
+        assert _until(lambda: _final_note(store)), "no note from the watchdog"
+        s = Store(store)
+        s.repair()
+        meta = RunReader(s, s.resolve("latest")).meta
+        assert meta.status == "monitor-lost"
+        lost = meta.extra["monitor_lost"]
+        assert [(x["detail"], x["process.pid"]) for x in lost["signals"]] == [("SIGKILL", pid)], lost
+        assert pid in lost["killed"] and f"from pid {pid}" in lost["detail"], lost
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def test_killing_the_watchdog_is_critical_and_noted(tmp_path: Path, capture_backend: str) -> None:
+    store = tmp_path / "store"
+    subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
+         PY, "-c", KILL_WATCHDOG],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
+        start_new_session=True,
+    )  # fmt: skip
+    s = Store(store)
+    reader = RunReader(s, s.resolve("latest"))
+    assert "evasion-kill-monitor" in {a.rule_id for a in reader.alerts()}
+    assert any(n.startswith("monitor-helper-lost:") for n in reader.meta.capture["notes"]), reader.meta.capture
