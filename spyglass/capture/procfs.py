@@ -80,6 +80,13 @@ def descendants(root: int, limit: int = 65536) -> list[int]:
     return out
 
 
+def start_time(pid: int) -> int:
+    """When ``pid`` started (clock ticks after boot; 0 when it is gone): with its pid, a process's
+    identity (a pid is reused, a start time with it is not)."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if len(fields) > 19 else 0
+
+
 def _stat_fields(pid: int | str) -> list[bytes]:
     """The fields of ``/proc/PID/stat`` after the name: state, ppid, pgrp, session ... (empty when
     the process is gone)."""

@@ -143,12 +143,12 @@ def _signals(lines: list[str], monitor: int) -> list[dict[str, Any]]:
     """The signals strace saw sent to spyglass: ``PID TIME kill(MONITOR, SIGKILL) = 0``."""
     out = []
     for line in lines:
-        parts = line.split(" ", 2)
+        parts = line.split(None, 2)  # strace pads the pid to five columns
         if len(parts) < 3 or not parts[0].isdigit() or not parts[2].encode().startswith(_SIGNALS):
             continue
         call, _, rest = parts[2].partition("(")
         args = [a.strip() for a in rest.split(")", 1)[0].split(",")]
-        target = args[1] if call == "tgkill" and len(args) > 2 else args[0]
+        target = args[0]  # (tgkill's first argument is the process; a tkill of one of its threads is missed)
         if target.split("<", 1)[0] == str(monitor) or target == f"-{monitor}":  # -yy may name a pidfd
             sig = next((a for a in args if a.startswith("SIG")), "?")
             out.append({"detail": sig, "process.pid": int(parts[0]), "syscall": call})
@@ -177,13 +177,24 @@ def lost(cfg: dict[str, Any]) -> None:
           "monitor_pid": monitor, "final": False})  # fmt: skip
     fifo = _Fifo(int(cfg["fifo"]))
     fifo.drain()
-    tracer = int(cfg.get("tracer") or 0) or tracer_of(root)
     running: Callable[[int], bool] = PROCFS["running"]
     below: Callable[[int], list[int]] = PROCFS["descendants"]
     kill_all: Callable[..., None] = PROCFS["kill_all"]
+    started: Callable[[int], int] = PROCFS["start_time"]
+    if root and started(root) != int(cfg.get("root_start") or 0):
+        root = 0  # gone, its pid perhaps another process's now: not ours to kill
+    tracer = int(cfg.get("tracer") or 0) or tracer_of(root)
+
+    def strace_alive() -> bool:
+        try:
+            with open(f"/proc/{tracer}/comm", "rb") as f:
+                return f.read().startswith(b"strace") and running(tracer)
+        except OSError:
+            return False
 
     def members() -> list[int]:
-        tops = [root, *(traced_by(tracer) if tracer and running(tracer) else ())]
+        # the tree: what strace traces (every process of it from its birth), the command, and their children
+        tops = [root, *(traced_by(tracer) if tracer and strace_alive() else ())]
         found = dict.fromkeys(p for p in tops if p)
         for top in list(found):
             found.update(dict.fromkeys(below(top)))
@@ -202,7 +213,7 @@ def lost(cfg: dict[str, Any]) -> None:
         killed.extend(p for p in alive if p not in killed)
         time.sleep(0.02)
     end = time.monotonic() + _AFTER
-    while not keep and tracer and running(tracer) and time.monotonic() < end:  # its last lines
+    while not keep and tracer and strace_alive() and time.monotonic() < end:  # its last lines
         fifo.drain()
         time.sleep(0.02)
     fifo.drain()
@@ -229,6 +240,7 @@ def start(fifo: str, root: int, spec: LaunchSpec, notes: list[str]) -> tuple[Wat
     the descriptor of its own read end of the FIFO (a description of its own: its non-blocking
     flag is not the reader's), which the caller closes after ``Watchdog.close``;
     ``options={"watchdog": False}``: none."""
+    from spyglass.capture import procfs
     from spyglass.capture.watchdog import Watchdog
 
     opts = spec.options
@@ -237,7 +249,7 @@ def start(fifo: str, root: int, spec: LaunchSpec, notes: list[str]) -> tuple[Wat
     fd = None
     try:
         fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-        cfg = {"fifo": fd, "root": root, "note": opts.get("monitor_note"),
+        cfg = {"fifo": fd, "root": root, "root_start": procfs.start_time(root), "note": opts.get("monitor_note"),
                "keep": opts.get("on_monitor_lost") == "keep"}  # fmt: skip
         return Watchdog(cfg, [fd], spec.on_monitor, script=__file__), fd
     except OSError as exc:  # no descriptor or no socket pair
