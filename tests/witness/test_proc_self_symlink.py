@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import pytest
+
 PY = sys.executable
 
 #: ``python -c WRITER STORE DIR FD LINK...``: DIR opened as directory descriptor FD, a symlink LINK to
@@ -52,3 +54,28 @@ def test_benign_twin_the_same_trick_into_the_workspace_stays_silent(setup: Any) 
     assert setup.tamper() == []
     for fd in range(3, 13):
         assert (setup.ws / "sub" / f"made-{fd}-self").is_dir()
+
+
+#: ``sh``: descriptor 7 on DIR (``$1``), a symlink to /proc/self/fd/7, and a directory and a file made and
+#: a file removed through it, each by a process of its own that exits at once
+GONE = 'exec 7<"$1"; ln -s /proc/self/fd/7 x; mkdir x/gone-dir; touch x/gone-file; touch x/gone-2; rm x/gone-2'
+
+
+@pytest.mark.backends("strace")
+def test_under_strace_writers_gone_at_once_are_still_tamper(setup: Any) -> None:
+    """Each writer is gone before its line is parsed: the link is read from the descriptors the trace
+    showed (the shell's open of descriptor 7, inherited at each fork).  Under eBPF this is missed
+    (docs/threat-model.md)."""
+    setup.play(f"sh -c '{GONE}' sh \"$STORE/cache\"")
+    msgs = setup.tamper()
+    for what in ("(mkdir): ", "writing: ", "deleted: "):
+        assert any(what in m and "/cache/gone-" in m for m in msgs), (what, msgs)
+
+
+@pytest.mark.backends("strace")
+def test_benign_twin_writers_gone_at_once_into_the_workspace_stay_silent(setup: Any) -> None:
+    (setup.ws / "sub").mkdir()
+    setup.play(f"sh -c '{GONE}' sh \"$PWD/sub\"")
+    assert setup.tamper() == []
+    assert not [a for a in setup.alerts() if a["rule_id"] == "scope-write-outside-workspace"], setup.alerts()
+    assert (setup.ws / "sub" / "gone-dir").is_dir()
