@@ -133,8 +133,8 @@ def main() -> None:
                          "site start and .pth files); the baseline's checkout is this one unless --baseline names one")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
     ap.add_argument("--watchdog", type=int, default=0, metavar="N",
-                    help="also start the eBPF watchdog's script N times (and the baseline's), as a run does, "
-                         "and print its CPU time (it runs beside every eBPF run)")
+                    help="also start the eBPF watchdog's script N times (and the baseline's, and the strace "
+                         "backend's), as a run does, and print its CPU time (one runs beside every run)")
     ap.add_argument("--store-runs", type=int, default=0, metavar="N",
                     help="fill the store with N finished runs before the measured rounds (a harness's store)")
     ap.add_argument("--importtime", type=int, default=0, metavar="N",
@@ -203,26 +203,27 @@ def main() -> None:
         print(json.dumps({"wall": walls, "phases": phases}))
 
 
-def _watchdog_argv(pkg_root: Path, sock: int) -> list[str]:
+def _watchdog_argv(pkg_root: Path, sock: int, backend: str = "ebpf") -> list[str]:
     """The watchdog's command line as that checkout's ``Watchdog`` builds it (its configuration
-    as marshal and ``-I -S``, or as JSON and ``-P`` before the script was made lean)."""
-    script = pkg_root / "spyglass" / "capture" / "ebpf" / "watchdog.py"
+    as marshal and ``-I -S``, or as JSON and ``-P`` before the script was made lean); ``backend``:
+    whose script (the strace backend's has one since capture/strace/watchdog.py)."""
+    script = pkg_root / "spyglass" / "capture" / backend / "watchdog.py"
     cfg = {"sock": sock, "monitor": os.getpid(), "root": 0, "package_root": str(pkg_root)}
-    if "marshal.dumps(cfg)" in script.read_text():
+    if "marshal.loads(" in script.read_text():
         import marshal
 
         return [sys.executable, "-I", "-S", str(script), marshal.dumps(cfg).hex()]
     return [sys.executable, "-P", str(script), json.dumps(cfg)]
 
 
-def _watchdog_cpu(pkg_root: Path) -> tuple[float, float]:
+def _watchdog_cpu(pkg_root: Path, backend: str = "ebpf") -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one watchdog from its spawn to its exit on ``done``."""
     import socket
 
     mine, theirs = socket.socketpair()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(_watchdog_argv(pkg_root, theirs.fileno()), pass_fds=[theirs.fileno()],
+    proc = subprocess.Popen(_watchdog_argv(pkg_root, theirs.fileno(), backend), pass_fds=[theirs.fileno()],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)  # fmt: skip
     theirs.close()
@@ -238,15 +239,18 @@ def _watchdog_cpu(pkg_root: Path) -> tuple[float, float]:
 
 def _watchdog_report(n: int, baseline: Path | None) -> None:
     roots = {"watchdog": REPO, **({"baseline watchdog": baseline.resolve()} if baseline is not None else {})}
+    scripts = {k: "ebpf" for k in roots}
+    if (REPO / "spyglass" / "capture" / "strace" / "watchdog.py").exists():  # the strace backend's, beside
+        roots["strace watchdog"], scripts["strace watchdog"] = REPO, "strace"
     cpu: dict[str, list[float]] = {k: [] for k in roots}
     wall: dict[str, list[float]] = {k: [] for k in roots}
     for i in range(n):
         for name in list(roots)[i % len(roots):] + list(roots)[: i % len(roots)]:
-            c, w = _watchdog_cpu(roots[name])
+            c, w = _watchdog_cpu(roots[name], scripts[name])
             cpu[name].append(c)
             wall[name].append(w)
     load = os.getloadavg()
-    print(f"\nthe eBPF watchdog's start (spawn to exit on `done`), {n} each, load average {load[0]:.2f}, medians:")
+    print(f"\nthe watchdogs' start (spawn to exit on `done`), {n} each, load average {load[0]:.2f}, medians:")
     for name in roots:
         print(f"  {name:<28} cpu {statistics.median(cpu[name]) * 1000:6.1f} ms   "
               f"wall {statistics.median(wall[name]) * 1000:6.1f} ms")

@@ -7,6 +7,7 @@ script that starts without importing spyglass, loads this file by its path.
 from __future__ import annotations
 
 import os
+import stat as _stat
 
 
 def state(pid: int | str) -> bytes:
@@ -77,6 +78,13 @@ def descendants(root: int, limit: int = 65536) -> list[int]:
                     out.append(kid)
                     todo.append(kid)
     return out
+
+
+def start_time(pid: int) -> int:
+    """When ``pid`` started (clock ticks after boot; 0 when it is gone): with its pid, a process's
+    identity (a pid is reused, a start time with it is not)."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if len(fields) > 19 else 0
 
 
 def _stat_fields(pid: int | str) -> list[bytes]:
@@ -169,3 +177,68 @@ def kill_all(pids: list[int], stop: bool = True) -> None:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+_MAX_LINKS = 40
+#: the names in /proc that mean the process that uses them
+_SELF = ("self", "thread-self")
+
+
+def realpath_in_root(root: str, path: str, pid: int | None = None) -> str | None:
+    """``path`` with every symlink resolved as the process whose root is ``root`` sees it.
+
+    Components that do not exist are kept as written (``..`` after them folds
+    lexically).  None when the links loop.  With ``pid``, ``/proc/self`` and
+    ``/proc/thread-self`` met on the way (typed, or in a link's target: ``ln -s
+    /proc/self/fd/7 x``) are process ``pid``'s ``/proc/PID``, never the caller's,
+    read from the host's ``/proc`` (a process in a PID namespace of its own has
+    another number in its own); what its links there name (``fd/N``, ``cwd``) is
+    the host's name, so the rest is resolved from the host's root.  Once ``pid``
+    is gone, ``/proc/PID/...`` is kept as written.
+    """
+    return realpath_as(root, path, pid)[0]
+
+
+def realpath_as(root: str, path: str, pid: int | None = None) -> tuple[str | None, bool]:
+    """:func:`realpath_in_root`, and whether a ``/proc/self`` (or ``thread-self``) was met on the way."""
+    todo = [p for p in path.split("/") if p]
+    todo.reverse()
+    done: list[str] = []
+    links = 0
+    missing = crossed = False
+    while todo:
+        name = todo.pop()
+        if name == ".":
+            continue
+        if name == "..":
+            if done:
+                done.pop()
+            continue
+        if missing:
+            done.append(name)
+            continue
+        if pid is not None and name in _SELF and done == ["proc"]:
+            root, done, crossed = "", ["proc", str(pid)], True  # the writer's, on the host
+            continue
+        host = root + "/" + "/".join([*done, name])
+        try:
+            st = os.lstat(host)
+        except OSError:
+            missing = True
+            done.append(name)
+            continue
+        if not _stat.S_ISLNK(st.st_mode):
+            done.append(name)
+            continue
+        links += 1
+        if links > _MAX_LINKS:
+            return None, crossed
+        try:
+            target = os.readlink(host)
+        except OSError:
+            done.append(name)
+            continue
+        if target.startswith("/"):
+            done = []
+        todo.extend(reversed([p for p in target.split("/") if p]))
+    return "/" + "/".join(done), crossed

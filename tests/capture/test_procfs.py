@@ -230,3 +230,30 @@ def test_kill_all_kills_a_whole_process_group_at_once(tmp_path: Path, monkeypatc
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert not marker.exists()
+
+
+def test_proc_self_in_a_link_is_the_named_process_not_the_reader(tmp_path: Path) -> None:
+    """``x -> /proc/self/fd/N``: resolved for process ``pid`` it names that process's descriptor N;
+    for the reader it would name the reader's own (here none: a path left as written)."""
+    target = tmp_path / "target"
+    target.mkdir()
+    fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+    os.dup2(fd, 987)
+    os.close(fd)
+    try:
+        holder = subprocess.Popen(["sleep", "60"], pass_fds=[987])
+    finally:
+        os.close(987)
+    try:
+        for alias in ("self", "thread-self"):
+            link = tmp_path / f"via-{alias}"
+            link.symlink_to(f"/proc/{alias}/fd/987")
+            assert procfs.realpath_as("", f"{link}/new", holder.pid) == (f"{target}/new", True)
+            mine = procfs.realpath_in_root("", f"{link}/new")
+            assert mine is not None and not mine.startswith(str(target)), mine
+        assert procfs.realpath_as("", f"{target}/new", holder.pid) == (f"{target}/new", False)
+    finally:
+        holder.kill()
+        holder.wait()
+    gone = procfs.realpath_in_root("", f"{tmp_path}/via-self/new", holder.pid)
+    assert gone == f"/proc/{holder.pid}/fd/987/new"  # the writer gone: nothing to read, kept as written

@@ -18,66 +18,15 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-import stat
 import threading
 import time
 
+from spyglass.capture.procfs import realpath_in_root as realpath_in_root
 from spyglass.capture.procfs import running as running
 from spyglass.capture.procfs import state as state
 from spyglass.capture.strace.dns import parse_hosts
 
-_MAX_LINKS = 40
 _MAX_HOSTS_BYTES = 1 << 20
-
-
-def realpath_in_root(root: str, path: str, pid: int | None = None) -> str | None:
-    """``path`` with every symlink resolved as the process whose root is ``root`` sees it.
-
-    Components that do not exist are kept as written (``..`` after them folds
-    lexically).  None when the links loop.  ``/proc/self`` and ``/proc/thread-self``
-    are process ``pid``'s (read here they would be the reader's: ``/dev/../proc/self/fd/N``).
-    """
-    todo = [p for p in path.split("/") if p]
-    todo.reverse()
-    done: list[str] = []
-    links = 0
-    missing = False
-    while todo:
-        name = todo.pop()
-        if name == ".":
-            continue
-        if name == "..":
-            if done:
-                done.pop()
-            continue
-        if missing:
-            done.append(name)
-            continue
-        if pid is not None and done == ["proc"] and name in ("self", "thread-self"):
-            done.append(str(pid))  # (a thread's own table: its process's, as the guard judges it)
-            continue
-        host = root + "/" + "/".join([*done, name])
-        try:
-            st = os.lstat(host)
-        except OSError:
-            missing = True
-            done.append(name)
-            continue
-        if not stat.S_ISLNK(st.st_mode):
-            done.append(name)
-            continue
-        links += 1
-        if links > _MAX_LINKS:
-            return None
-        try:
-            target = os.readlink(host)
-        except OSError:
-            done.append(name)
-            continue
-        if target.startswith("/"):
-            done = []
-        todo.extend(reversed([p for p in target.split("/") if p]))
-    return "/" + "/".join(done)
 
 
 def realpath_dir(pid: int, abs_dir: str) -> str:

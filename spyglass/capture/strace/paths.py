@@ -154,5 +154,7 @@ def resolve(
             head = realpath_dir(pid, head)
         except Exception:  # a host callback must never break parsing
             pass
+        if head.startswith("/proc/"):  # a symlink to the writer's /proc/self/fd/N, the writer gone since:
+            head = map_proc_alias(normalize(head), pid, tid, procs)  # its descriptor as the trace showed it
         full = join(head, name) if name else head
     return normalize(full)

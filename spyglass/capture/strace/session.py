@@ -16,6 +16,9 @@ asking, sets ``result().monitor_lost``, emits a ``monitor-lost:`` event and
 kills what is left (``options={"on_monitor_lost": "keep"}`` does not); a
 tracer found stopped is resumed (``monitor-stopped:``); a ``CLONE_UNTRACED``
 child is killed as soon as its clone is parsed.
+
+spyglass itself killed mid-run: its watchdog (``watchdog.py`` beside this
+file) keeps strace tracing, kills the tree and leaves ``monitor-lost.json``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from spyglass.capture.base import (
 from spyglass.capture.handover import Empty, Handover
 from spyglass.capture.reap import wait_exit
 from spyglass.capture.strace import host
+from spyglass.capture.strace import watchdog as strace_watchdog
 from spyglass.capture.strace.command import strace_command
 from spyglass.capture.strace.parser import StraceParser
 from spyglass.errors import CaptureError
@@ -119,8 +123,33 @@ class StraceSession:
             self._stop_adopting()
             self._cleanup()
             raise CaptureError(f"cannot start strace: {exc}") from exc
+        self._wd_fd: int | None = None  # the watchdog's read end of the FIFO, until it is spawned
+        self._wd_pid: int | None = None
+        self._watchdog, self._wd_fd = strace_watchdog.start(fifo, self._proc.pid, spec, self._result.notes)
+        self._news_at = time.monotonic()
         threading.Thread(target=self._read, name="strace-reader", daemon=True).start()
         threading.Thread(target=self._watch, name="strace-watcher", daemon=True).start()
+
+    @property
+    def helper_pids(self) -> list[int]:
+        """spyglass's helpers (the watchdog): a signal from the run to one is an attack on the monitor."""
+        pid = self._watchdog.pid if self._watchdog is not None else self._wd_pid
+        return [pid] if pid is not None else []
+
+    def _helper_news(self, force: bool = False) -> list[Event]:
+        """The watchdog found gone while the run goes on (``monitor-helper-lost:``); looked at twice a
+        second at most."""
+        now = time.monotonic()
+        if self._watchdog is None or (not force and now - self._news_at < 0.5):
+            return []
+        self._news_at = now
+        pid = self.parser.root_pid if self.parser.root_pid is not None else self._proc.pid
+        return list(self._watchdog.events(pid, self._result.notes))
+
+    def _tell_tracer(self, tracer: int) -> None:
+        self._tracer = tracer
+        if self._watchdog is not None:
+            self._watchdog.send(f"tracer {tracer}")
 
     @property
     def tracer_pid(self) -> int | None:
@@ -184,7 +213,7 @@ class StraceSession:
             self._tracer_sought = True
             tracer = self._find_tracer()
             if tracer is not None:
-                self._tracer = tracer
+                self._tell_tracer(tracer)
                 if self.spec.on_monitor is not None:
                     self.spec.on_monitor([tracer])
         self._queue.put(out)
@@ -225,9 +254,10 @@ class StraceSession:
                 batch = self._resume_stopped_tracer()
             if batch is None:
                 break
+            batch = [*batch, *self._helper_news()] if self._watchdog is not None else batch
             if self._adopting and parser.lines:  # strace is attached: its start-up orphaning is over
-                if self._tracer is None:  # before the batch: its consumer may ask
-                    self._tracer = self._find_tracer()
+                if self._tracer is None and (found := self._find_tracer()) is not None:  # before the batch
+                    self._tell_tracer(found)  # (its consumer may ask)
                 self._stop_adopting()
             yield from batch
             if self._killing and not killing:
@@ -277,6 +307,7 @@ class StraceSession:
                 res.exit_code = rc
         if parser.root_pid is None:
             res.notes.append(f"strace produced no trace (exit status {rc})")
+        yield from self._helper_news(force=True)
         if not self._detached and parser.root_pid is not None:
             yield from self._check_lost()
         if self._detached:
@@ -369,6 +400,7 @@ class StraceSession:
         if self._detached:
             return
         self._detached = True
+        self._close_watchdog()  # the tree is let go on purpose: spyglass's death no longer concerns it
         tracer = self._tracer
         if tracer is None or not host.comm_is(tracer, self._comm):  # gone, or the pid was reused
             tracer = self._find_tracer()
@@ -378,7 +410,19 @@ class StraceSession:
             except OSError:
                 pass
 
+    def _close_watchdog(self) -> None:
+        """``done`` to the watchdog (it exits), then our copy of its FIFO end is closed: no spawn
+        can begin after ``close``, so that number is free."""
+        wd, self._watchdog = getattr(self, "_watchdog", None), None
+        if wd is not None:
+            wd.close()
+            self._wd_pid = wd.proc.pid if wd.proc is not None else None  # (helper_pids, once it is told)
+        fd, self._wd_fd = getattr(self, "_wd_fd", None), None
+        if fd is not None:
+            os.close(fd)
+
     def _cleanup(self) -> None:
+        self._close_watchdog()
         self._stop_adopting()
         if self._tracer is None or not host.reap_child(self._tracer):
             host.reap_zombies(self._comm)

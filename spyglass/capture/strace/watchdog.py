@@ -1,0 +1,274 @@
+"""The strace backend's watchdog: spyglass killed mid-run must not leave the tree running unwatched.
+
+Under strace the recorder is the strace process, and spyglass reads what it
+writes from a FIFO.  Killed (a SIGKILL from the run, the OOM killer), spyglass
+can do nothing more; strace would go on until its next write found no reader,
+then exit and so detach from every process of the tree, which would run on
+unrecorded (its traced calls failing with ``ENOSYS`` under strace's seccomp
+filter, or all of them allowed with ``--no-seccomp``).  The watchdog is a small
+process started next to each run (the same class as the eBPF backend's
+watchdog, ``capture/ebpf/watchdog.py``, starts it), outside the traced tree and
+in a session of its own.  It holds one end of a socket pair whose other end
+only spyglass holds, and a read end of the FIFO of its own, which it never
+reads while spyglass lives.  When the socket closes without ``done`` (or
+spyglass is found gone):
+
+* it reads the FIFO, so strace never finds it without a reader: strace stays
+  alive and keeps every process of the tree traced (and each child traced
+  from its birth), and the lines it writes are kept for the note;
+* it kills every process traced by that strace (``TracerPid``), the command
+  and all their children (``/proc/PID/task/TID/children``: an untraced
+  child too), again until none is left (bounded, ``_KILL_FOR``;
+  ``on_monitor_lost: keep`` leaves them running); strace, left with no
+  tracee, exits;
+* it writes ``monitor-lost.json`` into the run directory: the next spyglass
+  command marks the run ``monitor-lost`` (``Store.repair``), and ``show``
+  prints the note (the signal that killed spyglass, when strace wrote it).
+
+``done`` from spyglass (the run is over, or the tree was let go on purpose)
+ends it at once.  It is a plain script started with the interpreter alone
+(``python -I -S``, configuration as marshal) and never imports the package.
+Like the eBPF watchdog it is a speed bump, not a wall: the run can signal it
+too (recorded and alerted while spyglass lives), and a SIGKILL to spyglass,
+strace and the watchdog at once (``kill -9 -1``) leaves an ``incomplete`` run
+and whatever survived it unrecorded.  docs/threat-model.md says more.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from spyglass.capture.base import LaunchSpec
+    from spyglass.capture.watchdog import Watchdog
+
+_TICK = 0.1  # seconds between looks at spyglass
+_KILL_FOR = 10.0  # seconds spent killing the tree (new children die as they appear)
+_AFTER = 2.0  # seconds strace is given to exit once its tree is gone (its last lines are read meanwhile)
+_KEEP_LINES = 500  # strace lines after spyglass's death kept in the note
+_SIGNALS = (b"kill(", b"tkill(", b"tgkill(", b"pidfd_send_signal(")
+
+
+def _procfs() -> dict[str, Any]:
+    """spyglass/capture/procfs.py, loaded by its path (this file runs without the package)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "procfs.py")
+    with open(path, "rb") as f:
+        source = f.read()
+    namespace: dict[str, Any] = {"__name__": "_spyglass_procfs", "__file__": path}
+    exec(compile(source, path, "exec"), namespace)
+    return namespace
+
+
+def tracer_of(pid: int) -> int:
+    """The ``TracerPid`` of ``pid`` (0: untraced or gone)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"TracerPid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def traced_by(tracer: int) -> list[int]:
+    """Every process whose tracer is ``tracer``."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and tracer_of(int(name)) == tracer:
+            out.append(int(name))
+    return out
+
+
+def watch(cfg: dict[str, Any]) -> int:
+    sock, monitor = int(cfg["sock"]), int(cfg["monitor"])
+    alive: Callable[[int], bool] = PROCFS["running"]
+    buf = b""
+    while True:
+        ready, _, _ = select.select([sock], [], [], _TICK)
+        if ready:
+            try:
+                data = os.read(sock, 256)
+            except OSError:
+                data = b""
+            if not data:
+                break  # spyglass is gone
+            buf += data
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                word, _, arg = line.partition(b" ")
+                if word == b"done":
+                    return 0
+                if word == b"tracer" and arg.isdigit():
+                    cfg["tracer"] = int(arg)
+        elif not alive(monitor):
+            break
+    lost(cfg)
+    return 0
+
+
+class _Fifo:
+    """The watchdog's own read end of strace's FIFO, read once spyglass is gone."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.total, self._buf = fd, 0, b""
+        self.lines: list[str] = []
+        os.set_blocking(fd, False)
+
+    def drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return
+            *lines, self._buf = (self._buf + chunk).split(b"\n")
+            self.total += len(lines)
+            room = _KEEP_LINES - len(self.lines)
+            if room > 0:
+                self.lines.extend(x.decode("utf-8", "replace") for x in lines[:room])
+
+
+def _signals(lines: list[str], monitor: int) -> list[dict[str, Any]]:
+    """The signals strace saw sent to spyglass: ``PID TIME kill(MONITOR, SIGKILL) = 0``."""
+    out = []
+    for line in lines:
+        parts = line.split(None, 2)  # strace pads the pid to five columns
+        if len(parts) < 3 or not parts[0].isdigit() or not parts[2].encode().startswith(_SIGNALS):
+            continue
+        call, _, rest = parts[2].partition("(")
+        args = [a.strip() for a in rest.split(")", 1)[0].split(",")]
+        target = args[0]  # (tgkill's first argument is the process; a tkill of one of its threads is missed)
+        if target.split("<", 1)[0] == str(monitor) or target == f"-{monitor}":  # -yy may name a pidfd
+            sig = next((a for a in args if a.startswith("SIG")), "?")
+            out.append({"detail": sig, "process.pid": int(parts[0]), "syscall": call})
+    return out
+
+
+def lost(cfg: dict[str, Any]) -> None:
+    """spyglass died during the run: keep strace tracing, kill the tree, leave the note."""
+    import json
+
+    monitor, root, keep = int(cfg["monitor"]), int(cfg.get("root") or 0), bool(cfg.get("keep"))
+    died = time.time_ns()
+
+    def note(body: dict[str, Any]) -> None:
+        if not cfg.get("note"):
+            return
+        path = str(cfg["note"])
+        try:
+            with open(path + ".tmp", "w", encoding="utf-8") as f:
+                f.write(json.dumps(body, indent=1))
+            os.replace(path + ".tmp", path)
+        except OSError:
+            pass  # the run directory is gone or full: the run is still found running, then incomplete
+
+    note({"detail": f"monitor-lost: spyglass (pid {monitor}) died during the run", "ts": died,
+          "monitor_pid": monitor, "final": False})  # fmt: skip
+    fifo = _Fifo(int(cfg["fifo"]))
+    fifo.drain()
+    running: Callable[[int], bool] = PROCFS["running"]
+    below: Callable[[int], list[int]] = PROCFS["descendants"]
+    kill_all: Callable[..., None] = PROCFS["kill_all"]
+    started: Callable[[int], int] = PROCFS["start_time"]
+    if root and started(root) != int(cfg.get("root_start") or 0):
+        root = 0  # gone, its pid perhaps another process's now: not ours to kill
+    tracer = int(cfg.get("tracer") or 0) or tracer_of(root)
+
+    def strace_alive() -> bool:
+        try:
+            with open(f"/proc/{tracer}/comm", "rb") as f:
+                return f.read().startswith(b"strace") and running(tracer)
+        except OSError:
+            return False
+
+    def members() -> list[int]:
+        # the tree: what strace traces (every process of it from its birth), the command, and their children
+        tops = [root, *(traced_by(tracer) if tracer and strace_alive() else ())]
+        found = dict.fromkeys(p for p in tops if p)
+        for top in list(found):
+            found.update(dict.fromkeys(below(top)))
+        found.pop(tracer, None)
+        return [p for p in found if p != os.getpid() and running(p)]
+
+    alive_at_death = members()
+    killed: list[int] = []
+    end = time.monotonic() + _KILL_FOR
+    while not keep:
+        fifo.drain()
+        alive = members()
+        if not alive or time.monotonic() >= end:
+            break
+        kill_all(alive, stop=False)  # traced: a SIGSTOP would be strace's to handle
+        killed.extend(p for p in alive if p not in killed)
+        time.sleep(0.02)
+    end = time.monotonic() + _AFTER
+    while not keep and tracer and strace_alive() and time.monotonic() < end:  # its last lines
+        fifo.drain()
+        time.sleep(0.02)
+    fifo.drain()
+    hits = _signals(fifo.lines, monitor)
+    by = "; ".join(f"{h['detail']} from pid {h['process.pid']} ({h['syscall']})" for h in hits[:3])
+    n = len(alive_at_death)
+    detail = (
+        f"monitor-lost: spyglass (pid {monitor}) died "
+        + (f"while {n} process(es) of the run were alive" if n else "during the run (its processes died with it)")
+        + (f": {by}" if by else "")
+        + ("; they were left running, no longer recorded" if keep and n
+           else f"; the watchdog killed {len(killed)} process(es)" if n else "")
+    )
+    note({"detail": detail, "ts": died, "monitor_pid": monitor, "tracer_pid": tracer, "signals": hits,
+          "alive": alive_at_death, "killed": killed, "lines_after": fifo.lines, "events_after_total": fifo.total,
+          "final": True})  # fmt: skip
+
+
+PROCFS: dict[str, Any] = {}  # procfs.py's names, once the script runs
+
+
+def start(fifo: str, root: int, spec: LaunchSpec, notes: list[str]) -> tuple[Watchdog | None, int | None]:
+    """spyglass's side: the watchdog of the run of ``root`` whose strace writes into ``fifo``, and
+    the descriptor of its own read end of the FIFO (a description of its own: its non-blocking
+    flag is not the reader's), which the caller closes after ``Watchdog.close``;
+    ``options={"watchdog": False}``: none."""
+    from spyglass.capture import procfs
+    from spyglass.capture.watchdog import Watchdog
+
+    opts = spec.options
+    if opts.get("watchdog") is False:
+        return None, None
+    fd = None
+    try:
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        cfg = {"fifo": fd, "root": root, "root_start": procfs.start_time(root), "note": opts.get("monitor_note"),
+               "keep": opts.get("on_monitor_lost") == "keep"}  # fmt: skip
+        return Watchdog(cfg, [fd], spec.on_monitor, script=__file__), fd
+    except OSError as exc:  # no descriptor or no socket pair
+        if fd is not None:
+            os.close(fd)
+        notes.append(f"no watchdog (spyglass's own death would go unnoticed): {exc}")
+        return None, None
+
+
+def main() -> int:
+    import _signal  # type: ignore[import-not-found]  # signal's C module, as the eBPF watchdog
+    import marshal
+
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # a Ctrl-C to spyglass's group is not for us
+    _signal.signal(_signal.SIGHUP, _signal.SIG_IGN)
+    PROCFS.update(_procfs())
+    cfg: dict[str, Any] = marshal.loads(bytes.fromhex(sys.argv[1]))
+    return watch(cfg)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""spyglass's side of a capture backend's watchdog: start it, tell it, hear from it, end it.
+
+Each backend has its own watchdog script (``capture/ebpf/watchdog.py``,
+``capture/strace/watchdog.py``): a small process beside the run, outside the
+recorded tree and in a session of its own, that acts when spyglass itself dies
+mid-run.  This class spawns the script (``python -I -S``, the configuration as
+marshal, one end of a socket pair whose other end only spyglass holds), sends it
+lines (``root N``, ``tracer N``, ``done``), reads what it says (``stopped``) and
+notices its death (``monitor-helper-lost:``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import _socket
+
+    from spyglass.events.schema import Event
+
+
+class Watchdog:
+    """Start a watchdog script, tell it the root, hear from it, end it."""
+
+    script = ""  # the script a subclass runs by default
+    gone_reported: bool
+    error: str | None  # why it could not be started (said once in the run's notes)
+    proc: Any  # its Popen, once spawned
+
+    def events(self, root: int, notes: list[str]) -> Iterator[Event]:
+        """What the watchdog reported, as events: spyglass found stopped, or the watchdog gone."""
+        import signal
+
+        from spyglass.events.schema import Event
+
+        if self.error is not None:
+            notes.append(self.error)
+            self.error = None
+        for line in self.news():
+            if line.startswith("stopped"):
+                detail = f"monitor-stopped: spyglass (pid {os.getpid()}) was found stopped and resumed by its watchdog"
+                notes.append(detail)
+                yield Event(type="sys.sensitive", ts=time.time_ns(), pid=root, detail=detail)
+        status = self.died()
+        if status is not None and not self.gone_reported:
+            self.gone_reported = True
+            how = f"signal {signal.Signals(-status).name}" if -status in signal.valid_signals() else f"status {status}"
+            detail = (f"monitor-helper-lost: the watchdog (pid {self.pid}) ended ({how}): "
+                      "spyglass's own death would go unnoticed")
+            notes.append(detail)
+            yield Event(type="sys.sensitive", ts=time.time_ns(), pid=root, detail=detail)
+
+    def __init__(self, cfg: dict[str, Any], fds: list[int],
+                 on_pid: Callable[[Sequence[int]], None] | None = None,
+                 hook: Callable[[str], None] | None = None, script: str | None = None) -> None:
+        """Spawned from a thread: the command (started first) never waits for it, and neither does
+        the reading of its events; until it runs, what spyglass sends waits in the socket.
+        ``script``: the file run (``self.script`` by default), given ``cfg`` with ``sock``,
+        ``monitor`` and ``package_root`` added.
+        ``hook`` (tests only: tests/capture/ebpf/test_watchdog_close.py) is called by that thread
+        with ``"spawn"`` before it looks whether the run is over, and with ``"start"`` when it
+        found the run going on, just before the watchdog is started."""
+        import _socket  # the pair as _socket makes it: the socket module's enums cost 1-2 ms of a start
+        import marshal
+        import threading
+
+        mine, theirs = _socket.socketpair()  # AF_UNIX, SOCK_STREAM, not inheritable (as socket.socketpair)
+        self._sock: _socket.socket | None = mine
+        mine.setblocking(False)
+        self._buf = b""
+        self.gone_reported = False
+        self.proc = None
+        self.error = None
+        script = os.path.realpath(script or self.script)
+        cfg = {**cfg, "sock": theirs.fileno(), "monitor": os.getpid(),
+               "package_root": os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(script))))}  # fmt: skip
+
+        #: held while the watchdog is spawned, and by ``close``: once the run is over (its links and
+        #: maps about to be closed, their numbers free for other files) no watchdog is started
+        self._spawning = threading.Lock()
+        self._closed = False
+
+        def spawn() -> None:
+            if hook is not None:
+                hook("spawn")
+            with self._spawning:
+                if self._closed:
+                    theirs.close()
+                    return
+                if hook is not None:
+                    hook("start")
+                start()
+
+        def start() -> None:
+            import subprocess
+
+            try:
+                self.proc = subprocess.Popen(
+                    # -I -S: no site-packages, no environment, no user paths: the interpreter alone;
+                    # the configuration as marshal (a builtin module, the same interpreter reads it)
+                    [sys.executable, "-I", "-S", script, marshal.dumps(cfg).hex()],
+                    pass_fds=[theirs.fileno(), *fds], start_new_session=True,
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )  # fmt: skip
+            except OSError as exc:
+                self.error = f"no watchdog (spyglass's own death would go unnoticed): {exc}"
+            finally:
+                theirs.close()
+            if self.proc is not None and on_pid is not None:
+                on_pid([self.proc.pid])
+
+        self._spawn = threading.Thread(target=spawn, name="watchdog-spawn", daemon=True)
+        self._spawn.start()
+
+    @property
+    def pid(self) -> int | None:
+        self._spawn.join(timeout=5)
+        return self.proc.pid if self.proc is not None else None
+
+    def send(self, line: str) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.sendall(line.encode() + b"\n")
+            except OSError:
+                pass
+
+    def news(self) -> list[str]:
+        """Lines the watchdog sent since the last call (``stopped <ns>``)."""
+        if self._sock is None:
+            return []
+        try:
+            data = self._sock.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return []
+        except OSError:
+            data = b""
+        self._buf += data
+        *lines, self._buf = self._buf.split(b"\n")
+        return [x.decode("ascii", "replace") for x in lines]
+
+    def died(self) -> int | None:
+        """The watchdog's exit status if it ended while the run goes on (killed by the run?)."""
+        if self._sock is None or self.proc is None:
+            return None
+        status: int | None = self.proc.poll()
+        return status
+
+    def close(self) -> None:
+        """The run is over: the watchdog exits as soon as it reads this, letting go of the program
+        (not waited for: a watchdog still starting must not delay the end of a short run)."""
+        with self._spawning:  # a spawn under way ends first (milliseconds); one not begun never begins
+            self._closed = True
+        sock, self._sock = self._sock, None
+        if sock is None:
+            return
+        try:
+            sock.setblocking(True)
+            sock.sendall(b"done\n")
+        except OSError:
+            pass
+        sock.close()
+        import threading
+
+        def reap() -> None:
+            self._spawn.join()
+            if self.proc is not None:
+                self.proc.wait()
+
+        threading.Thread(target=reap, name="watchdog-reaper", daemon=True).start()

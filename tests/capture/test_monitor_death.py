@@ -1,0 +1,207 @@
+"""spyglass itself killed (SIGKILL) while the agent runs: the agent's tree must not run on unwatched.
+
+The agent leaves a double-forked daemon in a session of its own (``progs/daemonize.py``), then
+keeps working; the test kills spyglass.  Under strace the watchdog (capture/strace/watchdog.py)
+keeps strace tracing, kills every traced process and leaves the note; under eBPF the eBPF
+watchdog does the same from its map.  With ``--sandbox`` bubblewrap's ``--die-with-parent`` ends
+the sandbox as well.  Either way every process of the tree is gone and the run reads as
+``monitor-lost`` (verify: exit 4, INCOMPLETE).
+
+The benign twin: a run that ends normally leaves its daemon running (observe mode's
+``descendants: detach``, docs/design.md "The run ends with its tree"), and the watchdog, told the
+run is over, exits without touching it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from spyglass.store import RunReader, Store
+
+PROG = Path(__file__).resolve().parent / "progs" / "daemonize.py"
+PY = os.path.realpath(sys.executable)
+Start = Callable[[list[str]], "subprocess.Popen[bytes]"]  # the start_until_ready fixture (conftest.py)
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _named(prefix: str) -> dict[int, str]:
+    """Live processes whose name starts with ``prefix`` (zombies are dead)."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index(b"(") + 1 : stat.rfind(b")")].decode(errors="replace")
+        if comm.startswith(prefix) and stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X"):
+            out[int(entry)] = comm
+    return out
+
+
+def _until(check: Callable[[], bool], timeout: float = 60.0) -> bool:
+    """``check()`` came true within ``timeout`` seconds (a bound, not a measure)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _final_note(store: Path) -> bool:
+    for note in store.glob("runs/*/monitor-lost.json"):
+        try:
+            return bool(json.loads(note.read_text()).get("final"))
+        except ValueError:
+            return False
+    return False
+
+
+def _spy(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "spyglass", *args, "--store", str(store), "latest"],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def _cleanup(tag: str) -> None:
+    for pid in _named(tag):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("sandbox", [False, True], ids=["plain", "sandbox"])
+def test_spyglass_killed_mid_run_leaves_no_process_of_the_run(
+    tmp_path: Path, capture_backend: str, sandbox: bool, start_until_ready: Start
+) -> None:
+    if sandbox and shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap not installed")
+    tag, store = f"k{secrets.token_hex(3)}", tmp_path / "store"
+    argv = [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store),
+            *(["--sandbox"] if sandbox else []), "--", PY, str(PROG), tag, "stay"]
+    try:
+        proc = start_until_ready(argv)
+        assert sorted(_named(tag).values()) == [f"{tag}-a", f"{tag}-d"]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert _until(lambda: not _named(tag)), f"left running after spyglass died: {_named(tag)}"
+        assert _until(lambda: _final_note(store)), "no note from the watchdog"
+        show = _spy(store, "show")
+        assert show.returncode == 0 and "monitor-lost" in show.stdout, show.stdout + show.stderr
+        verify = _spy(store, "verify")
+        assert verify.returncode == 4 and "INCOMPLETE" in verify.stdout, verify.stdout + verify.stderr
+    finally:
+        _cleanup(tag)
+
+
+def test_benign_twin_a_daemon_left_by_a_finished_run_keeps_running(tmp_path: Path, capture_backend: str) -> None:
+    tag, store = f"b{secrets.token_hex(3)}", tmp_path / "store"
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
+             PY, str(PROG), tag, "leave"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False, start_new_session=True,
+        )  # fmt: skip
+        assert res.returncode >= 0, res.stderr
+        s = Store(store)
+        s.repair()
+        meta = RunReader(s, s.resolve("latest")).meta
+        assert meta.status == "complete", meta.status
+        notes = meta.capture["notes"]
+        assert any(n.startswith(("detached from 1 process", "stopped following 1 process")) for n in notes), notes
+        helpers = meta.extra["monitor_pids"]  # strace or spyglass, and the watchdog
+        assert len(helpers) >= 2, helpers
+        assert _until(lambda: not any(_alive(p) for p in helpers)), "the monitor's helpers outlived the run"
+        assert list(_named(tag).values()) == [f"{tag}-d"], "the daemon was killed though the run ended normally"
+        assert not list(store.glob("runs/*/monitor-lost.json"))
+    finally:
+        _cleanup(tag)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
+
+
+#: the agent kills its parent (spyglass, not strace) with SIGKILL, then keeps working (bounded)
+KILL_PARENT = (
+    "import os, time; open('agent.pid', 'w').write(str(os.getpid())); os.kill(os.getppid(), 9)\n"
+    "for _ in range(600): time.sleep(0.1); os.close(os.open('/dev/null', os.O_RDONLY))"
+)
+#: the agent kills spyglass's watchdog (its parent's child that is neither itself nor strace), then exits
+KILL_WATCHDOG = r"""
+import os, signal, time
+me, spy = os.getpid(), os.getppid()
+for entry in os.listdir("/proc"):
+    if not entry.isdigit() or int(entry) == me:
+        continue
+    try:
+        stat = open(f"/proc/{entry}/stat", "rb").read()
+        cmd = open(f"/proc/{entry}/cmdline", "rb").read()
+    except OSError:
+        continue
+    helper = any(a.endswith(b"/watchdog.py") for a in cmd.split(b"\0"))
+    if int(stat[stat.rfind(b")") + 2 :].split()[1]) == spy and helper:
+        os.kill(int(entry), signal.SIGKILL)
+time.sleep(1.5)
+"""
+
+
+def test_the_agent_killing_spyglass_is_named_in_the_note_and_dies(tmp_path: Path, capture_backend: str) -> None:
+    store = tmp_path / "store"
+    res = subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
+         PY, "-c", KILL_PARENT],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
+        start_new_session=True,
+    )  # fmt: skip
+    assert res.returncode == -9
+    pid = int((tmp_path / "agent.pid").read_text())
+    try:
+        assert _until(lambda: not _alive(pid)), "the agent was left running after it killed spyglass"
+        assert _until(lambda: _final_note(store)), "no note from the watchdog"
+        s = Store(store)
+        s.repair()
+        meta = RunReader(s, s.resolve("latest")).meta
+        assert meta.status == "monitor-lost"
+        lost = meta.extra["monitor_lost"]
+        assert [(x["detail"], x["process.pid"]) for x in lost["signals"]] == [("SIGKILL", pid)], lost
+        assert pid in lost["killed"] and f"from pid {pid}" in lost["detail"], lost
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def test_killing_the_watchdog_is_critical_and_noted(tmp_path: Path, capture_backend: str) -> None:
+    store = tmp_path / "store"
+    subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
+         PY, "-c", KILL_WATCHDOG],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
+        start_new_session=True,
+    )  # fmt: skip
+    s = Store(store)
+    reader = RunReader(s, s.resolve("latest"))
+    assert "evasion-kill-monitor" in {a.rule_id for a in reader.alerts()}
+    assert any(n.startswith("monitor-helper-lost:") for n in reader.meta.capture["notes"]), reader.meta.capture
