@@ -205,3 +205,99 @@ def test_killing_the_watchdog_is_critical_and_noted(tmp_path: Path, capture_back
     reader = RunReader(s, s.resolve("latest"))
     assert "evasion-kill-monitor" in {a.rule_id for a in reader.alerts()}
     assert any(n.startswith("monitor-helper-lost:") for n in reader.meta.capture["notes"]), reader.meta.capture
+
+
+#: the agent stops spyglass's watchdog (SIGSTOP), waits until it runs again (bounded: a watchdog nobody
+#: resumes stays stopped), then kills spyglass and keeps working (bounded)
+STOP_WATCHDOG_THEN_KILL = r"""
+import os, signal, time
+me, spy = os.getpid(), os.getppid()
+open("agent.pid", "w").write(str(me))
+
+def state(pid):
+    stat = open(f"/proc/{pid}/stat", "rb").read()
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+
+def watchdog():
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            stat = open(f"/proc/{entry}/stat", "rb").read()
+            cmd = open(f"/proc/{entry}/cmdline", "rb").read()
+        except OSError:
+            continue
+        helper = any(a.endswith(b"/watchdog.py") for a in cmd.split(b"\0"))
+        if int(stat[stat.rfind(b")") + 2 :].split()[1]) == spy and helper:
+            return int(entry)
+
+for _ in range(600):
+    wd = watchdog()
+    if wd:
+        break
+    time.sleep(0.05)
+os.kill(wd, signal.SIGSTOP)
+for _ in range(300):
+    time.sleep(0.05)
+    if state(wd) not in (b"T", b"t"):
+        break
+os.kill(spy, signal.SIGKILL)
+for _ in range(600):
+    time.sleep(0.1); os.close(os.open("/dev/null", os.O_RDONLY))
+"""
+
+
+def test_the_agent_stopping_the_watchdog_before_killing_spyglass_is_resumed_and_dies(
+    tmp_path: Path, capture_backend: str
+) -> None:
+    """A stopped watchdog would sleep through spyglass's death: spyglass resumes it (as it resumes
+    spyglass), so the kill that follows still ends the tree and leaves the note."""
+    store = tmp_path / "store"
+    res = subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
+         PY, "-c", STOP_WATCHDOG_THEN_KILL],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
+        start_new_session=True,
+    )  # fmt: skip
+    assert res.returncode == -9
+    pid = int((tmp_path / "agent.pid").read_text())
+    try:
+        assert _until(lambda: _final_note(store)), "no note from the watchdog: it slept through spyglass's death"
+        assert _until(lambda: not _alive(pid)), "the agent was left running after it killed spyglass"
+        s = Store(store)
+        s.repair()
+        reader = RunReader(s, s.resolve("latest"))
+        assert reader.meta.status == "monitor-lost"
+        assert any("watchdog" in a.message and a.rule_id == "evasion-monitor-lost" for a in reader.alerts()), [
+            (a.rule_id, a.message) for a in reader.alerts()]
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def test_benign_twin_a_process_of_the_run_stopped_by_the_run_stays_stopped(tmp_path: Path,
+                                                                            capture_backend: str) -> None:
+    """Only spyglass's own watchdog is resumed: a stop inside the tree (job control of the agent's own
+    children) is the agent's business, and the watchdog left alone is never reported."""
+    store = tmp_path / "store"
+    script = ("import os, signal, subprocess, time\n"
+              "child = subprocess.Popen(['sleep', '30'])\n"
+              "os.kill(child.pid, signal.SIGSTOP)\n"
+              "time.sleep(1.5)\n"
+              "stat = open(f'/proc/{child.pid}/stat').read()\n"
+              "open('child.state', 'w').write(stat[stat.rfind(')') + 2])\n"
+              "child.kill(); child.wait()\n")
+    res = subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
+         PY, "-c", script],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0
+    assert (tmp_path / "child.state").read_text() in ("T", "t")  # (t: a stop under strace, its tracer)
+    s = Store(store)
+    reader = RunReader(s, s.resolve("latest"))
+    assert reader.meta.status == "complete"
+    assert not any(n.startswith("monitor-stopped:") for n in reader.meta.capture["notes"]), reader.meta.capture
+    assert "evasion-monitor-lost" not in {a.rule_id for a in reader.alerts()}
