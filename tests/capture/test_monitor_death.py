@@ -301,3 +301,69 @@ def test_benign_twin_a_process_of_the_run_stopped_by_the_run_stays_stopped(tmp_p
     assert reader.meta.status == "complete"
     assert not any(n.startswith("monitor-stopped:") for n in reader.meta.capture["notes"]), reader.meta.capture
     assert "evasion-monitor-lost" not in {a.rule_id for a in reader.alerts()}
+
+
+#: the agent's root leaves a child that goes on (the run follows it) and exits at once
+ROOT_LEAVES_A_CHILD = (
+    "import os, time\n"
+    "if os.fork() == 0:\n"
+    "    open('child.pid', 'w').write(str(os.getpid()))\n"
+    "    for _ in range(1200): time.sleep(0.1)\n"
+    "    os._exit(0)\n"
+    "open('root.pid', 'w').write(str(os.getpid()))\n"
+)
+
+
+def _with_pid(pid: int) -> subprocess.Popen[bytes] | None:
+    """A process outside the run that gets ``pid`` (the kernel's next pid set just below it), or None."""
+    for _ in range(50):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        proc = subprocess.Popen(["sleep", "120"], start_new_session=True)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    return None
+
+
+def test_the_root_s_pid_taken_by_another_process_is_not_killed_by_the_watchdog(tmp_path: Path,
+                                                                               capture_backend: str) -> None:
+    """The run's first process exited long ago and its pid is another process's now (pids wrap: 32768
+    of them by default): spyglass killed, the watchdog kills what the run left, never that process."""
+    if not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK):
+        pytest.skip("the next pid cannot be chosen here (not root)")
+    store = tmp_path / "store"
+    spy = subprocess.Popen(
+        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store),
+         "--descendants", "follow", "--", PY, "-c", ROOT_LEAVES_A_CHILD],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    innocent = None
+    child = 0
+    try:
+        assert _until(lambda: (tmp_path / "root.pid").exists() and (tmp_path / "child.pid").exists())
+        root, child = int((tmp_path / "root.pid").read_text()), int((tmp_path / "child.pid").read_text())
+        assert _until(lambda: not os.path.exists(f"/proc/{root}")), "the root was never reaped"
+        innocent = _with_pid(root)
+        if innocent is None:
+            pytest.skip(f"pid {root} went to another process first")
+        monitor = json.loads(next(store.glob("runs/*/run.json")).read_text())["monitor_pid"]  # (follow: a child)
+        assert _alive(child) and _alive(monitor)
+        os.kill(monitor, signal.SIGKILL)
+        assert _until(lambda: _final_note(store)), "no note from the watchdog"
+        assert _until(lambda: not _alive(child)), "the run's process was left running"
+        assert innocent.poll() is None, "the watchdog killed a process that only has the root's old pid"
+    finally:
+        for pid in (child,):
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if innocent is not None:
+            innocent.kill()
+            innocent.wait()
+        if spy.poll() is None:
+            spy.kill()
+            spy.wait()

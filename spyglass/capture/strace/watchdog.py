@@ -106,8 +106,8 @@ def watch(cfg: dict[str, Any]) -> int:
                 word, _, arg = line.partition(b" ")
                 if word == b"done":
                     return 0
-                if word == b"tracer" and arg.isdigit():
-                    cfg["tracer"] = int(arg)
+                if word == b"tracer" and arg.isdigit():  # strace, found by spyglass just now: its start too
+                    cfg["tracer"], cfg["tracer_start"] = int(arg), PROCFS["start_time"](int(arg))
         elif not alive(monitor):
             break
     lost(cfg)
@@ -181,20 +181,26 @@ def lost(cfg: dict[str, Any]) -> None:
     below: Callable[[int], list[int]] = PROCFS["descendants"]
     kill_all: Callable[..., None] = PROCFS["kill_all"]
     started: Callable[[int], int] = PROCFS["start_time"]
-    if root and started(root) != int(cfg.get("root_start") or 0):
+    root_start = int(cfg.get("root_start") or 0)
+    if root and started(root) != root_start:
         root = 0  # gone, its pid perhaps another process's now: not ours to kill
     tracer = int(cfg.get("tracer") or 0) or tracer_of(root)
+    tracer_start = int(cfg.get("tracer_start") or 0) if cfg.get("tracer") else started(tracer)
 
     def strace_alive() -> bool:
         try:
             with open(f"/proc/{tracer}/comm", "rb") as f:
-                return f.read().startswith(b"strace") and running(tracer)
+                if not f.read().startswith(b"strace"):
+                    return False
         except OSError:
             return False
+        return started(tracer) == tracer_start and running(tracer)  # that strace, not one with its pid since
 
     def members() -> list[int]:
         # the tree: what strace traces (every process of it from its birth), the command, and their children
-        tops = [root, *(traced_by(tracer) if tracer and strace_alive() else ())]
+        # (the root by its pid and start time each time: killed meanwhile, its pid may be reused)
+        mine = root if root and started(root) == root_start else 0
+        tops = [mine, *(traced_by(tracer) if tracer and strace_alive() else ())]
         found = dict.fromkeys(p for p in tops if p)
         for top in list(found):
             found.update(dict.fromkeys(below(top)))
