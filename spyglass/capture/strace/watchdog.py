@@ -241,10 +241,21 @@ def lost(cfg: dict[str, Any]) -> None:
 PROCFS: dict[str, Any] = {}  # procfs.py's names, once the script runs
 
 
-def start(fifo: str, root: int, spec: LaunchSpec, notes: list[str]) -> tuple[Watchdog | None, int | None]:
-    """spyglass's side: the watchdog of the run of ``root`` whose strace writes into ``fifo``, and
-    the descriptor of its own read end of the FIFO (a description of its own: its non-blocking
-    flag is not the reader's), which the caller closes after ``Watchdog.close``;
+def open_end(fifo: str, spec: LaunchSpec) -> int | None:
+    """The watchdog's own read end of ``fifo`` (a description of its own: its non-blocking flag is
+    not the reader's), opened while the FIFO still has a name; None: no watchdog
+    (``options={"watchdog": False}``) or no descriptor (:func:`start` says so)."""
+    if spec.options.get("watchdog") is False:
+        return None
+    try:
+        return os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+
+
+def start(fd: int | None, root: int, spec: LaunchSpec, notes: list[str]) -> tuple[Watchdog | None, int | None]:
+    """spyglass's side: the watchdog of the run of ``root``, given ``fd``, its read end of the FIFO
+    strace writes into (:func:`open_end`), which the caller closes after ``Watchdog.close``;
     ``options={"watchdog": False}``: none."""
     from spyglass.capture import procfs
     from spyglass.capture.watchdog import Watchdog
@@ -252,9 +263,10 @@ def start(fifo: str, root: int, spec: LaunchSpec, notes: list[str]) -> tuple[Wat
     opts = spec.options
     if opts.get("watchdog") is False:
         return None, None
-    fd = None
+    if fd is None:
+        notes.append("no watchdog (spyglass's own death would go unnoticed): no descriptor for the FIFO")
+        return None, None
     try:
-        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
         cfg = {"fifo": fd, "root": root, "root_start": procfs.start_time(root), "note": opts.get("monitor_note"),
                "keep": opts.get("on_monitor_lost") == "keep"}  # fmt: skip
         return Watchdog(cfg, [fd], spec.on_monitor, script=__file__), fd
