@@ -5,8 +5,9 @@ Each backend has its own watchdog script (``capture/ebpf/watchdog.py``,
 recorded tree and in a session of its own, that acts when spyglass itself dies
 mid-run.  This class spawns the script (``python -I -S``, the configuration as
 marshal, one end of a socket pair whose other end only spyglass holds), sends it
-lines (``root N``, ``tracer N``, ``done``), reads what it says (``stopped``) and
-notices its death (``monitor-helper-lost:``).
+lines (``root N``, ``tracer N``, ``done``), reads what it says (``stopped``),
+resumes it when the run stopped it (``monitor-stopped:``) and notices its death
+(``monitor-helper-lost:``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Watchdog:
 
     script = ""  # the script a subclass runs by default
     gone_reported: bool
+    _traced_reported: bool
     error: str | None  # why it could not be started (said once in the run's notes)
     proc: Any  # its Popen, once spawned
 
@@ -45,6 +47,7 @@ class Watchdog:
                 detail = f"monitor-stopped: spyglass (pid {os.getpid()}) was found stopped and resumed by its watchdog"
                 notes.append(detail)
                 yield Event(type="sys.sensitive", ts=time.time_ns(), pid=root, detail=detail)
+        yield from self._resume(root, notes)
         status = self.died()
         if status is not None and not self.gone_reported:
             self.gone_reported = True
@@ -53,6 +56,35 @@ class Watchdog:
                       "spyglass's own death would go unnoticed")
             notes.append(detail)
             yield Event(type="sys.sensitive", ts=time.time_ns(), pid=root, detail=detail)
+
+    def _resume(self, root: int, notes: list[str]) -> Iterator[Event]:
+        """The watchdog found stopped (a SIGSTOP from the run: its own session gets no Ctrl-Z) is
+        resumed, as it resumes spyglass; held in a tracer's stop (ptrace) it is reported once.  A
+        watchdog that sleeps through spyglass's death would leave the tree running unwatched.  Looked
+        at only while the child is not reaped: its pid is still its own."""
+        import signal
+
+        from spyglass.capture import procfs
+        from spyglass.events.schema import Event
+
+        pid = self.proc.pid if self.proc is not None and self._sock is not None else None
+        if pid is None or self.proc.returncode is not None:
+            return
+        state = procfs.state(pid)
+        if state == b"T":
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                return
+            detail = f"monitor-stopped: spyglass's watchdog (pid {pid}) was found stopped and resumed"
+        elif state == b"t" and not self._traced_reported:
+            self._traced_reported = True
+            detail = (f"monitor-stopped: spyglass's watchdog (pid {pid}) is held stopped by a tracer: "
+                      "spyglass's own death would go unnoticed")
+        else:
+            return
+        notes.append(detail)
+        yield Event(type="sys.sensitive", ts=time.time_ns(), pid=root, detail=detail)
 
     def __init__(self, cfg: dict[str, Any], fds: list[int],
                  on_pid: Callable[[Sequence[int]], None] | None = None,
@@ -73,6 +105,7 @@ class Watchdog:
         mine.setblocking(False)
         self._buf = b""
         self.gone_reported = False
+        self._traced_reported = False
         self.proc = None
         self.error = None
         script = os.path.realpath(script or self.script)

@@ -7,7 +7,9 @@ part of every start), and the ``PYTHON*`` variables (``PYTHONPATH``, ``PYTHONHOM
 user's site directory are honoured.  This one starts ``python -I -S``: none of that runs, and the script
 itself puts this environment's ``site-packages`` on the import path (after the standard library,
 where ``site`` puts it) and, for an editable install, finds the ``spyglass`` package (that name
-only) in its checkout, as the editable finder does.  What the command does is the same; the
+only) in its checkout, as the editable finder does, but before anything else on the path: a
+``spyglass/`` or ``spyglass.py`` an agent put in ``site-packages`` (where an editable install has
+none) is never what it runs.  What the command does is the same; the
 variables of the environment it is started in (``PYTHONPATH`` a recorded agent left in a shell,
 ``PYTHONHOME``) no longer choose the code spyglass runs (docs/threat-model.md).
 
@@ -51,7 +53,7 @@ def render(python: str, site_dirs: list[str], checkout: str | None) -> str:
             f'        return PathFinder.find_spec(name, [{checkout!r}]) if name == "spyglass" else None',
             "",
             "",
-            "sys.meta_path.append(_Checkout)",
+            "sys.meta_path.insert(0, _Checkout)  # before site-packages: a spyglass/ made there never runs",
         ]
     lines += ["from spyglass.cli.launch import main", "", "sys.exit(main())", ""]
     return "\n".join(lines)

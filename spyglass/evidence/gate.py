@@ -128,9 +128,10 @@ def run_gate(
         result.outcomes.extend(check_claims(claims, g.facts, g.changes, g.workspace))
     if g._facts is not None:
         result.facts = facts_summary(g._facts, g.workspace)
-    if reader.meta.status in ("monitor-lost", "failed"):  # unobserved activity, or no run at all
-        lost = reader.meta.status == "monitor-lost"
-        why = "the tracer was lost while the run went on" if lost else "the agent never ran"
+    if reader.meta.status in ("monitor-lost", "incomplete", "failed"):  # unobserved activity, or no run at all
+        why = {"monitor-lost": "the tracer was lost while the run went on",
+               "incomplete": "the monitor died before the run ended (what followed is not recorded)",
+               "failed": "the agent never ran"}[reader.meta.status]  # fmt: skip
         result.outcomes.append(Outcome(name="run-observed", kind="requirement", status="fail", summary=why))
     if reader.meta.status == "evidence-incomplete":
         # whatever was asked, a record that could not be kept whole does not pass

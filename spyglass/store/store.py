@@ -43,21 +43,37 @@ def new_run_id(now_ns: int | None = None) -> str:
     return f"{stamp}{(now_ns // 1000) % 1_000_000:06d}Z-{os.urandom(3).hex()}"
 
 
-def _pid_alive(pid: int | None) -> bool:
+def monitor_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot; None: unknown), kept beside the run's
+    ``monitor_pid``: a pid is reused, a pid with its start time is not."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _pid_alive(pid: int | None, started: object = None) -> bool:
+    """Whether the run's monitor lives: process ``pid``, not a zombie, and (when its start time
+    ``started`` was kept) that very process, not another one given its pid since it died."""
     if not pid:
         return False
+    foreign = False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        foreign = True  # another user's process: alive, whatever /proc lets us read of it
     # a zombie counts as dead
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+            fields = f.read().rsplit(b")", 1)[1].split()
     except OSError:
+        return foreign
+    if fields[0] == b"Z":
         return False
+    return not isinstance(started, int) or len(fields) <= 19 or int(fields[19]) == started
 
 
 class Store:
@@ -185,7 +201,7 @@ class Store:
                 continue
             if late_note and meta.status == "incomplete":  # marked before the watchdog's note was written
                 meta.status = "running"
-            if meta.status == "running" and not _pid_alive(meta.monitor_pid):
+            if meta.status == "running" and not _pid_alive(meta.monitor_pid, meta.extra.get("monitor_start")):
                 meta.status = "incomplete"
                 lost = _monitor_note(d)
                 if lost is not None:  # spyglass was killed and its watchdog said so

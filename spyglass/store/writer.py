@@ -40,7 +40,7 @@ from spyglass.events.codec import encode, encode_canonical
 from spyglass.pipeline import RunContext, Sink
 from spyglass.store.chain import BlockChain, Chain, checkpoint_anchor
 from spyglass.store.meta import RunMeta, encode_meta
-from spyglass.store.store import Store
+from spyglass.store.store import Store, monitor_start
 
 #: signs a checkpoint's canonical bytes, returns {"algorithm", "public_key", "signature"}
 Signer = Callable[[bytes], dict[str, str]]
@@ -160,6 +160,7 @@ class RunWriter(Sink):
             self._readers: dict[str, IO[bytes]] = {n: open(self.dir / n, "rb") for n in STREAM_FILES}  # noqa: SIM115
             self._dir_id = _fid(self.dir)
             meta.monitor_pid = os.getpid()
+            meta.extra["monitor_start"] = monitor_start(meta.monitor_pid)  # (its pid may be reused once it is gone)
             meta.status = "running"
             store.write_meta(meta)
         except (OSError, sqlite3.Error) as exc:

@@ -24,6 +24,7 @@ from functools import lru_cache
 from spyglass.capture.ident import MOUNT_CALLS
 from spyglass.events import FILE_WRITE_TYPES, Alert, Event, LineageEntry
 from spyglass.pipeline import RunContext, Sink
+from spyglass.witness.binds import Binds
 from spyglass.witness.endofrun import WRITTEN, EndOfRun
 from spyglass.witness.protected import OWN_SOURCE, FileId, Protected, file_id
 
@@ -56,6 +57,8 @@ class WitnessGuard(Sink):
         self._told: set[str] = set()
         #: the start's state and the checks against it at the end
         self.end = EndOfRun(protected)
+        #: the run's mounts of a directory: a name below one is judged as the directory's too
+        self.binds = Binds()
 
     def start(self, ctx: RunContext) -> None:
         self.ctx = ctx
@@ -89,6 +92,10 @@ class WitnessGuard(Sink):
         if ev.type == "sys.sensitive":
             if ev.syscall in MOUNT_CALLS:  # a name may reach another file now
                 self.protected.mounted()
+                if ev.ok and ev.syscall == "mount" and ev.path and ev.target:  # a directory mounted there
+                    self.binds.mounted(ev.path, ev.target)
+                elif ev.ok and ev.path and ev.syscall in ("open_tree", "move_mount"):
+                    self.binds.new_api(ev.pid, ev.syscall, ev.path, (ev.detail or "").startswith("open_tree clone"))
             elif ev.syscall in _URING_CALLS:
                 self.protected.distrust()
         if not ev.path or not ev.path.startswith("/"):
@@ -124,6 +131,11 @@ class WitnessGuard(Sink):
                 what = self.protected.which(ev.target, pid=ev.pid)
             if what is None and self.protected.mounts_seen and self.ctx is not None:
                 what = self.protected.in_mounts(ev.path, (p.pid for p in self.ctx.procs.lineage(ev.pid)))
+            gone = what is None and self.binds.points and file_id(f"/proc/{ev.pid}/root") is None
+            for other in self.binds.names(ev.path) if gone else ():  # the writer's mounts gone with it
+                what = self.protected.which(other, follow=t not in ("file.rename", "file.link", "file.symlink"))
+                if what is not None:
+                    break
             if what is not None:
                 if not ev.ok:
                     pass

@@ -205,3 +205,165 @@ def test_killing_the_watchdog_is_critical_and_noted(tmp_path: Path, capture_back
     reader = RunReader(s, s.resolve("latest"))
     assert "evasion-kill-monitor" in {a.rule_id for a in reader.alerts()}
     assert any(n.startswith("monitor-helper-lost:") for n in reader.meta.capture["notes"]), reader.meta.capture
+
+
+#: the agent stops spyglass's watchdog (SIGSTOP), waits until it runs again (bounded: a watchdog nobody
+#: resumes stays stopped), then kills spyglass and keeps working (bounded)
+STOP_WATCHDOG_THEN_KILL = r"""
+import os, signal, time
+me, spy = os.getpid(), os.getppid()
+open("agent.pid", "w").write(str(me))
+
+def state(pid):
+    stat = open(f"/proc/{pid}/stat", "rb").read()
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+
+def watchdog():
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            stat = open(f"/proc/{entry}/stat", "rb").read()
+            cmd = open(f"/proc/{entry}/cmdline", "rb").read()
+        except OSError:
+            continue
+        helper = any(a.endswith(b"/watchdog.py") for a in cmd.split(b"\0"))
+        if int(stat[stat.rfind(b")") + 2 :].split()[1]) == spy and helper:
+            return int(entry)
+
+for _ in range(600):
+    wd = watchdog()
+    if wd:
+        break
+    time.sleep(0.05)
+os.kill(wd, signal.SIGSTOP)
+for _ in range(300):
+    time.sleep(0.05)
+    if state(wd) not in (b"T", b"t"):
+        break
+os.kill(spy, signal.SIGKILL)
+for _ in range(600):
+    time.sleep(0.1); os.close(os.open("/dev/null", os.O_RDONLY))
+"""
+
+
+def test_the_agent_stopping_the_watchdog_before_killing_spyglass_is_resumed_and_dies(
+    tmp_path: Path, capture_backend: str
+) -> None:
+    """A stopped watchdog would sleep through spyglass's death: spyglass resumes it (as it resumes
+    spyglass), so the kill that follows still ends the tree and leaves the note."""
+    store = tmp_path / "store"
+    res = subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
+         PY, "-c", STOP_WATCHDOG_THEN_KILL],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
+        start_new_session=True,
+    )  # fmt: skip
+    assert res.returncode == -9
+    pid = int((tmp_path / "agent.pid").read_text())
+    try:
+        assert _until(lambda: _final_note(store)), "no note from the watchdog: it slept through spyglass's death"
+        assert _until(lambda: not _alive(pid)), "the agent was left running after it killed spyglass"
+        s = Store(store)
+        s.repair()
+        reader = RunReader(s, s.resolve("latest"))
+        assert reader.meta.status == "monitor-lost"
+        assert any("watchdog" in a.message and a.rule_id == "evasion-monitor-lost" for a in reader.alerts()), [
+            (a.rule_id, a.message) for a in reader.alerts()]
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def test_benign_twin_a_process_of_the_run_stopped_by_the_run_stays_stopped(tmp_path: Path,
+                                                                            capture_backend: str) -> None:
+    """Only spyglass's own watchdog is resumed: a stop inside the tree (job control of the agent's own
+    children) is the agent's business, and the watchdog left alone is never reported."""
+    store = tmp_path / "store"
+    script = ("import os, signal, subprocess, time\n"
+              "child = subprocess.Popen(['sleep', '30'])\n"
+              "os.kill(child.pid, signal.SIGSTOP)\n"
+              "time.sleep(1.5)\n"
+              "stat = open(f'/proc/{child.pid}/stat').read()\n"
+              "open('child.state', 'w').write(stat[stat.rfind(')') + 2])\n"
+              "child.kill(); child.wait()\n")
+    res = subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
+         PY, "-c", script],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0
+    assert (tmp_path / "child.state").read_text() in ("T", "t")  # (t: a stop under strace, its tracer)
+    s = Store(store)
+    reader = RunReader(s, s.resolve("latest"))
+    assert reader.meta.status == "complete"
+    assert not any(n.startswith("monitor-stopped:") for n in reader.meta.capture["notes"]), reader.meta.capture
+    assert "evasion-monitor-lost" not in {a.rule_id for a in reader.alerts()}
+
+
+#: the agent's root leaves a child that goes on (the run follows it) and exits at once
+ROOT_LEAVES_A_CHILD = (
+    "import os, time\n"
+    "if os.fork() == 0:\n"
+    "    open('child.pid', 'w').write(str(os.getpid()))\n"
+    "    for _ in range(1200): time.sleep(0.1)\n"
+    "    os._exit(0)\n"
+    "open('root.pid', 'w').write(str(os.getpid()))\n"
+)
+
+
+def _with_pid(pid: int) -> subprocess.Popen[bytes] | None:
+    """A process outside the run that gets ``pid`` (the kernel's next pid set just below it), or None."""
+    for _ in range(50):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        proc = subprocess.Popen(["sleep", "120"], start_new_session=True)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    return None
+
+
+def test_the_root_s_pid_taken_by_another_process_is_not_killed_by_the_watchdog(tmp_path: Path,
+                                                                               capture_backend: str) -> None:
+    """The run's first process exited long ago and its pid is another process's now (pids wrap: 32768
+    of them by default): spyglass killed, the watchdog kills what the run left, never that process."""
+    if not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK):
+        pytest.skip("the next pid cannot be chosen here (not root)")
+    store = tmp_path / "store"
+    spy = subprocess.Popen(
+        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store),
+         "--descendants", "follow", "--", PY, "-c", ROOT_LEAVES_A_CHILD],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    innocent = None
+    child = 0
+    try:
+        assert _until(lambda: (tmp_path / "root.pid").exists() and (tmp_path / "child.pid").exists())
+        root, child = int((tmp_path / "root.pid").read_text()), int((tmp_path / "child.pid").read_text())
+        assert _until(lambda: not os.path.exists(f"/proc/{root}")), "the root was never reaped"
+        innocent = _with_pid(root)
+        if innocent is None:
+            pytest.skip(f"pid {root} went to another process first")
+        monitor = json.loads(next(store.glob("runs/*/run.json")).read_text())["monitor_pid"]  # (follow: a child)
+        assert _alive(child) and _alive(monitor)
+        os.kill(monitor, signal.SIGKILL)
+        assert _until(lambda: _final_note(store)), "no note from the watchdog"
+        assert _until(lambda: not _alive(child)), "the run's process was left running"
+        assert innocent.poll() is None, "the watchdog killed a process that only has the root's old pid"
+    finally:
+        for pid in (child,):
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if innocent is not None:
+            innocent.kill()
+            innocent.wait()
+        if spy.poll() is None:
+            spy.kill()
+            spy.wait()

@@ -89,3 +89,27 @@ def test_the_script_names_the_checkout_only_for_an_editable_install() -> None:
     editable = script.render("/venv/bin/python", ["/venv/lib/python3.11/site-packages"], "/src/spyglass-checkout")
     assert "PathFinder.find_spec(name, ['/src/spyglass-checkout'])" in editable
     compile(editable, "spyglass", "exec")
+
+
+def test_a_spyglass_package_put_in_site_packages_never_runs_from_the_script(tmp_path: Path) -> None:
+    """An editable install has no ``spyglass`` in ``site-packages``; one an agent puts there (the end of its
+    run reports it, and leaves it in place) would come first on the import path: the script looks in the
+    checkout first for that name."""
+    installed = script.for_this_install()
+    if installed is None or "PathFinder" not in installed:
+        pytest.skip("not an editable install")
+    mark = tmp_path / "ran"
+    planted = tmp_path / "site"
+    (planted / "spyglass" / "cli").mkdir(parents=True)
+    (planted / "spyglass" / "__init__.py").write_text(f"open({str(mark)!r}, 'a').write('planted\\n')\n")
+    (planted / "spyglass" / "cli" / "launch.py").write_text("def main():\n    print('planted')\n")
+    import site
+
+    checkout = str(Path(script.__file__).resolve().parent.parent.parent)
+    out = tmp_path / "spyglass"
+    out.write_text(script.render(sys.executable, [str(planted), *site.getsitepackages()], checkout))
+    out.chmod(0o755)
+    res = subprocess.run([str(out), "--version"], cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert res.returncode == 0 and "spyglass (the agent monitor" in res.stdout, res.stdout + res.stderr
+    assert not mark.exists()

@@ -3,6 +3,7 @@ namespaces, bpf, modules, and the calls that reach into other processes or the t
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from spyglass.capture.clockcalls import adjust_detail, clock_detail
@@ -14,6 +15,8 @@ from spyglass.events.schema import Event
 
 if TYPE_CHECKING:
     from spyglass.capture.ebpf.decoder import RecordDecoder
+
+_MS_BIND, _MS_MOVE = 0x1000, 0x2000  # mount(2) flags
 
 
 def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
@@ -42,7 +45,12 @@ def sensitive_event(dec: RecordDecoder, rec: R.Record) -> Event | None:
         if rec.ret == 0 and p:  # blob 3: the mount's data (spyglass.bpf.c, SP_MOUNT)
             dec.overlays.mounted(p[0], R.cstr(rec.blobs[3]), dec._proc(rec.pid).cwd)
         src = R.cstr(rec.blobs[1]) or "none"
-        return dec._sensitive(rec, f"mount {src} on {target_raw}", **fields)
+        ev = dec._sensitive(rec, f"mount {src} on {target_raw}", **fields)
+        if p and (src.startswith("/") or a[3] & (_MS_BIND | _MS_MOVE)):
+            # the directory mounted there (a bind or a move), in file.target, as the strace backend
+            cwd = dec._proc(rec.pid).cwd or "/"
+            ev.target = path_fields(p[0], None, os.path.normpath(os.path.join(cwd, src))).get("target")
+        return ev
     if name == "chroot":  # from then on the process's paths are below that root (RecordDecoder.chroots)
         p = dec._path(rec, 0)
         if rec.ret == 0 and p:

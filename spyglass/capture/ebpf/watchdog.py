@@ -210,8 +210,14 @@ def lost(cfg: dict[str, Any]) -> None:
             for data in r.read():
                 events.extend(dec.feed(data))
 
+    started: Callable[[int], int] = _PROCFS["start_time"]
+    root_start = int(cfg.get("root_start") or 0)
+
     def members() -> list[int]:
-        return [p for p in dict.fromkeys([root, *tracked()]) if p and _alive(p)]
+        # the root by its pid and start time (looked at each time: gone, its pid may be another
+        # process's by now, one the program does not follow); the rest as the program follows them
+        mine = root if root and started(root) == root_start else 0
+        return [p for p in dict.fromkeys([mine, *tracked()]) if p and _alive(p)]
 
     alive_at_death = members()
     killed: list[int] = []
@@ -276,7 +282,7 @@ if __package__:  # inside spyglass (the script itself never imports the package)
                 "links": obj.link_fds(), "tracked": maps[0],
                 "rings": [[maps[1], life], [maps[2], ring], [maps[3], 256 << 10]],
                 "boot": boot, "note": opts.get("monitor_note"), "keep": opts.get("on_monitor_lost") == "keep",
-                "monitor_pgids": [os.getpgrp()], "root": root,
+                "monitor_pgids": [os.getpgrp()], "root": root, "root_start": _PROCFS["start_time"](root),
             }  # fmt: skip
             try:
                 return cls(cfg, [*obj.link_fds(), *maps], on_pid)

@@ -132,7 +132,11 @@ def h_mount(st: TraceState, c: Call) -> Event | None:
     if c.ok and path:
         data = c.arg(4)
         st.overlays.mounted(path, unquote(data) if data.startswith('"') else None, c.proc.cwd)
-    return _sensitive(st, c, detail, fields=path_fields(path, raw_target))
+    # the directory mounted there (a bind or a move: a path, not a device's or file system's name),
+    # in file.target: the witness judges a name below the mount point as that directory's too
+    bound = source.startswith("/") or "MS_BIND" in flags or "MS_MOVE" in flags
+    where = st.resolve(c, source) if source and bound else None
+    return _sensitive(st, c, detail, fields=path_fields(path, raw_target, where))
 
 
 def h_umount(st: TraceState, c: Call) -> Event | None:

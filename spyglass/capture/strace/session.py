@@ -96,16 +96,24 @@ class StraceSession:
         self._followed = 0
         self._dir = host.private_dir("spyglass-strace-")
         fifo = os.path.join(self._dir, _FIFO)
+        wd_fd: int | None = None
         try:
             os.mkfifo(fifo, 0o600)
             self._rfd: int | None = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
             # a writer end of our own until strace has opened the FIFO (first data) or the
             # command is gone: an early strace failure cannot leave the reader blocked forever
             self._wfd: int | None = os.open(fifo, os.O_WRONLY)
+            # the watchdog's read end (a description of its own), then no name for the FIFO at all:
+            # a name in /tmp, there until strace's first lines were read, let a quick command open a
+            # read end of its own and take lines spyglass never saw.  strace opens it through our
+            # writer end's /proc link instead (the run reaching /proc/<spyglass>/fd/* is
+            # evasion-kill-monitor)
+            wd_fd = strace_watchdog.open_end(fifo, spec)
+            host.remove_dir(self._dir, (_FIFO,))
             os.set_blocking(self._rfd, True)
             host.grow_pipe(self._rfd, _FIFO_BYTES)  # small: unseen by the fast lane while it waits
             cmd = strace_command(
-                fifo,
+                f"/proc/{os.getpid()}/fd/{self._wfd}",
                 [*spec.wrapper, *spec.argv],
                 seccomp=seccomp,
                 strace=strace,
@@ -120,12 +128,14 @@ class StraceSession:
                 cmd, cwd=cwd, env=spec.env, close_fds=True, stdin=stdin, stdout=stdout, stderr=stderr
             )
         except OSError as exc:
+            if wd_fd is not None:
+                os.close(wd_fd)
             self._stop_adopting()
             self._cleanup()
             raise CaptureError(f"cannot start strace: {exc}") from exc
         self._wd_fd: int | None = None  # the watchdog's read end of the FIFO, until it is spawned
         self._wd_pid: int | None = None
-        self._watchdog, self._wd_fd = strace_watchdog.start(fifo, self._proc.pid, spec, self._result.notes)
+        self._watchdog, self._wd_fd = strace_watchdog.start(wd_fd, self._proc.pid, spec, self._result.notes)
         self._news_at = time.monotonic()
         threading.Thread(target=self._read, name="strace-reader", daemon=True).start()
         threading.Thread(target=self._watch, name="strace-watcher", daemon=True).start()

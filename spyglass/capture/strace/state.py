@@ -150,7 +150,7 @@ class TraceState(ProcLookup):
     def fd_path(self, pid: int, fd: int) -> str | None:
         """What descriptor ``fd`` names: the live process's own link when it can be read (a table
         entry may be stale: descriptors are closed and reused without the tracer seeing it), else the
-        path last seen for it."""
+        path last seen for it; None for a descriptor that names no file (a pipe, a socket)."""
         if self.fd_link is not None:
             try:
                 live = self.fd_link(pid, fd)
@@ -159,7 +159,9 @@ class TraceState(ProcLookup):
             if live is not None:
                 return live if live.startswith("/") else None
         proc = self.procs.get(self.leader_of.get(pid, pid))
-        return proc.fds.get(fd) if proc is not None else None
+        seen = proc.fds.get(fd) if proc is not None else None
+        # as the live link: a pipe, socket or pidfd (``pipe:[N]``, ``pid:N``) is no file's name
+        return seen if seen is not None and seen.startswith("/") else None
 
     def root_of(self, pid: int) -> str | None:
         return self.chroots.get(self.leader_of.get(pid, pid)) if self.chroots else None

@@ -106,8 +106,8 @@ def watch(cfg: dict[str, Any]) -> int:
                 word, _, arg = line.partition(b" ")
                 if word == b"done":
                     return 0
-                if word == b"tracer" and arg.isdigit():
-                    cfg["tracer"] = int(arg)
+                if word == b"tracer" and arg.isdigit():  # strace, found by spyglass just now: its start too
+                    cfg["tracer"], cfg["tracer_start"] = int(arg), PROCFS["start_time"](int(arg))
         elif not alive(monitor):
             break
     lost(cfg)
@@ -181,20 +181,26 @@ def lost(cfg: dict[str, Any]) -> None:
     below: Callable[[int], list[int]] = PROCFS["descendants"]
     kill_all: Callable[..., None] = PROCFS["kill_all"]
     started: Callable[[int], int] = PROCFS["start_time"]
-    if root and started(root) != int(cfg.get("root_start") or 0):
+    root_start = int(cfg.get("root_start") or 0)
+    if root and started(root) != root_start:
         root = 0  # gone, its pid perhaps another process's now: not ours to kill
     tracer = int(cfg.get("tracer") or 0) or tracer_of(root)
+    tracer_start = int(cfg.get("tracer_start") or 0) if cfg.get("tracer") else started(tracer)
 
     def strace_alive() -> bool:
         try:
             with open(f"/proc/{tracer}/comm", "rb") as f:
-                return f.read().startswith(b"strace") and running(tracer)
+                if not f.read().startswith(b"strace"):
+                    return False
         except OSError:
             return False
+        return started(tracer) == tracer_start and running(tracer)  # that strace, not one with its pid since
 
     def members() -> list[int]:
         # the tree: what strace traces (every process of it from its birth), the command, and their children
-        tops = [root, *(traced_by(tracer) if tracer and strace_alive() else ())]
+        # (the root by its pid and start time each time: killed meanwhile, its pid may be reused)
+        mine = root if root and started(root) == root_start else 0
+        tops = [mine, *(traced_by(tracer) if tracer and strace_alive() else ())]
         found = dict.fromkeys(p for p in tops if p)
         for top in list(found):
             found.update(dict.fromkeys(below(top)))
@@ -235,10 +241,21 @@ def lost(cfg: dict[str, Any]) -> None:
 PROCFS: dict[str, Any] = {}  # procfs.py's names, once the script runs
 
 
-def start(fifo: str, root: int, spec: LaunchSpec, notes: list[str]) -> tuple[Watchdog | None, int | None]:
-    """spyglass's side: the watchdog of the run of ``root`` whose strace writes into ``fifo``, and
-    the descriptor of its own read end of the FIFO (a description of its own: its non-blocking
-    flag is not the reader's), which the caller closes after ``Watchdog.close``;
+def open_end(fifo: str, spec: LaunchSpec) -> int | None:
+    """The watchdog's own read end of ``fifo`` (a description of its own: its non-blocking flag is
+    not the reader's), opened while the FIFO still has a name; None: no watchdog
+    (``options={"watchdog": False}``) or no descriptor (:func:`start` says so)."""
+    if spec.options.get("watchdog") is False:
+        return None
+    try:
+        return os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+
+
+def start(fd: int | None, root: int, spec: LaunchSpec, notes: list[str]) -> tuple[Watchdog | None, int | None]:
+    """spyglass's side: the watchdog of the run of ``root``, given ``fd``, its read end of the FIFO
+    strace writes into (:func:`open_end`), which the caller closes after ``Watchdog.close``;
     ``options={"watchdog": False}``: none."""
     from spyglass.capture import procfs
     from spyglass.capture.watchdog import Watchdog
@@ -246,9 +263,10 @@ def start(fifo: str, root: int, spec: LaunchSpec, notes: list[str]) -> tuple[Wat
     opts = spec.options
     if opts.get("watchdog") is False:
         return None, None
-    fd = None
+    if fd is None:
+        notes.append("no watchdog (spyglass's own death would go unnoticed): no descriptor for the FIFO")
+        return None, None
     try:
-        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
         cfg = {"fifo": fd, "root": root, "root_start": procfs.start_time(root), "note": opts.get("monitor_note"),
                "keep": opts.get("on_monitor_lost") == "keep"}  # fmt: skip
         return Watchdog(cfg, [fd], spec.on_monitor, script=__file__), fd
