@@ -70,7 +70,7 @@ class StubSession:
             self.env = agent_env(list(argv), agent_url, self.scratch, base_env, self.script.model, self.agent)
             adapter = adapter_named(self.agent) if self.agent else adapter_for(None, list(argv))
             if hooks or ask:
-                self.hooks = adapter.start_hooks(self.env, self.scratch, ask=ask, decider=decider)
+                self.hooks = adapter.start_hooks(self.env, self.scratch, ask=ask, decider=decider, view=sandbox_dir)
             if sandbox_dir:
                 self._to_sandbox_view(sandbox_dir)
         except BaseException:

@@ -108,6 +108,8 @@ def test_a_clean_session_with_the_defaults_raises_nothing(agent: str, way: str, 
     assert "return a + b" in (ws / "calc.py").read_text()
     meta = json.loads(spy("show", "latest", "--format", "json").stdout)["run"]
     assert meta["sandbox"] is ("sandbox" in way) and ("strace" not in way or meta["backend"] == "strace"), meta
+    if agent == "claude":  # its hooks reached spyglass (in a sandbox too, its store deep in a long HOME)
+        assert [r["tool_use_id"] for r in meta["extra"]["agent"]["hook_reports"]][:2] == ["call_1_1"] * 2
     assert (home / ".local" / "state" / "spyglass" / "runs").is_dir()  # the default store
     alerts = json.loads(spy("alerts", "latest", "--format", "json").stdout)
     assert alerts == [], [f"{a['level']} {a['rule_id']}: {a['message'][:300]}" for a in alerts]

@@ -148,10 +148,12 @@ class AgentAdapter:
         return None
 
     def start_hooks(
-        self, env: dict[str, str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
+        self, env: dict[str, str], scratch: Path, *, ask: bool = False, decider: Decider | None = None,
+        view: str | None = None,
     ) -> HookServer | None:
         """Install per-run hooks that report each tool call live (and let ``decider`` deny one),
-        in the configuration :meth:`prepare_env` made; None if the agent has no hooks."""
+        in the configuration :meth:`prepare_env` made; None if the agent has no hooks.  ``view``:
+        where the agent sees ``scratch`` (a sandbox's private /tmp), when not at its own path."""
         return None
 
     def hooks_argv(

@@ -103,14 +103,18 @@ class ClaudeCodeAdapter(AgentAdapter):
         return env
 
     def start_hooks(
-        self, env: dict[str, str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
+        self, env: dict[str, str], scratch: Path, *, ask: bool = False, decider: Decider | None = None,
+        view: str | None = None,
     ) -> HookServer | None:
         """PreToolUse/PostToolUse hooks in the per-run ``settings.json`` reporting to a unix socket."""
         from spyglass.agents.hooks import HookServer, install_hooks
 
         config = Path(env.get("CLAUDE_CONFIG_DIR") or config_dir(scratch / "claude-config"))
         sock = config.parent / "hook.sock"
-        if len(str(sock)) > 100:  # the limit of a unix socket's path
+        # the limit of a unix socket's path, for the name the agent connects to (in a sandbox its view
+        # of scratch: a directory of the host's /tmp would not be there)
+        seen = str(sock).replace(str(scratch), view, 1) if view else str(sock)
+        if len(seen) > 100:
             import tempfile
 
             sock = Path(tempfile.mkdtemp(prefix="spyglass-hook-")) / "hook.sock"
