@@ -161,7 +161,7 @@ def hooks_for_run(
     the command line that loads them and the server they report to; None if the agent has none.
     In a sandbox, ``scratch`` (under the run's private /tmp) is seen at ``sandbox_dir``."""
     adapter = adapter_named(agent) if agent else adapter_for(None, list(argv))
-    got = adapter.hooks_argv(argv, scratch, ask=ask, decider=decider)
+    got = adapter.hooks_argv(argv, scratch, ask=ask, decider=decider, view=sandbox_dir)
     if got is None or not sandbox_dir:
         return got
     new_argv, server = got

@@ -157,7 +157,8 @@ class AgentAdapter:
         return None
 
     def hooks_argv(
-        self, argv: Sequence[str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
+        self, argv: Sequence[str], scratch: Path, *, ask: bool = False, decider: Decider | None = None,
+        view: str | None = None,
     ) -> tuple[list[str], HookServer] | None:
         """For a run against its real model: ``argv`` changed to load per-run hooks (written in
         ``scratch``) besides the user's own configuration, and the server they report to; None if
