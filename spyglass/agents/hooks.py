@@ -126,7 +126,7 @@ class HookServer:
         if os.path.exists(self.path):
             os.unlink(self.path)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.bind(self.path)
+        _bind(self._sock, self.path)
         os.chmod(self.path, 0o600)  # the agent runs as we do; nobody else reports or asks
         self._sock.listen(16)
         self._closed = False
@@ -187,6 +187,24 @@ class HookServer:
                 os.unlink(self.path)
             except OSError:
                 pass
+
+
+#: the longest path a unix socket's address holds (sun_path, with its terminating NUL)
+SOCKET_PATH_MAX = 107
+
+
+def _bind(sock: socket.socket, path: str) -> None:
+    """Bind ``sock`` at ``path``; a path longer than an address holds is bound through a descriptor
+    of its directory (``/proc/self/fd/N/NAME``): the socket is created there all the same, for a
+    client that reaches the directory by a shorter name (a sandbox's view of it)."""
+    if len(os.fsencode(path)) <= SOCKET_PATH_MAX:
+        sock.bind(path)
+        return
+    fd = os.open(os.path.dirname(path) or ".", os.O_PATH | os.O_DIRECTORY)
+    try:
+        sock.bind(f"/proc/self/fd/{fd}/{os.path.basename(path)}")
+    finally:
+        os.close(fd)
 
 
 def _peer_pid(conn: socket.socket) -> int | None:

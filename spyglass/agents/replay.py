@@ -70,7 +70,7 @@ class StubSession:
             self.env = agent_env(list(argv), agent_url, self.scratch, base_env, self.script.model, self.agent)
             adapter = adapter_named(self.agent) if self.agent else adapter_for(None, list(argv))
             if hooks or ask:
-                self.hooks = adapter.start_hooks(self.env, self.scratch, ask=ask, decider=decider)
+                self.hooks = adapter.start_hooks(self.env, self.scratch, ask=ask, decider=decider, view=sandbox_dir)
             if sandbox_dir:
                 self._to_sandbox_view(sandbox_dir)
         except BaseException:
@@ -161,7 +161,7 @@ def hooks_for_run(
     the command line that loads them and the server they report to; None if the agent has none.
     In a sandbox, ``scratch`` (under the run's private /tmp) is seen at ``sandbox_dir``."""
     adapter = adapter_named(agent) if agent else adapter_for(None, list(argv))
-    got = adapter.hooks_argv(argv, scratch, ask=ask, decider=decider)
+    got = adapter.hooks_argv(argv, scratch, ask=ask, decider=decider, view=sandbox_dir)
     if got is None or not sandbox_dir:
         return got
     new_argv, server = got

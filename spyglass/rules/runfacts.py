@@ -45,6 +45,7 @@ def run_facts(
     if policy.evidence.sign_key:  # the run's own signing key is a secret
         secret_globs.append(policy.resolve_path(policy.evidence.sign_key))
     launch: dict[str, Any] = extra.get("launch") or {}
+    allow = [*policy.network.effective_allow, *_relay_hosts(sandbox_facts)]
     fx_args: dict[str, Any] = dict(
         procs=ctx.procs,
         state=state,
@@ -56,7 +57,7 @@ def run_facts(
         secrets_re=glob_matcher(secret_globs, home),
         secret_exceptions_re=glob_matcher(pdefaults.SECRET_EXCEPTIONS, home),
         honeytokens_re=glob_matcher(honeytokens, home),
-        hosts=HostMatcher(policy.network.effective_allow, policy.network.deny),
+        hosts=HostMatcher(allow, policy.network.deny),
         monitor_pids=frozenset(monitors),
         live_monitors=ctx.monitor_pids,
         live_helpers=helpers if isinstance(helpers, list) else (),
@@ -76,12 +77,21 @@ def run_facts(
         workspace=ws,
         temp_dirs=[expand_home(d, home) for d in pdefaults.WRITABLE_TEMP],
         home=[home],
-        allowed_hosts=list(policy.network.effective_allow),
+        allowed_hosts=allow,
         denied_hosts=list(policy.network.deny),
         trusted_exec=trusted_dirs,
         agent_state=agent_state_globs(home),
     )
     return fx_args, lists
+
+
+def _relay_hosts(sandbox_facts: object) -> list[str]:
+    """A sandboxed run's way out: its relay on the sandbox's own loopback (``127.0.0.1:PORT``, bound
+    before the agent starts).  Every connection goes there, and the proxy judges where it leads
+    (``proxy.request``), so the relay is allowed even when the policy's list leaves loopback out."""
+    relay = sandbox_facts.get("relay") if isinstance(sandbox_facts, dict) else None
+    port = relay.get("port") if isinstance(relay, dict) else None
+    return [f"127.0.0.1:{port}"] if isinstance(port, int) and not isinstance(port, bool) and port > 0 else []
 
 
 def _agent_state(kind: str | None, home: str) -> list[str]:

@@ -6,6 +6,9 @@ false alarms: a repository under a directory named `nc` (codex names its workdir
 line of its process setup, next to `bash -c __CODEX_SNAPSHOT...`), and a git repository for Claude
 Code (it reads the user's git identity with a hardened `git -c core.hooksPath=/dev/null ... config
 user.name`).  `show`, `verify`, `changes` and `report` then read the run without a mistake.
+The same holds in the other ways a user runs them (`--sandbox`, `--backend strace`, both), for the
+agents those ways are cheap for, and for Claude Code sandboxed under a policy that lists only the
+model's hosts (its connections to the sandbox's relay are not unlisted egress).
 """
 
 from __future__ import annotations
@@ -56,10 +59,37 @@ def _repo(ws: Path) -> None:
     subprocess.run([*git, "commit", "-qm", "start"], cwd=ws, check=True)
 
 
-@pytest.mark.parametrize("agent", ["codex", "mini", "claude"])
-def test_a_clean_session_with_the_defaults_raises_nothing(agent: str, tmp_path: Path) -> None:
+# a user's policy that narrows egress to the model's host: loopback (the sandbox's relay) is not listed
+STRICT_POLICY = "network:\n  builtin_allow: false\n  allow: ['*.anthropic.com', '*.openai.com']\n"
+#: the other ways a user runs them (the default backend is eBPF where it runs, so `--backend ebpf`
+#: is the first case again); "strict" adds STRICT_POLICY (a sandboxed Claude Code raised
+#: net-egress-unlisted for the relay, 127.0.0.1:3128, under such a policy)
+WAYS = {
+    "defaults": [],
+    "sandbox": ["--sandbox"],
+    "strace": ["--backend", "strace"],
+    "strace-sandbox": ["--backend", "strace", "--sandbox"],
+    "strict-sandbox": ["--sandbox", "--policy", "STRICT"],
+}
+CASES = [
+    *[(agent, "defaults") for agent in ("codex", "mini", "claude")],
+    *[(agent, way) for agent in ("codex", "claude") for way in ("sandbox", "strace", "strace-sandbox")],
+    ("mini", "strace-sandbox"),
+    ("claude", "strict-sandbox"),
+]
+
+
+@pytest.mark.parametrize(("agent", "way"), CASES, ids=[f"{a}-{w}" for a, w in CASES])
+def test_a_clean_session_with_the_defaults_raises_nothing(agent: str, way: str, tmp_path: Path) -> None:
     if not BIN[agent].exists():
         pytest.skip(f"{agent} is not installed: run scripts/install-agents.sh")
+    if "sandbox" in way and shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap not installed")
+    flags = list(WAYS[way])
+    if "STRICT" in flags:
+        policy = tmp_path / "policy.yaml"
+        policy.write_text(STRICT_POLICY)
+        flags[flags.index("STRICT")] = str(policy)
     home = tmp_path / "home"
     home.mkdir()
     ws = tmp_path / "nc" / "ws" if agent != "claude" else home / "proj"
@@ -73,9 +103,13 @@ def test_a_clean_session_with_the_defaults_raises_nothing(agent: str, tmp_path: 
         return subprocess.run([sys.executable, "-m", "spyglass", *args], cwd=ws, env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=400, check=False)
 
-    res = spy("run", "--model-script", str(script), "--", *ARGV[agent])
+    res = spy("run", *flags, "--model-script", str(script), "--", *ARGV[agent])
     assert res.returncode == 0, res.stderr[-3000:]
     assert "return a + b" in (ws / "calc.py").read_text()
+    meta = json.loads(spy("show", "latest", "--format", "json").stdout)["run"]
+    assert meta["sandbox"] is ("sandbox" in way) and ("strace" not in way or meta["backend"] == "strace"), meta
+    if agent == "claude":  # its hooks reached spyglass (in a sandbox too, its store deep in a long HOME)
+        assert [r["tool_use_id"] for r in meta["extra"]["agent"]["hook_reports"]][:2] == ["call_1_1"] * 2
     assert (home / ".local" / "state" / "spyglass" / "runs").is_dir()  # the default store
     alerts = json.loads(spy("alerts", "latest", "--format", "json").stdout)
     assert alerts == [], [f"{a['level']} {a['rule_id']}: {a['message'][:300]}" for a in alerts]

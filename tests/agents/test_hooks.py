@@ -158,3 +158,46 @@ def test_ask_mode_is_refused_for_an_agent_without_hooks(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "need an agent with hooks (Claude Code)" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_socket_deeper_than_an_address_holds_is_reached_by_a_shorter_name(tmp_path: Path) -> None:
+    """A sandboxed run's scratch lies deep in the store (a long HOME): the monitor binds its socket
+    there all the same, and the hook inside reaches it by the sandbox's short name of the directory
+    (here a symlink plays the sandbox's /tmp view)."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    server = HookServer(deep / "hook.sock")
+    try:
+        assert (deep / "hook.sock").is_socket()
+        short = tmp_path / "v"
+        short.symlink_to(deep)
+        hooks = install_hooks(tmp_path, str(short / "hook.sock"), ask=True)
+        pre = hooks["PreToolUse"][0]["hooks"][0]["command"]
+        assert _run_hook(pre, _pre("toolu_1", "ls")).stdout == ""  # answered: allowed, not denied unasked
+        assert [r.tool_use_id for r in server.snapshot()] == ["toolu_1"]
+    finally:
+        server.close()
+    assert not (deep / "hook.sock").exists()
+
+
+def test_hooks_for_a_real_model_run_under_a_deep_store_reach_the_monitor(tmp_path: Path) -> None:
+    """`spyglass run --ask -- claude ...` with its scratch deeper than a socket's address holds (a long
+    HOME): the hook still reaches the monitor (it crashed on binding; unsandboxed the socket goes to a
+    short directory), and in a sandbox through the sandbox's short name of the scratch."""
+    from spyglass.agents.replay import hooks_for_run
+
+    for sandbox_dir in (None, str(tmp_path / "v")):
+        scratch = tmp_path / ("d" * 60) / ("e" * 60) / ("sb" if sandbox_dir else "plain")
+        got = hooks_for_run(["claude", "-p", "hi"], scratch, sandbox_dir=sandbox_dir, ask=True, agent="claude")
+        assert got is not None
+        argv, server = got
+        try:
+            if sandbox_dir:
+                Path(sandbox_dir).symlink_to(scratch)  # plays the sandbox's view of the scratch
+            settings = json.loads(Path(argv[argv.index("--settings") + 1].replace(sandbox_dir or "\0", str(scratch)))
+                                  .read_text())
+            pre = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+            assert _run_hook(pre, _pre("toolu_1", "ls")).stdout == ""  # answered: allowed, not denied unasked
+            assert [r.tool_use_id for r in server.snapshot()] == ["toolu_1"]
+        finally:
+            server.close()

@@ -148,14 +148,17 @@ class AgentAdapter:
         return None
 
     def start_hooks(
-        self, env: dict[str, str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
+        self, env: dict[str, str], scratch: Path, *, ask: bool = False, decider: Decider | None = None,
+        view: str | None = None,
     ) -> HookServer | None:
         """Install per-run hooks that report each tool call live (and let ``decider`` deny one),
-        in the configuration :meth:`prepare_env` made; None if the agent has no hooks."""
+        in the configuration :meth:`prepare_env` made; None if the agent has no hooks.  ``view``:
+        where the agent sees ``scratch`` (a sandbox's private /tmp), when not at its own path."""
         return None
 
     def hooks_argv(
-        self, argv: Sequence[str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
+        self, argv: Sequence[str], scratch: Path, *, ask: bool = False, decider: Decider | None = None,
+        view: str | None = None,
     ) -> tuple[list[str], HookServer] | None:
         """For a run against its real model: ``argv`` changed to load per-run hooks (written in
         ``scratch``) besides the user's own configuration, and the server they report to; None if

@@ -103,17 +103,14 @@ class ClaudeCodeAdapter(AgentAdapter):
         return env
 
     def start_hooks(
-        self, env: dict[str, str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
+        self, env: dict[str, str], scratch: Path, *, ask: bool = False, decider: Decider | None = None,
+        view: str | None = None,
     ) -> HookServer | None:
         """PreToolUse/PostToolUse hooks in the per-run ``settings.json`` reporting to a unix socket."""
         from spyglass.agents.hooks import HookServer, install_hooks
 
         config = Path(env.get("CLAUDE_CONFIG_DIR") or config_dir(scratch / "claude-config"))
-        sock = config.parent / "hook.sock"
-        if len(str(sock)) > 100:  # the limit of a unix socket's path
-            import tempfile
-
-            sock = Path(tempfile.mkdtemp(prefix="spyglass-hook-")) / "hook.sock"
+        sock = _hook_socket(config.parent / "hook.sock", scratch, view)
         server = HookServer(sock, decider)
         settings_path = config / "settings.json"
         try:
@@ -125,15 +122,17 @@ class ClaudeCodeAdapter(AgentAdapter):
         return server
 
     def hooks_argv(
-        self, argv: Sequence[str], scratch: Path, *, ask: bool = False, decider: Decider | None = None
+        self, argv: Sequence[str], scratch: Path, *, ask: bool = False, decider: Decider | None = None,
+        view: str | None = None,
     ) -> tuple[list[str], HookServer] | None:
         """``--settings FILE`` with the hooks added to the command line: the user's own settings stay."""
         from spyglass.agents.hooks import HookServer, install_hooks
 
         scratch.mkdir(parents=True, exist_ok=True)
-        server = HookServer(scratch / "hook.sock", decider)
+        sock = _hook_socket(scratch / "hook.sock", scratch, view)
+        server = HookServer(sock, decider)
         settings = scratch / "spyglass-settings.json"
-        hooks = install_hooks(scratch, str(scratch / "hook.sock"), ask=ask)
+        hooks = install_hooks(scratch, str(sock), ask=ask)
         settings.write_text(json.dumps({"hooks": hooks}, indent=2), encoding="utf-8")
         return [*argv, "--settings", str(settings)], server
 
@@ -292,3 +291,15 @@ def parse_transcript(lines: list[dict[str, Any]]) -> AgentLog:
                         if cid:  # for the result: a Write that created the file
                             by_id[cid] = ToolCall(n=0, command=path, tool=name, call_id=cid)
     return log
+
+
+def _hook_socket(sock: Path, scratch: Path, view: str | None) -> Path:
+    """Where the hooks' socket goes: ``sock`` in the run's scratch, unless the name the agent connects
+    to (in a sandbox, its view of scratch) is too long for a socket's address; then a short directory
+    of the host's /tmp (a sandbox with a short view needs none: a directory there would not be seen)."""
+    seen = str(sock).replace(str(scratch), view, 1) if view else str(sock)
+    if len(seen) <= 100:
+        return sock
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="spyglass-hook-")) / "hook.sock"
