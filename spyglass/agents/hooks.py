@@ -179,8 +179,16 @@ class HookServer:
             return list(self.reports)
 
     def close(self) -> None:
+        """Stop listening: the thread in ``accept`` is woken (``shutdown``) and gone before the
+        descriptor is closed, never left blocked on a number the process may give another socket."""
         self._closed = True
         try:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            if self._thread is not threading.current_thread():
+                self._thread.join(timeout=5)
             self._sock.close()
         finally:
             try:

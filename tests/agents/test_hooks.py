@@ -201,3 +201,14 @@ def test_hooks_for_a_real_model_run_under_a_deep_store_reach_the_monitor(tmp_pat
             assert [r.tool_use_id for r in server.snapshot()] == ["toolu_1"]
         finally:
             server.close()
+
+
+def test_close_ends_the_listening_thread_before_the_descriptor_is_closed(tmp_path: Path) -> None:
+    """A thread left in accept() on a closed descriptor is a leak, and a thief: the number goes to
+    the next socket the process opens."""
+    server = HookServer(tmp_path / "h.sock")
+    thread = server._thread
+    assert thread.is_alive()
+    server.close()
+    assert not thread.is_alive(), "the hook server's thread is still in accept() after close()"
+    assert not (tmp_path / "h.sock").exists()

@@ -257,6 +257,9 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
     store = Store(root / "store", create=True)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     port = server.server_address[1]
+    # accept() never blocks for long: a connection that went elsewhere after the poll (some other
+    # thread's accept on a reused number) must not hang shutdown() below
+    server.socket.settimeout(5)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     runs: dict[str, list[str]] = {}

@@ -303,7 +303,10 @@ class EbpfSession:
             now = time.monotonic()
             if self._killing and kill_deadline is None:
                 kill_deadline = now + _KILL_GRACE
-            if deadline is None and (dec.root_exited or self._proc.poll() is not None):
+            # every turn: the root is reaped as soon as it has exited (its exit record comes a moment
+            # before it can be; a zombie otherwise, for as long as the run follows what it left)
+            reaped = self._proc.poll() is not None  # (free once it has been)
+            if deadline is None and (reaped or dec.root_exited):
                 deadline = now + max(0.0, self.spec.wait_descendants)
             if self._detached:
                 self._finish_reading()
