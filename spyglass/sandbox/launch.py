@@ -32,7 +32,8 @@ _NOT_FOUND = 127
 
 
 def expose_program(sb: PreparedSandbox, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> list[str]:
-    """Bind the program's install tree read-only where the sandbox hides it; the paths bound."""
+    """Bind the program's install tree read-only where the sandbox hides it, and at the name it was
+    reached by when that goes through a symlinked directory; the paths bound (inside)."""
     added: list[str] = []
     at = next((i for i, m in enumerate(sb.mounts) if m.role in ("relay", "workspace")), len(sb.mounts))
     for path in layout.program_roots(list(argv), env, cwd, sb.real_home):
@@ -41,6 +42,12 @@ def expose_program(sb: PreparedSandbox, argv: Sequence[str], env: Mapping[str, s
         sb.mounts.insert(at, bw.Mount(bw.RO_BIND, path, path, optional=True, role="program"))
         at += 1
         added.append(path)
+    for src, dest in layout.program_aliases(list(argv), env, cwd, sb.real_home):
+        if bw._visible_in(sb.mounts, dest):
+            continue  # the host's link shows through (and what it names, or the tree bound above)
+        sb.mounts.insert(at, bw.Mount(bw.RO_BIND, dest, src, optional=True, role="program"))
+        at += 1
+        added.append(dest)
     if added:
         sb.program_tree.extend(added)
         sb.pathmap = PathMap(sb.mounts)

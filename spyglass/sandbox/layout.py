@@ -4,7 +4,9 @@
   it resolves to, the tree that file belongs to, and its interpreter's, via a
   ``#!`` line and a venv's ``pyvenv.cfg``), so that an agent installed under
   ``$HOME`` or ``/tmp`` (a repo's ``.venv``, pipx, uv, nvm, pyenv, a local
-  ``node_modules``) runs inside, read-only.
+  ``node_modules``) runs inside, read-only; :func:`program_aliases`: that tree
+  again at the name the program was reached by, when a directory on the way is
+  a symlink.
 * :data:`PROTECTED_IN_WORKSPACE`: paths inside a writable root that stay
   read-only (``.git/config``, ``.git/hooks``, the agents' own project config):
   a write there runs code on the host later (``core.fsmonitor``, a hook).
@@ -230,3 +232,25 @@ def program_roots(argv: list[str], env: Mapping[str, str], cwd: str, home: str) 
         if p not in seen and p not in broad:
             seen.append(p)
     return seen
+
+
+def program_aliases(argv: list[str], env: Mapping[str, str], cwd: str, home: str) -> list[tuple[str, str]]:
+    """``(real tree, typed tree)`` when the launched program is reached through a directory that is a
+    symlink (``PATH`` naming ``/tmp/x/.cache/...`` with ``.cache`` a link elsewhere): its install tree
+    is bound at the typed name too, so that what the program finds beside itself by that name (node's
+    ``.bin`` links, a script's ``$0/../lib``) is there inside, where the link itself is not."""
+    found = which(argv[0], env, cwd) if argv else None
+    if found is None:
+        return []
+    found = os.path.normpath(os.path.abspath(found))
+    typed_dir = os.path.dirname(found)
+    if os.path.realpath(typed_dir) == typed_dir:
+        return []
+    typed = _tree_of(os.path.join(typed_dir, os.path.basename(found)))
+    broad = {"/", "/tmp", "/home", "/root", os.path.normpath(home)}
+    if typed in broad or os.path.normpath(home).startswith(typed.rstrip("/") + "/"):
+        typed = typed_dir
+    real = os.path.realpath(typed)
+    if typed in broad or real in broad or not os.path.isdir(real):
+        return []
+    return [(real, typed)]

@@ -98,3 +98,22 @@ def test_codex_starts_reads_its_config_and_runs_a_command(tmp_path: Path, codex:
     assert any(e.type == "file.read" and e.raw_path == str(config) for e in run.events())
     assert config.read_text() == codex_config_toml("http://model.test/v1")
     assert not (tmp_path / "work" / "home" / ".codex").exists()  # the copy went away with the run
+
+
+def test_codex_reached_through_a_symlinked_directory_starts_inside(tmp_path: Path, codex: Path) -> None:
+    """`cd ws && spyglass run --sandbox -- codex` with no flags, ``PATH`` naming the real CLI through a
+    directory that is a symlink (``alias -> .cache/agents``): codex starts inside (before: exit 127,
+    its ``.bin`` link pointing at a tree not there by that name)."""
+    import os
+    import sys
+
+    (tmp_path / "alias").symlink_to(AGENTS)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {**os.environ, "PATH": f"{tmp_path / 'alias' / 'node_modules' / '.bin'}:{os.environ['PATH']}",
+           "HOME": str(tmp_path / "home")}  # fmt: skip
+    env.pop("SPYGLASS_STORE", None)
+    res = subprocess.run([sys.executable, "-m", "spyglass", "run", "-q", "--sandbox", "--", "codex", "--version"],
+                         cwd=ws, env=env, capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert f"codex-cli {_pinned_version()}" in res.stdout

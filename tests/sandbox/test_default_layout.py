@@ -80,6 +80,43 @@ def test_program_installed_under_tmp_runs_inside(ws: Path, tmp_path: Path) -> No
     assert res.returncode == 0 and "tmp-agent-ran" in res.stdout, res.stderr
 
 
+def _aliased_tool(tmp_path: Path) -> tuple[Path, Path]:
+    """A tool whose script finds its data beside itself by ``$0`` (as node's ``.bin`` links and
+    many launchers do), installed in ``real/`` and reached through ``alias -> real``."""
+    real = tmp_path / "real" / "prefix"
+    (real / "bin").mkdir(parents=True)
+    (real / "share").mkdir()
+    (real / "share" / "data.txt").write_text("aliased-tool-data\n")
+    prog = real / "bin" / "aliased-tool"
+    prog.write_text('#!/bin/sh\nd="$(dirname "$0")/../share"\n'
+                    '[ "$1" = plant ] && { echo planted > "$d/data.txt" || exit 3; }\ncat "$d/data.txt"\n')
+    prog.chmod(0o755)
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    return tmp_path / "alias" / "prefix" / "bin", prog
+
+
+def test_program_reached_through_a_symlinked_directory_runs_inside(ws: Path, tmp_path: Path) -> None:
+    """``PATH`` names the tool through a directory that is a symlink (a dotfiles ``.local``, a
+    shared ``.cache``): inside, the tree is at that name too (before: exit 127, no reason given)."""
+    bindir, _ = _aliased_tool(tmp_path)
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}"}
+    res, reader = _run(ws, "aliased-tool", env=env)
+    assert res.returncode == 0 and "aliased-tool-data" in res.stdout, res.stderr
+    assert reader.meta.status == "complete"
+    # the control: the same tool by its real name, bound as before
+    res, _ = _run(ws, "aliased-tool", env={"PATH": f"{tmp_path / 'real' / 'prefix' / 'bin'}:{os.environ['PATH']}"})
+    assert res.returncode == 0 and "aliased-tool-data" in res.stdout, res.stderr
+
+
+def test_the_alias_binds_the_tree_read_only(ws: Path, tmp_path: Path) -> None:
+    """The attack twin: the aliased tree is bound read-only inside, as the real one is."""
+    bindir, _ = _aliased_tool(tmp_path)
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}"}
+    res, _ = _run(ws, "aliased-tool", "plant", env=env)
+    assert res.returncode == 3, (res.returncode, res.stdout, res.stderr)  # the write was refused inside
+    assert (tmp_path / "real" / "prefix" / "share" / "data.txt").read_text() == "aliased-tool-data\n"
+
+
 def test_a_sandbox_that_cannot_start_the_agent_exits_5_and_is_recorded_failed(ws: Path, tmp_path: Path) -> None:
     tools = ws / "tools"
     (tools / "bin").mkdir(parents=True)
