@@ -188,6 +188,20 @@ def _script_arg(argv: list[str], cwd: str) -> str | None:
     return None
 
 
+def _broad(home: str) -> set[str]:
+    """Directories never bound whole as a program's tree."""
+    return {"/", "/tmp", "/home", "/root", os.path.normpath(home)}
+
+
+def _install_tree(file: str, home: str) -> str:
+    """:func:`_tree_of` ``file``, narrowed to the file's own directory when that tree would be a
+    broad directory or hold the home directory."""
+    tree = _tree_of(file)
+    if tree in _broad(home) or os.path.normpath(home).startswith(tree.rstrip("/") + "/"):
+        return os.path.dirname(file)
+    return tree
+
+
 def program_roots(argv: list[str], env: Mapping[str, str], cwd: str, home: str) -> list[str]:
     """Host paths the launched program needs to run (to bind read-only when hidden inside).
 
@@ -197,7 +211,7 @@ def program_roots(argv: list[str], env: Mapping[str, str], cwd: str, home: str) 
     """
     out: list[str] = []
     todo: list[tuple[str, int]] = [(argv[0], 0)] if argv else []
-    broad = {"/", "/tmp", "/home", "/root", os.path.normpath(home)}
+    broad = _broad(home)
     script = _script_arg(argv, cwd)
     if script is not None:  # `python agent.py`, `node cli.js`: the script's directory too
         d = os.path.dirname(script)
@@ -212,9 +226,7 @@ def program_roots(argv: list[str], env: Mapping[str, str], cwd: str, home: str) 
         real = os.path.realpath(found)
         if found != real:
             out.append(found)
-        tree = _tree_of(real)
-        if tree in broad or os.path.normpath(home).startswith(tree.rstrip("/") + "/"):
-            tree = os.path.dirname(real)
+        tree = _install_tree(real, home)
         out.append(tree)
         base = _venv_home(tree)
         if base:
@@ -246,11 +258,8 @@ def program_aliases(argv: list[str], env: Mapping[str, str], cwd: str, home: str
     typed_dir = os.path.dirname(found)
     if os.path.realpath(typed_dir) == typed_dir:
         return []
-    typed = _tree_of(os.path.join(typed_dir, os.path.basename(found)))
-    broad = {"/", "/tmp", "/home", "/root", os.path.normpath(home)}
-    if typed in broad or os.path.normpath(home).startswith(typed.rstrip("/") + "/"):
-        typed = typed_dir
+    typed = _install_tree(found, home)
     real = os.path.realpath(typed)
-    if typed in broad or real in broad or not os.path.isdir(real):
+    if typed in _broad(home) or real in _broad(home) or not os.path.isdir(real):
         return []
     return [(real, typed)]

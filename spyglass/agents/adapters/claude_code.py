@@ -297,9 +297,12 @@ def _hook_socket(sock: Path, scratch: Path, view: str | None) -> Path:
     """Where the hooks' socket goes: ``sock`` in the run's scratch, unless the name the agent connects
     to (in a sandbox, its view of scratch) is too long for a socket's address; then a short directory
     of the host's /tmp (a sandbox with a short view needs none: a directory there would not be seen)."""
-    seen = str(sock).replace(str(scratch), view, 1) if view else str(sock)
-    if len(seen) <= 100:
-        return sock
     import tempfile
+
+    from spyglass.agents.hooks import SOCKET_PATH_MAX
+
+    seen = str(sock).replace(str(scratch), view, 1) if view else str(sock)
+    if len(os.fsencode(seen)) <= SOCKET_PATH_MAX:
+        return sock
 
     return Path(tempfile.mkdtemp(prefix="spyglass-hook-")) / "hook.sock"
