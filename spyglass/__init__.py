@@ -34,6 +34,27 @@ if _run_as_module() and _sys.path and _sys.path[0] and _os.path.abspath(_sys.pat
 
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
+
+class _LeanMsgspec:
+    """msgspec (pinned in pyproject.toml) imports ``typing_extensions`` only for ``get_type_hints``,
+    ``Required`` and ``NotRequired``, falling back to :mod:`typing`'s when it cannot; on Python 3.11
+    they are the same.  ``typing_extensions`` loads ``inspect``, ``ast``, ``dis`` and ``tokenize``:
+    5-10 ms of every ``spyglass run`` (benchmarks/bench_startup.py).  This finder refuses it to
+    msgspec's ``_utils`` while that module runs its imports, and only then; anything else that
+    asks for it later gets it."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> None:
+        if name == "typing_extensions" and _sys.version_info >= (3, 11):
+            utils = _sys.modules.get("msgspec._utils")
+            if utils is not None and not hasattr(utils, "get_type_hints"):  # its imports are running
+                raise ModuleNotFoundError("typing_extensions: typing's own is used", name=name)
+        return None
+
+
+if "msgspec" not in _sys.modules:
+    _sys.meta_path.insert(0, _LeanMsgspec)
+
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:

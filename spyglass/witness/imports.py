@@ -51,8 +51,9 @@ from spyglass.witness.realdirs import real_dir
 #: names Python imports at every start when the import path holds them
 START_HOOKS = frozenset({"sitecustomize", "usercustomize"})
 #: libraries the other commands load and ``spyglass run`` may not (a plain command line is parsed
-#: without click: spyglass/cli/direct.py): looked at as if loaded (:func:`stand_ins`)
-LIBRARIES = ("click",)
+#: without click: spyglass/cli/direct.py; msgspec is loaded without ``typing_extensions`` and what it
+#: imports: spyglass/__init__.py): looked at as if loaded (:func:`stand_ins`)
+LIBRARIES = ("click", "typing_extensions", "inspect", "ast", "dis", "opcode", "token", "tokenize", "linecache")
 #: entries looked at in one directory of the import path at most
 MAX_ENTRIES = 20_000
 #: symlinks followed from ``sys.executable`` at most
@@ -94,7 +95,7 @@ def check(started: float, skip: Callable[[str], bool], *, modules: Mapping[str, 
     ``spyglass`` made there before spyglass's own code can run.  ``libraries`` not among the modules
     are looked at as if loaded, every module of theirs (:func:`stand_ins`)."""
     mods = dict(sys.modules if modules is None else modules)
-    mods.update(stand_ins([n for n in libraries if n not in mods], path))
+    mods.update(stand_ins([n for n in libraries if n not in mods], path, started))
     report = ImportsReport()
     tops: set[str] = set(START_HOOKS)
     subs: dict[str, set[str]] = {}  # a package -> its loaded submodules' own names
@@ -212,16 +213,27 @@ def _shadows(name: str, entry: str, d: str, present: set[str], later: list[str])
         return False
 
 
-def stand_ins(names: Iterable[str], path: Iterable[str] | None = None) -> dict[str, ModuleType]:
+def stand_ins(names: Iterable[str], path: Iterable[str] | None = None,
+              started: float | None = None) -> dict[str, ModuleType]:
     """Modules that are not loaded, as the import ``path`` (default ``sys.path``) would load them
-    (found, not run): each of ``names`` that is a package of Python sources, and every source
-    module in its directory, with the ``__file__``, ``__cached__`` and ``__path__`` an import gives."""
+    (found, not run): each of ``names`` that is a Python source module, or a package of them and
+    every source module in its directory, with the ``__file__``, ``__cached__`` and ``__path__``
+    an import gives.  A module of one file changed since ``started`` with another of its name
+    later on the path is left out: one put ahead, which the check reports as such."""
     out: dict[str, ModuleType] = {}
     search = list(sys.path if path is None else path)
     for name in names:
         spec = importlib.machinery.PathFinder.find_spec(name, search)
-        locations = spec.submodule_search_locations if spec is not None else None
-        if spec is None or not isinstance(spec.origin, str) or not spec.origin.endswith(".py") or not locations:
+        if spec is None or not isinstance(spec.origin, str) or not spec.origin.endswith(".py"):
+            continue
+        locations = spec.submodule_search_locations
+        if not locations:  # a module of one file
+            if started is not None and _newer(spec.origin, started) and _found_later(name, spec.origin, search):
+                continue
+            mod = ModuleType(name)
+            mod.__file__ = spec.origin
+            setattr(mod, "__cached__", importlib.util.cache_from_source(spec.origin))  # noqa: B010 (not typed)
+            out[name] = mod
             continue
         pkg = ModuleType(name)
         pkg.__file__, pkg.__path__ = spec.origin, list(locations)
@@ -239,6 +251,18 @@ def stand_ins(names: Iterable[str], path: Iterable[str] | None = None) -> dict[s
                     setattr(mod, "__cached__", importlib.util.cache_from_source(mod.__file__))  # noqa: B010
                     out.setdefault(mod.__name__, mod)
     return out
+
+
+def _found_later(name: str, origin: str, search: list[str]) -> bool:
+    """Whether a module ``name`` is on the ``search`` path after the directory of ``origin``."""
+    where = os.path.normpath(os.path.dirname(origin))
+    for i, d in enumerate(search):
+        if d and os.path.normpath(d) == where:
+            try:
+                return importlib.machinery.PathFinder.find_spec(name, search[i + 1:]) is not None
+            except (ImportError, ValueError, OSError):
+                return False
+    return False
 
 
 def _package_dirs(mod: ModuleType) -> list[str]:

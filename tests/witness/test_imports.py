@@ -235,3 +235,57 @@ def test_benign_twin_a_library_not_loaded_and_not_changed_is_silent(tmp_path: Pa
                            libraries=("fakelib", "missinglib"))
     assert report == imports.ImportsReport()
     assert sorted(imports.stand_ins(["fakelib"], [str(lib)])) == ["fakelib", "fakelib.core"]
+
+
+def test_a_single_file_library_the_run_did_not_load_is_checked_as_if_it_were(tmp_path: Path) -> None:
+    """``typing_extensions`` (and ``inspect``, ``ast``...): msgspec loads it unless spyglass is
+    imported first (spyglass/__init__.py), so a plain ``spyglass run`` has it not loaded; another
+    program importing msgspec first runs it.  A module of one file is a stand-in as a package is."""
+    lib, started = _library(tmp_path)
+    py_compile.compile(str(_write(lib / "fakemod.py", "A = 1\n")), doraise=True)
+    cached = Path(importlib.util.cache_from_source(str(lib / "fakemod.py")))
+    time.sleep(0.05)
+    started = stamp(tmp_path)
+    cached.write_bytes(b"forged")
+    kw: dict[str, Any] = {"modules": {}, "path": [str(lib)], "sites": [], "runs": [], "remove": False}
+    assert imports.check(started, lambda p: False, libraries=(), **kw) == imports.ImportsReport()  # the control
+    report = imports.check(started, lambda p: False, libraries=("fakemod",), **kw)
+    assert report.bytecode == [str(cached)] and report.changed == [], report
+    assert sorted(imports.stand_ins(["fakemod", "fakelib"], [str(lib)])) == ["fakelib", "fakelib.core", "fakemod"]
+
+
+def test_benign_twin_a_single_file_library_not_changed_is_silent(tmp_path: Path) -> None:
+    lib, started = _library(tmp_path)
+    py_compile.compile(str(_write(lib / "fakemod.py", "A = 1\n")), doraise=True)
+    time.sleep(0.05)
+    started = stamp(tmp_path)
+    report = imports.check(started, lambda p: False, modules={}, path=[str(lib)], sites=[], runs=[],
+                           libraries=("fakemod",))
+    assert report == imports.ImportsReport()
+
+
+def test_the_libraries_a_plain_run_leaves_unloaded_are_stand_ins() -> None:
+    """What msgspec no longer loads in a ``spyglass run`` is among the libraries checked as if loaded."""
+    assert {"click", "typing_extensions", "inspect", "ast", "dis", "tokenize"} <= set(imports.LIBRARIES)
+    found = imports.stand_ins(["typing_extensions", "inspect"])
+    assert {"typing_extensions", "inspect"} <= set(found)
+    assert all(str(getattr(m, "__file__", "")).endswith(".py") for m in found.values())
+
+
+def test_a_single_file_library_changed_in_place_or_put_ahead_is_said_as_what_it_is(tmp_path: Path) -> None:
+    lib, _ = _library(tmp_path)
+    ahead = tmp_path / "ahead"
+    ahead.mkdir()
+    _write(lib / "fakemod.py", "A = 1\n")
+    time.sleep(0.05)
+    started = stamp(tmp_path)
+    kw: dict[str, Any] = {"modules": {}, "sites": [], "runs": [], "remove": False, "libraries": ("fakemod",)}
+    _write(ahead / "fakemod.py", "A = 2\n")  # put ahead of the one installed
+    report = imports.check(started, lambda p: False, path=[str(ahead), str(lib)], **kw)
+    assert report.shadowing == [str(ahead / "fakemod.py")] and report.changed == [], report
+    (ahead / "fakemod.py").unlink()
+    _write(lib / "fakemod.py", "A = 3\n")  # the installed one changed in place
+    report = imports.check(started, lambda p: False, path=[str(ahead), str(lib)], **kw)
+    assert report.changed == [str(lib / "fakemod.py")] and report.shadowing == [], report
+    control = imports.check(started, lambda p: False, path=[str(ahead), str(lib)], **{**kw, "libraries": ()})
+    assert control.changed == []  # without the stand-in an in-place change goes unseen: what it adds
