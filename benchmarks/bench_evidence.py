@@ -9,7 +9,7 @@ files); medians of the wall time and of the phase marks (``SPYGLASS_PHASES``) th
 evidence: ``sinks start`` (the before-listing) and ``finish: sinks`` (after-manifest, diff, writes).
 
     .venv/bin/python benchmarks/bench_evidence.py [--events 200000] [--files 20000]
-        [--only verify,manifest,finish,runs] [--baseline DIR] [--repeat 5]
+        [--only verify,manifest,threads,finish,runs] [--baseline DIR] [--repeat 5]
 
 Prints one line per figure.  Everything runs in a temporary directory.
 """
@@ -241,12 +241,41 @@ def bench_runs(root: Path, n_files: int, repeat: int, baseline: Path | None) -> 
             print(f"| {name} | {code} | {wall:.3f} | {start:.3f} | {finish:.3f}{ratio} |")
 
 
+def bench_threads(root: Path, repeat: int) -> None:
+    """The after-manifest's hashing threads (files of ``manifest._POOL_MIN`` bytes and more) against
+    the walk hashing every file itself (``_WORKERS = 1``), alternating, on 200 files of 0.3-0.5 MB
+    and 2000 of 2 KB; medians of wall and CPU time."""
+    from spyglass.evidence import manifest
+
+    tree = root / "mixed"
+    tree.mkdir()
+    for i in range(200):
+        (tree / f"big{i:03d}.bin").write_bytes(os.urandom(300_000 + i * 1000))
+    for i in range(2000):
+        (tree / f"small{i:04d}.txt").write_text(f"line {i}\n" * 200)
+    size = sum(f.stat().st_size for f in tree.iterdir())
+    default = manifest._WORKERS
+    times: dict[int, list[tuple[float, float]]] = {default: [], 1: []}
+    for _ in range(repeat):
+        for workers in times:
+            manifest._WORKERS = workers
+            t0, c0 = time.perf_counter(), time.process_time()
+            build_manifest([tree], ManifestOptions(keep_text_max=65536), keeper=lambda p, c: None)
+            times[workers].append((time.perf_counter() - t0, time.process_time() - c0))
+    manifest._WORKERS = default
+    (wall_t, cpu_t), (wall_1, cpu_1) = ((statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
+                                        for v in (times[default], times[1]))
+    print(f"manifest of 2200 files, {size / 1e6:.0f} MB (median of {repeat}): {default} hashing threads "
+          f"{wall_t:.3f}s wall / {cpu_t:.3f}s CPU, the walk alone {wall_1:.3f}s / {cpu_1:.3f}s = "
+          f"{wall_t / wall_1:.2f}x wall")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--files", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=5, help="runs of each finish mode")
-    ap.add_argument("--only", help="comma-separated: verify (and gate), manifest, finish, runs")
+    ap.add_argument("--only", help="comma-separated: verify (and gate), manifest (and threads), threads, finish, runs")
     ap.add_argument("--baseline", type=Path, help="another checkout to compare with (runs)")
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else {"verify", "manifest", "finish", "runs"}
@@ -259,6 +288,8 @@ def main() -> None:
             bench_gate(reader)
         if "manifest" in only:
             bench_manifest(root, args.files)
+        if "threads" in only or "manifest" in only:
+            bench_threads(root, args.repeat)
         if "finish" in only:
             bench_finish(root, args.files, args.repeat)
         if "runs" in only:
