@@ -60,7 +60,9 @@ FEATURES = {"spyglass.evidence.keys", "spyglass.otel.config", "spyglass.agents.h
 #: spyglass/logs.py; the host name, random bytes and PATH lookups need none of them; strace's work
 #: directory is made without tempfile and shutil; click's "did you mean" for ``-q`` needs difflib,
 #: and the login name getpass: cli/common.py LongFlags, agents/identity.py login_name) ...
-STDLIB_UNUSED = {"logging", "socket", "secrets", "pkgutil", "shutil", "tempfile", "random", "difflib", "getpass"}
+STDLIB_UNUSED = {"logging", "socket", "secrets", "pkgutil", "shutil", "tempfile", "random", "difflib", "getpass",
+                 # msgspec takes typing's own helpers, not typing_extensions' with what it loads (spyglass/__init__.py)
+                 "typing_extensions", "inspect", "ast", "dis", "tokenize"}
 #: ... under eBPF too
 STDLIB_UNUSED_EBPF = STDLIB_UNUSED | {"click"}  # a plain command line is parsed without it (cli/direct.py)
 
