@@ -17,10 +17,10 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
+from spyglass.evidence.hashers import Hashers
 from spyglass.evidence.hashmemo import HashMemo
 from spyglass.evidence.ignore import GitIgnore, GlobSet
 from spyglass.policy.defaults import DEFAULT_MANIFEST_EXCLUDE
@@ -170,8 +170,8 @@ class _Walk(msgspec.Struct):
     pending: list[Pending] = msgspec.field(default_factory=list)
     noted: list[tuple[str, os.stat_result, str]] = msgspec.field(default_factory=list)
     hashed: int = 0  # files read and hashed so far
-    pool: Any = None  # the hashing threads, from the :data:`_INLINE`-th file on
-    jobs: list[tuple[FileEntry, str, os.stat_result, Any]] = msgspec.field(default_factory=list)
+    pool: Hashers[tuple[str | None, str | None, bytes | None]] | None = None  # from the _INLINE-th file on
+    jobs: list[tuple[FileEntry, os.stat_result]] = msgspec.field(default_factory=list)
 
     def exclude(self, rel: str, is_dir: bool) -> str | None:
         hit = self.globs.match(rel, is_dir)
@@ -314,11 +314,9 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
                 w.hashed += 1
                 if st.st_size >= _POOL_MIN and st.st_size > keep and w.hashed > _INLINE and _WORKERS > 1:
                     if w.pool is None:
-                        from concurrent.futures import ThreadPoolExecutor
-
-                        w.pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="spyglass-hash")
-                    job = w.pool.submit(hash_file, disk_path, st.st_size, opts.max_hash_bytes, keep)
-                    w.jobs.append((fe, disk_path, st, job))
+                        w.pool = Hashers(_WORKERS, hash_file)
+                    w.pool.submit(disk_path, st.st_size, opts.max_hash_bytes, keep)
+                    w.jobs.append((fe, st))
                     files.append(fe)
                     continue
                 fe.sha256, fe.note, content = hash_file(disk_path, st.st_size, opts.max_hash_bytes, keep)
@@ -341,17 +339,13 @@ def _collect(w: _Walk) -> None:
     without threads.)"""
     if w.pool is None:
         return
-    keeper, remember = w.keeper, w.opts.remember
-    try:
-        for fe, disk_path, st, job in w.jobs:
-            fe.sha256, fe.note, content = job.result()
-            if content is not None and keeper is not None:
-                keeper(disk_path, content)
-            if fe.sha256 is not None and remember is not None:
-                w.noted.append((fe.path, st, fe.sha256))
-    finally:
-        w.pool.shutdown(wait=True, cancel_futures=True)
-        w.pool, w.jobs = None, []
+    pool, jobs = w.pool, w.jobs
+    w.pool, w.jobs = None, []
+    remember = w.opts.remember
+    for (fe, st), (sha256, note, _) in zip(jobs, pool.results(), strict=True):
+        fe.sha256, fe.note = sha256, note
+        if sha256 is not None and remember is not None:
+            w.noted.append((fe.path, st, sha256))
 
 
 def build_manifest(

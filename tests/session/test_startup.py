@@ -7,6 +7,7 @@ feature does not use must not be loaded (their import time is start-up time).
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 from typing import Any
@@ -125,3 +126,33 @@ def test_a_run_builds_no_dataclass(tmp_path: Path, capture_backend: str, fresh_p
     res = fresh_python(spied, capture_backend, cwd=work)
     assert res.returncode == 0, res.stderr
     assert out.read_text().split(), "the spy saw no dataclass where one is built"
+
+
+def test_the_after_walk_s_hashing_threads_import_nothing_after_the_agent_ran(tmp_path: Path,
+                                                                          fresh_python: Any) -> None:
+    """The agent makes 70 files of 300 KB: the after-walk hands the large ones to its threads
+    (spyglass/evidence/hashers.py), which need no module first imported once the agent has run
+    (one could come from byte-code the agent forged meanwhile)."""
+    out = tmp_path / "seen.txt"
+    agent = "for i in $(seq 70); do head -c 300000 /dev/zero > f$i; done"
+    code = (
+        "import atexit, sys\n"
+        "import spyglass.evidence.hashers as h\n"
+        "made = []\n"
+        "orig = h.Hashers.__init__\n"
+        "def init(self, *a, **k):\n"
+        "    made.append(sorted(sys.modules))\n"
+        "    orig(self, *a, **k)\n"
+        "h.Hashers.__init__ = init\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(repr((made, sorted(sys.modules)))))\n"
+        "from spyglass.cli.launch import main\n"
+        f"main(['run', '-q', '--backend', 'strace', '--', 'sh', '-c', {agent!r}])\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    res = fresh_python(code, cwd=work)
+    assert res.returncode == 0, res.stderr
+    made, at_exit = ast.literal_eval(out.read_text())
+    assert len(made) == 1, "the after-walk used no hashing threads"
+    assert set(at_exit) == set(made[0])  # nothing imported from the threads' start to the exit
+    assert not {"concurrent.futures", "queue"} & set(at_exit)
