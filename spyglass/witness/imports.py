@@ -52,8 +52,11 @@ from spyglass.witness.realdirs import real_dir
 START_HOOKS = frozenset({"sitecustomize", "usercustomize"})
 #: libraries the other commands load and ``spyglass run`` may not (a plain command line is parsed
 #: without click: spyglass/cli/direct.py; msgspec is loaded without ``typing_extensions`` and what it
-#: imports: spyglass/__init__.py): looked at as if loaded (:func:`stand_ins`)
-LIBRARIES = ("click", "typing_extensions", "inspect", "ast", "dis", "opcode", "token", "tokenize", "linecache")
+#: imports: spyglass/__init__.py), and those a run imports only after its agent has ended (``difflib``
+#: and ``heapq``, for a diff of the workspace: this check comes before, so their byte-code forged by
+#: a writer the capture did not see is gone when they load): looked at as if loaded (:func:`stand_ins`)
+LIBRARIES = ("click", "typing_extensions", "inspect", "ast", "dis", "opcode", "token", "tokenize", "linecache",
+             "difflib", "heapq")
 #: entries looked at in one directory of the import path at most
 MAX_ENTRIES = 20_000
 #: symlinks followed from ``sys.executable`` at most

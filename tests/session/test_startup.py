@@ -156,3 +156,38 @@ def test_the_after_walk_s_hashing_threads_import_nothing_after_the_agent_ran(tmp
     assert len(made) == 1, "the after-walk used no hashing threads"
     assert set(at_exit) == set(made[0])  # nothing imported from the threads' start to the exit
     assert not {"concurrent.futures", "queue"} & set(at_exit)
+
+
+def test_the_end_of_run_check_of_imports_comes_before_the_diff_loads_difflib(tmp_path: Path,
+                                                                            fresh_python: Any) -> None:
+    """``difflib`` (and ``heapq``) load only for a diff, after the agent ran; the witness's check
+    of what spyglass runs looks at them as if loaded (witness/imports.py ``LIBRARIES``) and must run
+    first, so that their byte-code forged meanwhile is removed before it loads."""
+    out = tmp_path / "order.txt"
+    code = (
+        "import atexit, sys\n"
+        "import spyglass.witness.imports as imp\n"
+        "order = []\n"
+        "real = imp.check\n"
+        "def check(*a, **k):\n"
+        "    order.append(('check', 'difflib' in sys.modules))\n"
+        "    return real(*a, **k)\n"
+        "imp.check = check\n"
+        "import builtins\n"
+        "real_import = builtins.__import__\n"
+        "def spy(name, *a, **k):\n"
+        "    if name == 'difflib' and 'difflib' not in sys.modules:\n"
+        "        order.append(('difflib', None))\n"
+        "    return real_import(name, *a, **k)\n"
+        "builtins.__import__ = spy\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(repr(order)))\n"
+        "from spyglass.cli.launch import main\n"
+        "main(['run', '-q', '--backend', 'strace', '--', 'sh', '-c', 'echo two >> notes.txt'])\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("one\n")
+    res = fresh_python(code, cwd=work)
+    assert res.returncode == 0, res.stderr
+    order = ast.literal_eval(out.read_text())
+    assert order == [("check", False), ("difflib", None)], order  # the diff was made, after the check

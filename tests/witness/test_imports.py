@@ -267,6 +267,7 @@ def test_benign_twin_a_single_file_library_not_changed_is_silent(tmp_path: Path)
 def test_the_libraries_a_plain_run_leaves_unloaded_are_stand_ins() -> None:
     """What msgspec no longer loads in a ``spyglass run`` is among the libraries checked as if loaded."""
     assert {"click", "typing_extensions", "inspect", "ast", "dis", "tokenize"} <= set(imports.LIBRARIES)
+    assert {"difflib", "heapq"} <= set(imports.LIBRARIES)  # imported after the agent ran, for a diff
     found = imports.stand_ins(["typing_extensions", "inspect"])
     assert {"typing_extensions", "inspect"} <= set(found)
     assert all(str(getattr(m, "__file__", "")).endswith(".py") for m in found.values())
