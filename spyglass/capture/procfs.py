@@ -68,7 +68,7 @@ def descendants(root: int, limit: int = 65536) -> list[int]:
             continue
         for tid in tids:
             try:
-                with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+                with open(f"/proc/{pid}/task/{tid}/children", encoding="utf-8") as f:
                     kids = [int(k) for k in f.read().split()]
             except (OSError, ValueError):
                 continue

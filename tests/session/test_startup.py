@@ -191,3 +191,40 @@ def test_the_end_of_run_check_of_imports_comes_before_the_diff_loads_difflib(tmp
     assert res.returncode == 0, res.stderr
     order = ast.literal_eval(out.read_text())
     assert order == [("check", False), ("difflib", None)], order  # the diff was made, after the check
+
+
+#: what a run may import after its agent started: only for a diff of the workspace, after the
+#: witness's check of them (above)
+AFTER_LAUNCH = {"difflib", "heapq", "_heapq"}
+
+
+def test_a_run_imports_nothing_after_the_launch_but_what_a_diff_needs(tmp_path: Path, capture_backend: str,
+                                                                     fresh_python: Any) -> None:
+    """A module first imported once the agent runs could be loaded from byte-code the agent wrote
+    in a ``__pycache__`` meanwhile (docs/threat-model.md): the capture's threads, the rules, the
+    finish (the after-walk, its threads, the diff) import nothing else.  (A codec named to ``open``
+    is such a module: ``encoding="ascii"`` loads ``encodings.ascii`` at its first use.)"""
+    out = tmp_path / "late.txt"
+    agent = ("echo two >> notes.txt; for i in 1 2 3; do head -c 300000 /dev/zero > z$i; done; "
+             "cat /etc/hostname /proc/self/status > /dev/null; sh -c 'exit 3'; true")
+    code = (
+        "import atexit, sys\n"
+        "import spyglass.pipeline as p\n"
+        "snap = {}\n"
+        "real = p.Pipeline.launched\n"
+        "def launched(self):\n"
+        "    snap['at'] = set(sys.modules)\n"
+        "    return real(self)\n"
+        "p.Pipeline.launched = launched\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(repr(sorted(set(sys.modules) - snap['at']))))\n"
+        "from spyglass.cli.launch import main\n"
+        f"main(['run', '-q', '--backend', sys.argv[1], '--', 'sh', '-c', {agent!r}])\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("one\n")
+    res = fresh_python(code, capture_backend, cwd=work)
+    assert res.returncode == 0, res.stderr
+    late = set(ast.literal_eval(out.read_text()))
+    assert "difflib" in late  # the diff was made: the control that the spy saw the finish
+    assert late <= AFTER_LAUNCH, sorted(late - AFTER_LAUNCH)

@@ -168,7 +168,7 @@ def grow_pipe(fd: int, size: int = 1 << 20) -> None:
 def tracer_of(pid: int) -> int | None:
     """The pid ptrace-attached to ``pid`` (``TracerPid``), if any."""
     try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+        with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as f:
             for line in f:
                 if line.startswith("TracerPid:"):
                     return int(line.split()[1]) or None
@@ -185,7 +185,7 @@ def children_of_self() -> list[int]:
         return out
     for tid in tasks:
         try:
-            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as f:
+            with open(f"/proc/self/task/{tid}/children", encoding="utf-8") as f:
                 out.extend(int(p) for p in f.read().split())
         except (OSError, ValueError):
             continue

@@ -266,7 +266,7 @@ def live_parent(procs: dict[int, Proc], tid: int) -> tuple[int, bool] | None:
     """For a task whose clone line strace never showed: its thread group leader (a thread,
     True) or parent (a process, False) from /proc, when that is a traced process we know."""
     try:
-        with open(f"/proc/{tid}/status", encoding="ascii", errors="replace") as f:
+        with open(f"/proc/{tid}/status", encoding="utf-8", errors="replace") as f:
             text = f.read(4096)
     except OSError:
         return None
