@@ -260,13 +260,15 @@ def bench_threads(root: Path, repeat: int) -> None:
     size = sum(f.stat().st_size for f in tree.iterdir())
     default = manifest._WORKERS
     times: dict[int, list[tuple[float, float]]] = {default: [], 1: []}
-    for _ in range(repeat):
-        for workers in times:
-            manifest._WORKERS = workers
-            t0, c0 = time.perf_counter(), time.process_time()
-            build_manifest([tree], ManifestOptions(keep_text_max=65536), keeper=lambda p, c: None)
-            times[workers].append((time.perf_counter() - t0, time.process_time() - c0))
-    manifest._WORKERS = default
+    try:
+        for _ in range(repeat):
+            for workers in times:
+                manifest._WORKERS = workers
+                t0, c0 = time.perf_counter(), time.process_time()
+                build_manifest([tree], ManifestOptions(keep_text_max=65536), keeper=lambda p, c: None)
+                times[workers].append((time.perf_counter() - t0, time.process_time() - c0))
+    finally:
+        manifest._WORKERS = default
     (wall_t, cpu_t), (wall_1, cpu_1) = ((statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
                                         for v in (times[default], times[1]))
     print(f"manifest of 2200 files, {size / 1e6:.0f} MB (median of {repeat}): {default} hashing threads "

@@ -36,23 +36,28 @@ from typing import TYPE_CHECKING, Any  # noqa: E402
 
 
 class _LeanMsgspec:
-    """msgspec (pinned in pyproject.toml) imports ``typing_extensions`` only for ``get_type_hints``,
+    """msgspec (pinned in constraints.txt) imports ``typing_extensions`` only for ``get_type_hints``,
     ``Required`` and ``NotRequired``, falling back to :mod:`typing`'s when it cannot; on Python 3.11
     they are the same.  ``typing_extensions`` loads ``inspect``, ``ast``, ``dis`` and ``tokenize``:
     5-10 ms of every ``spyglass run`` (benchmarks/bench_startup.py).  This finder refuses it to
-    msgspec's ``_utils`` while that module runs its imports, and only then; anything else that
-    asks for it later gets it."""
+    msgspec's ``_utils`` while that module runs its imports, and only then: twice at most (its two
+    imports; a later msgspec made otherwise is refused no more than that), so anything else that asks
+    for it later gets it."""
 
-    @staticmethod
-    def find_spec(name: str, path: object = None, target: object = None) -> None:
-        if name == "typing_extensions" and _sys.version_info >= (3, 11):
+    refused = 0
+
+    @classmethod
+    def find_spec(cls, name: str, path: object = None, target: object = None) -> None:
+        if name == "typing_extensions":
             utils = _sys.modules.get("msgspec._utils")
-            if utils is not None and not hasattr(utils, "get_type_hints"):  # its imports are running
+            if utils is not None and not hasattr(utils, "get_type_hints") and cls.refused < 2:  # importing
+                cls.refused += 1
                 raise ModuleNotFoundError("typing_extensions: typing's own is used", name=name)
-        return None
+        return None  # (it stays in ``sys.meta_path``: removed while the import system walks the list,
+        # the finder after it would be skipped for that import)
 
 
-if "msgspec" not in _sys.modules:
+if "msgspec" not in _sys.modules and _sys.version_info >= (3, 11):
     _sys.meta_path.insert(0, _LeanMsgspec)
 
 __version__ = "0.1.0"

@@ -315,7 +315,7 @@ def _walk_dir(w: _Walk, root: str, rel_dir: str) -> bool:
                 if st.st_size >= _POOL_MIN and st.st_size > keep and w.hashed > _INLINE and _WORKERS > 1:
                     if w.pool is None:
                         w.pool = Hashers(_WORKERS, hash_file)
-                    w.pool.submit(disk_path, st.st_size, opts.max_hash_bytes, keep)
+                    w.pool.submit(disk_path, st.st_size, opts.max_hash_bytes, 0)  # (larger than keep)
                     w.jobs.append((fe, st))
                     files.append(fe)
                     continue

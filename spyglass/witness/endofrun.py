@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -32,6 +33,36 @@ from spyglass.witness.protected import OWN_SOURCE, Protected
 WRITTEN = (".pyc", ".py", ".so")
 
 
+#: entries :func:`changed_below` looks at in all, at most
+WALK_MAX = 500_000
+
+
+def changed_below(dirs: Iterable[str], started: float, suffixes: tuple[str, ...]) -> set[str]:
+    """The files named with ``suffixes`` below ``dirs`` (symlinked directories not followed) whose
+    status change time is ``started`` or later: what a run wrote there when its events named more
+    than :meth:`EndOfRun.note_written` keeps (bounded by :data:`WALK_MAX` entries)."""
+    found: set[str] = set()
+    seen = 0
+    for top in dict.fromkeys(d for d in dirs if d and os.path.isabs(d) and os.path.isdir(d)):
+        stack = [top]
+        while stack and seen < WALK_MAX:
+            try:
+                with os.scandir(stack.pop()) as it:
+                    entries = list(it)
+            except OSError:
+                continue
+            seen += len(entries)
+            for e in entries:
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+                    elif e.name.endswith(suffixes) and e.stat(follow_symlinks=False).st_ctime >= started:
+                        found.add(e.path)
+                except OSError:
+                    continue
+    return found
+
+
 class EndOfRun:
     """The start's state of the protected places and of spyglass's own source, and the checks
     against it when the run ends."""
@@ -44,6 +75,8 @@ class EndOfRun:
         self._places: dict[str, endcheck.State | None] | None = None
         #: byte-code files the run's events show written (:meth:`note_written`)
         self.written: set[str] = set()
+        #: more were written than ``written`` keeps: the import path is walked for them at the end
+        self.written_overflow = False
         #: spyglass's own source and cache at the start (each file's status change time, each
         #: ``__pycache__``), as the walk that protected their inodes found them (:meth:`Protected.settle`)
         self._before: Start | None = None
@@ -77,8 +110,11 @@ class EndOfRun:
         """A file the run wrote: a module's byte-code, source or extension is looked at when the run
         ends (that of a module no spyglass process loaded yet, which another command may import:
         ``copy`` for ``gate``)."""
-        if path.endswith(WRITTEN) and len(self.written) < imports.MAX_ENTRIES:
-            self.written.add(path)
+        if path.endswith(WRITTEN):
+            if len(self.written) < imports.MAX_ENTRIES:
+                self.written.add(path)
+            else:  # a flood of names (maybe to hide one): every such file there changed since is looked at
+                self.written_overflow = True
 
     def check_imports(self, ctx: RunContext) -> imports.ImportsReport:
         """What the run changed among the modules spyglass runs besides its own package (its
@@ -104,7 +140,10 @@ class EndOfRun:
             installed = "/site-packages/" in path or "/dist-packages/" in path
             return not installed and (path + "/").startswith(workspace)
 
-        report = imports.check(self.started, skip, written=self.written, ahead=spyglass.CWD_OFF_PATH)
+        written: Iterable[str] = self.written
+        if self.written_overflow:
+            written = {*self.written, *changed_below([*sys.path, *imports.site_dirs()], self.started, WRITTEN)}
+        report = imports.check(self.started, skip, written=written, ahead=spyglass.CWD_OFF_PATH)
         if report.bytecode or report.changed or report.shadowing or report.failed:
             ctx.note_fact("imports", msgspec.to_builtins(report))
         return report

@@ -47,6 +47,8 @@ import msgspec
 import spyglass
 from spyglass.witness.bytecode import unlink_in
 from spyglass.witness.realdirs import real_dir
+from spyglass.witness.standins import MAX_ENTRIES as MAX_ENTRIES  # (re-exported: endofrun, tests)
+from spyglass.witness.standins import stand_ins as stand_ins
 
 #: names Python imports at every start when the import path holds them
 START_HOOKS = frozenset({"sitecustomize", "usercustomize"})
@@ -57,8 +59,6 @@ START_HOOKS = frozenset({"sitecustomize", "usercustomize"})
 #: a writer the capture did not see is gone when they load): looked at as if loaded (:func:`stand_ins`)
 LIBRARIES = ("click", "typing_extensions", "inspect", "ast", "dis", "opcode", "token", "tokenize", "linecache",
              "difflib", "heapq")
-#: entries looked at in one directory of the import path at most
-MAX_ENTRIES = 20_000
 #: symlinks followed from ``sys.executable`` at most
 MAX_LINKS = 40
 
@@ -214,58 +214,6 @@ def _shadows(name: str, entry: str, d: str, present: set[str], later: list[str])
         return importlib.machinery.PathFinder.find_spec(name, later) is not None
     except (ImportError, ValueError, OSError):
         return False
-
-
-def stand_ins(names: Iterable[str], path: Iterable[str] | None = None,
-              started: float | None = None) -> dict[str, ModuleType]:
-    """Modules that are not loaded, as the import ``path`` (default ``sys.path``) would load them
-    (found, not run): each of ``names`` that is a Python source module, or a package of them and
-    every source module in its directory, with the ``__file__``, ``__cached__`` and ``__path__``
-    an import gives.  A module of one file changed since ``started`` with another of its name
-    later on the path is left out: one put ahead, which the check reports as such."""
-    out: dict[str, ModuleType] = {}
-    search = list(sys.path if path is None else path)
-    for name in names:
-        spec = importlib.machinery.PathFinder.find_spec(name, search)
-        if spec is None or not isinstance(spec.origin, str) or not spec.origin.endswith(".py"):
-            continue
-        locations = spec.submodule_search_locations
-        if not locations:  # a module of one file
-            if started is not None and _newer(spec.origin, started) and _found_later(name, spec.origin, search):
-                continue
-            mod = ModuleType(name)
-            mod.__file__ = spec.origin
-            setattr(mod, "__cached__", importlib.util.cache_from_source(spec.origin))  # noqa: B010 (not typed)
-            out[name] = mod
-            continue
-        pkg = ModuleType(name)
-        pkg.__file__, pkg.__path__ = spec.origin, list(locations)
-        setattr(pkg, "__cached__", importlib.util.cache_from_source(spec.origin))  # noqa: B010 (not typed)
-        out[name] = pkg
-        for d in pkg.__path__:
-            try:
-                entries = sorted(os.listdir(d))[:MAX_ENTRIES]
-            except OSError:
-                continue
-            for entry in entries:
-                if entry.endswith(".py") and entry != "__init__.py" and entry[:-3].isidentifier():
-                    mod = ModuleType(f"{name}.{entry[:-3]}")
-                    mod.__file__ = os.path.join(d, entry)
-                    setattr(mod, "__cached__", importlib.util.cache_from_source(mod.__file__))  # noqa: B010
-                    out.setdefault(mod.__name__, mod)
-    return out
-
-
-def _found_later(name: str, origin: str, search: list[str]) -> bool:
-    """Whether a module ``name`` is on the ``search`` path after the directory of ``origin``."""
-    where = os.path.normpath(os.path.dirname(origin))
-    for i, d in enumerate(search):
-        if d and os.path.normpath(d) == where:
-            try:
-                return importlib.machinery.PathFinder.find_spec(name, search[i + 1:]) is not None
-            except (ImportError, ValueError, OSError):
-                return False
-    return False
 
 
 def _package_dirs(mod: ModuleType) -> list[str]:

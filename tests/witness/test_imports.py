@@ -290,3 +290,37 @@ def test_a_single_file_library_changed_in_place_or_put_ahead_is_said_as_what_it_
     assert report.changed == [str(lib / "fakemod.py")] and report.shadowing == [], report
     control = imports.check(started, lambda p: False, path=[str(ahead), str(lib)], **{**kw, "libraries": ()})
     assert control.changed == []  # without the stand-in an in-place change goes unseen: what it adds
+
+
+def test_a_single_file_library_ahead_on_the_path_changed_in_place_is_changed(tmp_path: Path) -> None:
+    """A copy of the library ahead of the installed one, there before the run, edited in place (its
+    directory unchanged, so the scan of the import path does not look there): still ``changed``."""
+    lib, _ = _library(tmp_path)
+    ahead = tmp_path / "ahead"
+    ahead.mkdir()
+    _write(lib / "fakemod.py", "A = 1\n")
+    _write(ahead / "fakemod.py", "A = 1\n")
+    time.sleep(0.05)
+    started = stamp(tmp_path)
+    with (ahead / "fakemod.py").open("a") as f:  # in place: no entry made or removed in ``ahead``
+        f.write("import os  # planted\n")
+    kw: dict[str, Any] = {"modules": {}, "sites": [], "runs": [], "remove": False, "path": [str(ahead), str(lib)]}
+    report = imports.check(started, lambda p: False, libraries=("fakemod",), **kw)
+    assert report.changed == [str(ahead / "fakemod.py")] and report.shadowing == [], report
+    assert imports.check(started, lambda p: False, libraries=(), **kw).changed == []  # the control
+
+
+def test_changed_below_finds_what_the_run_wrote_with_those_suffixes(tmp_path: Path) -> None:
+    from spyglass.witness.endofrun import changed_below
+
+    (tmp_path / "pkg" / "__pycache__").mkdir(parents=True)
+    old = _write(tmp_path / "pkg" / "old.py", "")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "pkg" / "link").symlink_to(tmp_path / "elsewhere")  # not followed
+    time.sleep(0.05)
+    started = stamp(tmp_path)
+    new = [_write(tmp_path / "pkg" / "__pycache__" / "m.cpython-311.pyc", ""), _write(tmp_path / "pkg" / "n.py", "")]
+    _write(tmp_path / "pkg" / "notes.txt", "")
+    _write(tmp_path / "elsewhere" / "x.py", "")
+    assert changed_below([str(tmp_path / "pkg")], started, (".py", ".pyc", ".so")) == {str(p) for p in new}
+    assert str(old) not in changed_below([str(tmp_path / "pkg")], 0.0, (".pyc",))

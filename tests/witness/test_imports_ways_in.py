@@ -25,6 +25,7 @@ import importlib.util
 import json
 import os
 import py_compile
+import shlex
 import subprocess
 import sys
 import time
@@ -34,6 +35,7 @@ from typing import Any
 import pytest
 
 import spyglass
+from spyglass.witness import imports
 
 pytestmark = pytest.mark.backends("auto")
 
@@ -453,3 +455,39 @@ def test_unchecked_hash_byte_code_and_an_older_file_renamed_over_a_module_are_fo
     assert res.returncode == 0, res.stderr
     assert _facts(setup).get("bytecode") == [str(cached)] and not cached.exists(), _facts(setup)
     assert any(f"{pkg}/sub.py" in m and "changed" in m for m in _tamper(setup)), _tamper(setup)
+
+
+def _flood(setup: Any) -> tuple[Path, str]:
+    """A directory outside the import path, and the command that makes one module file more there
+    than the end-of-run check keeps by name."""
+    junk = setup.ws.parent / "junk"
+    code = (f"import os; os.mkdir({str(junk)!r})\n"
+            f"for i in range({imports.MAX_ENTRIES + 1}): open(os.path.join({str(junk)!r}, f'm{{i}}.py'), 'w').close()")
+    return junk, f"{sys.executable} -c {shlex.quote(code)}"
+
+
+def test_a_forgery_hidden_behind_a_flood_of_module_names_is_still_removed(setup: Any, forger: Any,
+                                                                        next_spyglass: Any) -> None:
+    """The run's events name more module files than the end-of-run check keeps one by one
+    (``imports.MAX_ENTRIES``: 20,001 empty ``.py`` files made outside the import path) before the
+    forged byte-code of a module no spyglass loaded: the check walks the import path instead."""
+    _, sources = _lazy(setup)
+    forge, marker = forger
+    cached = Path(importlib.util.cache_from_source(str(sources[2])))
+    junk, flood = _flood(setup)
+    res = setup.run(f"{flood} && {sys.executable} {forge} {sources[2]} {cached} {marker}")
+    assert res.returncode == 0, res.stderr
+    assert len(list(junk.iterdir())) == imports.MAX_ENTRIES + 1
+    assert _facts(setup).get("bytecode") == [str(cached)], _facts(setup)
+    assert not cached.exists()
+    next_spyglass()
+    assert not marker.exists(), "the forged byte-code ran in the next spyglass"
+
+
+def test_benign_twin_a_flood_of_module_files_alone_is_silent(setup: Any) -> None:
+    _, sources = _lazy(setup)
+    _, flood = _flood(setup)
+    res = setup.run(flood)
+    assert res.returncode == 0, res.stderr
+    assert _tamper(setup) == [] and _facts(setup) == {}
+    assert all(Path(importlib.util.cache_from_source(str(s))).exists() for s in sources)
