@@ -205,7 +205,8 @@ def test_a_run_imports_nothing_after_the_launch_but_what_a_diff_needs(tmp_path: 
     finish (the after-walk, its threads, the diff) import nothing else.  (A codec named to ``open``
     is such a module: ``encoding="ascii"`` loads ``encodings.ascii`` at its first use.)"""
     out = tmp_path / "late.txt"
-    agent = ("echo two >> notes.txt; for i in 1 2 3; do head -c 300000 /dev/zero > z$i; done; "
+    # (70 files of 300 KB: the after-walk hands the ones after its 64th to its hashing threads)
+    agent = ("echo two >> notes.txt; for i in $(seq 70); do head -c 300000 /dev/zero > z$i; done; "
              "cat /etc/hostname /proc/self/status > /dev/null; sh -c 'exit 3'; true")
     code = (
         "import atexit, sys\n"
