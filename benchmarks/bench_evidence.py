@@ -9,7 +9,7 @@ files); medians of the wall time and of the phase marks (``SPYGLASS_PHASES``) th
 evidence: ``sinks start`` (the before-listing) and ``finish: sinks`` (after-manifest, diff, writes).
 
     .venv/bin/python benchmarks/bench_evidence.py [--events 200000] [--files 20000]
-        [--only verify,manifest,threads,finish,runs] [--baseline DIR] [--repeat 5]
+        [--only verify,manifest,threads,newlines,finish,runs] [--baseline DIR] [--repeat 5]
 
 Prints one line per figure.  Everything runs in a temporary directory.
 """
@@ -258,22 +258,47 @@ def bench_threads(root: Path, repeat: int) -> None:
     for i in range(2000):
         (tree / f"small{i:04d}.txt").write_text(f"line {i}\n" * 200)
     size = sum(f.stat().st_size for f in tree.iterdir())
-    default = manifest._WORKERS
-    times: dict[int, list[tuple[float, float]]] = {default: [], 1: []}
+    workers, threshold = manifest._WORKERS, manifest._POOL_MIN
+    # (threads, smallest file handed to them): as shipped, the walk alone, every file to the threads
+    modes = {"threads": (workers, threshold), "alone": (1, threshold), "every file": (workers, 0)}
+    times: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
     try:
         for _ in range(repeat):
-            for workers in times:
-                manifest._WORKERS = workers
+            for mode, (manifest._WORKERS, manifest._POOL_MIN) in modes.items():
                 t0, c0 = time.perf_counter(), time.process_time()
-                build_manifest([tree], ManifestOptions(keep_text_max=65536), keeper=lambda p, c: None)
-                times[workers].append((time.perf_counter() - t0, time.process_time() - c0))
+                build_manifest([tree], ManifestOptions(keep_text_max=0), keeper=None)
+                times[mode].append((time.perf_counter() - t0, time.process_time() - c0))
     finally:
-        manifest._WORKERS = default
-    (wall_t, cpu_t), (wall_1, cpu_1) = ((statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
-                                        for v in (times[default], times[1]))
-    print(f"manifest of 2200 files, {size / 1e6:.0f} MB (median of {repeat}): {default} hashing threads "
-          f"{wall_t:.3f}s wall / {cpu_t:.3f}s CPU, the walk alone {wall_1:.3f}s / {cpu_1:.3f}s = "
-          f"{wall_t / wall_1:.2f}x wall")
+        manifest._WORKERS, manifest._POOL_MIN = workers, threshold
+    med = {m: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for m, v in times.items()}
+    alone = med["alone"][0]
+    print(f"manifest of 2200 files, {size / 1e6:.0f} MB (median of {repeat}): "
+          + "; ".join(f"{m} {w:.3f}s wall / {c:.3f}s CPU = {w / alone:.2f}x" for m, (w, c) in med.items())
+          + f" ({workers} threads, files of {threshold >> 10} KiB and more)")
+
+
+def bench_newlines(repeat: int) -> None:
+    """``changes.only_newlines`` against the regular expression it replaced, on the standard
+    library's sources (what a diff of added files asks of each)."""
+    import re
+    import sysconfig
+
+    from spyglass.evidence.changes import only_newlines
+
+    old = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(lib.glob("*.py"))]
+    size = sum(map(len, texts))
+    best: dict[str, float] = {}
+    for _ in range(repeat):
+        for name, fn in (("regex", lambda t: old.search(t) is None), ("only_newlines", only_newlines)):
+            t0 = time.perf_counter()
+            found = [fn(t) for t in texts]
+            best[name] = min(best.get(name, 1e9), time.perf_counter() - t0)
+            assert found == [old.search(t) is None for t in texts]
+    print(f"line breaks of {len(texts)} source files, {size / 1e6:.1f} M characters (best of {repeat}): "
+          f"regex {best['regex'] * 1000:.2f} ms, only_newlines {best['only_newlines'] * 1000:.3f} ms = "
+          f"{best['regex'] / best['only_newlines']:.0f}x faster")
 
 
 def main() -> None:
@@ -281,7 +306,8 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--files", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=5, help="runs of each finish mode")
-    ap.add_argument("--only", help="comma-separated: verify (and gate), manifest (and threads), threads, finish, runs")
+    ap.add_argument("--only", help="comma-separated: verify (and gate), manifest (and threads, newlines), "
+                    "threads, newlines, finish, runs")
     ap.add_argument("--baseline", type=Path, help="another checkout to compare with (runs)")
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else {"verify", "manifest", "finish", "runs"}
@@ -296,6 +322,8 @@ def main() -> None:
             bench_manifest(root, args.files)
         if "threads" in only or "manifest" in only:
             bench_threads(root, args.repeat)
+        if "newlines" in only or "manifest" in only:
+            bench_newlines(args.repeat)
         if "finish" in only:
             bench_finish(root, args.files, args.repeat)
         if "runs" in only:

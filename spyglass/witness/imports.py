@@ -48,6 +48,7 @@ import spyglass
 from spyglass.witness.bytecode import unlink_in
 from spyglass.witness.realdirs import real_dir
 from spyglass.witness.standins import MAX_ENTRIES as MAX_ENTRIES  # (re-exported: endofrun, tests)
+from spyglass.witness.standins import newer as _newer
 from spyglass.witness.standins import stand_ins as stand_ins
 
 #: names Python imports at every start when the import path holds them
@@ -433,12 +434,3 @@ def _module_name(entry: str, full: str) -> str | None:
     if "." not in entry and any(os.path.isfile(os.path.join(full, "__init__" + s)) for s in _SUFFIXES):
         return entry
     return None
-
-
-def _newer(path: str, started: float) -> bool:
-    """Changed at or after ``started`` (the same tick of the kernel's coarse clock counts: the agent
-    may write within it; what spyglass itself writes then is byte-code, removed harmlessly)."""
-    try:
-        return os.lstat(path).st_ctime >= started
-    except OSError:
-        return False

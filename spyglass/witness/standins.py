@@ -60,7 +60,7 @@ def _made_there(path: str, started: float) -> bool:
     """``path`` and its directory (through a symlink: the link's time too) changed since ``started``."""
     d = os.path.dirname(path)
     try:
-        return _newer(path, started) and max(os.stat(d).st_ctime, os.lstat(d).st_ctime) >= started
+        return newer(path, started) and max(os.stat(d).st_ctime, os.lstat(d).st_ctime) >= started
     except OSError:
         return False
 
@@ -77,7 +77,9 @@ def _found_later(name: str, origin: str, search: list[str]) -> bool:
     return False
 
 
-def _newer(path: str, started: float) -> bool:
+def newer(path: str, started: float) -> bool:
+    """Changed at or after ``started`` (the same tick of the kernel's coarse clock counts: the agent
+    may write within it; what spyglass itself writes then is byte-code, removed harmlessly)."""
     try:
         return os.lstat(path).st_ctime >= started
     except OSError:
