@@ -70,6 +70,9 @@ def test_the_operator_allows_once_or_denies(
     p, col, asks, prompts = asking(60.0)
     t, out = _tunnel_in_thread(p.socket_path, "denied.test")
     _wait_file(asks / "1.json")
+    deadline = time.monotonic() + 30  # the question is written, then the operator told of it
+    while "ASK #1" not in prompts.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert "ASK #1" in prompts.getvalue() and "denied.test:443" in prompts.getvalue()
     monkeypatch.setenv("SPYGLASS_STORE", str(tmp_path / "store"))
     res = spy("sandbox", "answer", "1", decision)
