@@ -15,6 +15,14 @@ margin for a reader kept off the CPU for a while), its complete records are
 copied out, undecoded, to a queue in user memory
 (:meth:`Ring.spill`, at most ``spill_max`` bytes); :meth:`Ring.read` takes
 the spilled records first, so the order is the kernel's.
+
+The consumer position is written as one aligned 8-byte store (a memoryview of
+native format ``Q``): the kernel compares it with the producer's at every
+reservation, from another CPU, while it is written.  ``struct``'s ``<Q``
+writes the eight bytes one at a time, and a value seen half written can be far
+below the real one (a carry out of the low bytes), so the ring looks full and
+the program drops the record: about one eBPF untar of 12,000 files in ten
+lost one record that way with a ring almost empty.
 """
 
 from __future__ import annotations
@@ -27,7 +35,6 @@ from collections import deque
 _BUSY = 1 << 31
 _DISCARD = 1 << 30
 _HDR = 8
-_U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
 #: the spill starts past ``size >> SPILL_SHIFT`` bytes pending in the mapping (an eighth)
 SPILL_SHIFT = 3
@@ -48,6 +55,9 @@ class Ring:
         self._cons = mmap.mmap(fd, page, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE, offset=0)
         self._data = mmap.mmap(fd, page + 2 * size, mmap.MAP_SHARED, mmap.PROT_READ, offset=page)
         self._page = page
+        #: the two positions, each read and written as one native 8-byte word (module docstring)
+        self._cons_pos = memoryview(self._cons).cast("Q")
+        self._prod_pos = memoryview(self._data)[:8].cast("Q")
 
     def read(self, limit: int = 1 << 30) -> list[bytes]:
         """Every complete record available now (up to ``limit`` bytes), oldest first: the spilled
@@ -82,8 +92,8 @@ class Ring:
 
     def _take(self, limit: int) -> list[bytes]:
         out: list[bytes] = []
-        cons = _U64.unpack_from(self._cons, 0)[0]
-        prod = _U64.unpack_from(self._data, 0)[0]
+        cons = self._cons_pos[0]
+        prod = self._prod_pos[0]
         start = cons
         data, page, mask, u32 = self._data, self._page, self._mask, _U32.unpack_from
         while cons < prod and cons - start < limit:
@@ -96,7 +106,7 @@ class Ring:
                 out.append(data[at + _HDR : at + _HDR + length])  # one copy, straight from the mapping
             cons += (length + _HDR + 7) & ~7
         if cons != start:
-            _U64.pack_into(self._cons, 0, cons)
+            self._cons_pos[0] = cons  # one store: the kernel may read it meanwhile
         return out
 
     def pending(self) -> int:
@@ -104,9 +114,11 @@ class Ring:
         return self._spilled_bytes + self._kernel_pending()
 
     def _kernel_pending(self) -> int:
-        return int(_U64.unpack_from(self._data, 0)[0] - _U64.unpack_from(self._cons, 0)[0])
+        return int(self._prod_pos[0] - self._cons_pos[0])
 
     def close(self) -> None:
+        self._cons_pos.release()
+        self._prod_pos.release()
         self._data.close()
         self._cons.close()
 
