@@ -35,7 +35,6 @@ from collections import deque
 _BUSY = 1 << 31
 _DISCARD = 1 << 30
 _HDR = 8
-_U32 = struct.Struct("<I")
 #: the spill starts past ``size >> SPILL_SHIFT`` bytes pending in the mapping (an eighth)
 SPILL_SHIFT = 3
 
@@ -58,6 +57,8 @@ class Ring:
         #: the two positions, each read and written as one native 8-byte word (module docstring)
         self._cons_pos = memoryview(self._cons).cast("Q")
         self._prod_pos = memoryview(self._data)[:8].cast("Q")
+        #: the data as 32-bit words: a record's header (8-byte aligned) read as one word too
+        self._words = memoryview(self._data).cast("I")
 
     def read(self, limit: int = 1 << 30) -> list[bytes]:
         """Every complete record available now (up to ``limit`` bytes), oldest first: the spilled
@@ -95,10 +96,10 @@ class Ring:
         cons = self._cons_pos[0]
         prod = self._prod_pos[0]
         start = cons
-        data, page, mask, u32 = self._data, self._page, self._mask, _U32.unpack_from
+        data, words, page, mask = self._data, self._words, self._page, self._mask
         while cons < prod and cons - start < limit:
             at = page + (cons & mask)
-            hdr = u32(data, at)[0]
+            hdr = words[at >> 2]
             if hdr & _BUSY:
                 break
             length = hdr & ~(_BUSY | _DISCARD)
@@ -119,6 +120,7 @@ class Ring:
     def close(self) -> None:
         self._cons_pos.release()
         self._prod_pos.release()
+        self._words.release()
         self._data.close()
         self._cons.close()
 
