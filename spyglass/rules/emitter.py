@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from spyglass.policy.paths import DirSet, GlobMatcher, LazyPattern
+from spyglass.policy.paths import DirSet, GlobMatcher, LazyPattern, glob_matcher
 from spyglass.rules.condition import And, AtLeast, Cond, Macro, Not, Or, Sel
 from spyglass.rules.fields import FIELDS
 from spyglass.rules.model import FieldTest, ListRef, Selection
@@ -72,6 +72,7 @@ class Emitter:
         self.vars: dict[str, str] = {}  # field -> local var for the raw value (derived)
         self.lvars: dict[str, str] = {}  # field -> local var for the lower-cased value
         self.two: set[str] = set()  # (pure) expressions known to be True or False, never None
+        self._gates: dict[tuple[str, bool], _Gate] = {}  # (field text, cased) -> its glob gate
 
     def const(self, value: Any) -> str:
         return self.shared.const(value)
@@ -92,6 +93,33 @@ class Emitter:
         if var is None:
             var = self.lvars[fname] = f"l{len(self.lvars)}"
         return f"({var} if {var} is not _U else ({var} := _low({self.raw(fname)})))"
+
+    def glob_gate(self, raw: str, patterns: list[str], cased: bool) -> str:
+        """A mark that :meth:`gated` turns into the function's one test of ``raw`` (``ev.path`` or
+        ``ev.target``) against every glob its glob tests name: when it fails, none of them can
+        match, so each test runs only after it passed (one matcher run per event on a path that no
+        rule's glob names, instead of one per test: an untar's new files).  Same globs, same
+        answer: the gate is their union, and each test is still run in full after it."""
+        gate = self._gates.get((raw, cased))
+        if gate is None:
+            gate = self._gates[(raw, cased)] = _Gate(f"\x00gate{len(self._gates)}\x00", raw, cased)
+        gate.patterns.extend(patterns)
+        gate.uses += 1
+        return gate.mark
+
+    def gated(self, text: str) -> str:
+        """``text`` (a function's body, or part of it, once the whole function is written) with the
+        marks of :meth:`glob_gate` replaced: the gate, fetched once per event into a local, where
+        two tests or more share it; else ``True``."""
+        for gate in self._gates.values():
+            if gate.mark not in text:
+                continue
+            if gate.text is None:
+                gate.seal(self)
+            elif gate.sealed != len(gate.patterns):  # a test written after: the gate would not cover it
+                raise AssertionError(f"a glob test on {gate.raw} was written after its gate")
+            text = text.replace(gate.mark, gate.text or "True")
+        return text
 
     def locals_init(self) -> list[str]:
         return [f"    {v} = _U" for v in (*self.vars.values(), *self.lvars.values())]
@@ -237,6 +265,31 @@ class Emitter:
                 return f"_katleast({c.n}, " + ", ".join(items) + ")"
             return "((" + " + ".join(f"bool({i})" for i in items) + f") >= {c.n})"
         raise AssertionError(c)
+
+
+class _Gate:
+    """The globs of one field's glob tests in one generated function (:meth:`Emitter.glob_gate`)."""
+
+    __slots__ = ("cased", "mark", "patterns", "raw", "sealed", "text", "uses")
+
+    def __init__(self, mark: str, raw: str, cased: bool) -> None:
+        self.mark, self.raw, self.cased = mark, raw, cased
+        self.patterns: list[str] = []
+        self.uses = 0
+        self.sealed = 0  # the patterns it covers, once its text is made
+        self.text: str | None = None  # what the mark becomes ("" with one test: no gate)
+
+    def seal(self, em: Emitter) -> None:
+        self.sealed = len(self.patterns)
+        if self.uses < 2:
+            self.text = ""
+            return
+        var = em.vars.get(self.mark)
+        if var is None:
+            var = em.vars[self.mark] = f"v{len(em.vars)}"
+        union = glob_matcher(list(dict.fromkeys(self.patterns)), em.home, cased=self.cased)
+        test = f"{em.const(union)}.fullmatch({self.raw}) is not None"
+        self.text = f"({var} if {var} is not _U else ({var} := {test}))"
 
 
 def cost(t: FieldTest) -> int:

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from spyglass.rules.model import FieldTest
 
 FLAGS = ("all", "cased")
+#: the fields whose glob tests in one generated function share a gate (Emitter.glob_gate): as written there
+GATED = frozenset({"ev.path", "ev.target"})
 
 
 class NetSet:
@@ -206,7 +208,10 @@ class Glob(_TextOnly):
             return f"({raw} is not None and {em.join(parts, True)})"
         # most paths are decided without running a regular expression (GlobMatcher)
         rx = glob_matcher(pats, em.home, cased=t.cased)
-        return f"({raw} is not None and {em.const(rx)}.fullmatch({raw}) is not None)"
+        test = f"{em.const(rx)}.fullmatch({raw}) is not None"
+        if raw in GATED:  # after the gate of every glob of the function's tests on the field
+            return f"({raw} is not None and {em.glob_gate(raw, pats, t.cased)} and {test})"
+        return f"({raw} is not None and {test})"
 
 
 @register
