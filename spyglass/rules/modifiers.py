@@ -21,14 +21,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from spyglass.policy.hosts import parse_ip
 from spyglass.policy.paths import DirSet, LazyPattern, compile_globs, expand_home, glob_matcher
+from spyglass.rules.fields import FIELDS
 
 if TYPE_CHECKING:
     from spyglass.rules.emitter import Emitter
     from spyglass.rules.model import FieldTest
 
 FLAGS = ("all", "cased")
-#: the fields whose glob tests in one generated function share a gate (Emitter.glob_gate): as written there
-GATED = frozenset({"ev.path", "ev.target"})
+#: the fields whose glob tests in one generated function share a gate (Emitter.glob_gate), as the
+#: generated code reads them (their raw text)
+GATED = frozenset(FIELDS[f].expr for f in ("file.path", "file.target"))
 
 
 class NetSet:
