@@ -37,6 +37,25 @@ def _wait_for(path: Path) -> None:
         time.sleep(0.05)
 
 
+def _watchdog_of(pid: int) -> bool:
+    """A child of ``pid`` runs the eBPF watchdog.  It is spawned a few ms after the command starts (it
+    never delays the command), so a kill before then finds no watchdog to notice it; a clean-clone
+    CI run under load killed spyglass in that window once and waited for a note that never came."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rpartition(b")")[2].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and any(a.endswith(b"/watchdog.py") for a in cmd):
+            return True
+    return False
+
+
 def test_sigkilled_spyglass_leaves_an_incomplete_run(tmp_path: Path) -> None:
     env = _env(tmp_path)
     ws = tmp_path / "ws"
@@ -49,6 +68,8 @@ def test_sigkilled_spyglass_leaves_an_incomplete_run(tmp_path: Path) -> None:
     )
     try:
         _wait_for(flag)
+        while not _watchdog_of(p.pid):  # (the test's subject is the run after the watchdog is up)
+            time.sleep(0.05)
         os.kill(p.pid, signal.SIGKILL)
     finally:
         p.wait()
