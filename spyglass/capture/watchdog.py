@@ -89,8 +89,9 @@ class Watchdog:
     def __init__(self, cfg: dict[str, Any], fds: list[int],
                  on_pid: Callable[[Sequence[int]], None] | None = None,
                  hook: Callable[[str], None] | None = None, script: str | None = None) -> None:
-        """Spawned from a thread: the command (started first) never waits for it, and neither does
-        the reading of its events; until it runs, what spyglass sends waits in the socket.
+        """Spawned from a thread: the reading of events never waits for it, and the command waits
+        only where the backend asks (:meth:`spawned`, the eBPF backend); until it runs, what spyglass
+        sends waits in the socket.
         ``script``: the file run (``self.script`` by default), given ``cfg`` with ``sock``,
         ``monitor`` and ``package_root`` added.
         ``hook`` (tests only: tests/capture/ebpf/test_watchdog_close.py) is called by that thread
@@ -148,6 +149,12 @@ class Watchdog:
 
         self._spawn = threading.Thread(target=spawn, name="watchdog-spawn", daemon=True)
         self._spawn.start()
+
+    def spawned(self) -> None:
+        """Wait until the watchdog process exists (or could not be started): a command started after
+        this cannot kill spyglass before there is a watchdog to notice.  What spyglass sends it waits
+        in the socket until it reads; spyglass gone by then, it finds the socket closed."""
+        self._spawn.join()
 
     @property
     def pid(self) -> int | None:

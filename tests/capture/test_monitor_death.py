@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from spyglass.store import RunReader, Store
+from spyglass.store import RunReader, Store, default_store_path
 
 PROG = Path(__file__).resolve().parent / "progs" / "daemonize.py"
 PY = os.path.realpath(sys.executable)
@@ -191,6 +191,72 @@ def test_the_agent_killing_spyglass_is_named_in_the_note_and_dies(tmp_path: Path
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+#: the agent kills spyglass at its first step (a shell builtin, no interpreter to start first), then
+#: becomes a long sleep with the same pid
+KILL_AT_ONCE = "echo $$ > agent.pid; kill -KILL $PPID; exec sleep 120"
+
+
+def _default_layout(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A workspace and a HOME of its own, no --store: the run goes where a user's would."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPYGLASS_")}
+    return ws, dict(env, HOME=str(tmp_path / "home"))
+
+
+def test_the_agent_killing_spyglass_at_its_first_step_finds_a_watchdog(tmp_path: Path, capture_backend: str) -> None:
+    """No window at the start: the watchdog exists before the command starts (eBPF: the command waits
+    for its spawn; strace: the command runs only once strace has attached).  With the eBPF watchdog
+    spawned after the command, this test failed in 3 runs of 3: the agent was left running."""
+    ws, env = _default_layout(tmp_path)
+    store = default_store_path(env)
+    res = subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--", "sh", "-c", KILL_AT_ONCE],
+        cwd=ws, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
+        start_new_session=True,
+    )  # fmt: skip
+    assert res.returncode == -9
+    pid = int((ws / "agent.pid").read_text())
+    try:
+        assert _until(lambda: not _alive(pid)), "the agent was left running after it killed spyglass"
+        assert _until(lambda: _final_note(store)), f"no note from the watchdog in {store}"
+        s = Store(store)
+        s.repair()
+        meta = RunReader(s, s.resolve("latest")).meta
+        assert meta.status == "monitor-lost", meta.status
+        lost = meta.extra["monitor_lost"]
+        assert pid in lost["killed"], lost
+        assert [(x["detail"], x["process.pid"]) for x in lost["signals"]] == [("SIGKILL", pid)], lost
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def test_benign_twin_an_agent_done_at_its_first_step_leaves_a_complete_run(tmp_path: Path,
+                                                                            capture_backend: str) -> None:
+    """The same shell, quick and harmless: the run completes, no note, no alert, and the watchdog
+    (spawned before the command) is gone once the run is over."""
+    ws, env = _default_layout(tmp_path)
+    store = default_store_path(env)
+    res = subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--", "sh", "-c",
+         "echo $$ > agent.pid"],
+        cwd=ws, env=env, capture_output=True, text=True, timeout=180, check=False, start_new_session=True,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    s = Store(store)
+    s.repair()
+    reader = RunReader(s, s.resolve("latest"))
+    assert reader.meta.status == "complete", reader.meta.status
+    assert not list(store.glob("runs/*/monitor-lost.json"))
+    assert list(reader.alerts()) == []
+    helpers = reader.meta.extra["monitor_pids"]
+    assert len(helpers) >= 2, helpers  # strace or spyglass, and the watchdog
+    assert _until(lambda: not any(_alive(p) for p in helpers)), "the monitor's helpers outlived the run"
 
 
 def test_killing_the_watchdog_is_critical_and_noted(tmp_path: Path, capture_backend: str) -> None:

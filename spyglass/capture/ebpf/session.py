@@ -153,8 +153,14 @@ class EbpfSession:
         self.descendants = chosen if chosen in DESCENDANTS else "detach"
         self._following: float | None = None  # when following the leftovers began (monotonic)
         self._followed = 0
+        self._watchdog: Watchdog | None = None
         try:
             self._drop_dirs = maps.configure(self._obj, opts, protected, self._result.notes)
+            # the watchdog before the command: an agent that kills spyglass at its first instruction
+            # must find one to notice (it kills what the program follows, the root still unknown to
+            # it).  Its spawn runs while the rest is set up, and the command starts once it exists
+            self._watchdog = Watchdog.start(self._obj, opts, (ring, life), self._boot, self._result.notes, 0,
+                                            spec.on_monitor)
             life_r, alert_r = Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("alert"), _ALERT_RING)
             #: a burst past an eighth of the events ring is copied out undecoded (Ring.spill), up to spill_bytes
             spill = int(str(opts.get("spill_bytes", SPILL_RINGS * ring)))
@@ -170,6 +176,8 @@ class EbpfSession:
             # the kernel follows the next process this thread forks from its first instruction
             # (on_fork); nothing runs in the child before exec, so Popen can use vfork
             me = threading.get_native_id()
+            if self._watchdog is not None:
+                self._watchdog.spawned()
             maps.enroll(self._obj, self._drop_dirs, me)
             try:
                 self._proc = subprocess.Popen(
@@ -179,12 +187,13 @@ class EbpfSession:
             finally:
                 maps.disarm(self._obj, self._drop_dirs, me)
         except (OSError, LibbpfError, subprocess.SubprocessError) as exc:
+            if self._watchdog is not None:
+                self._watchdog.close()  # before the links it holds copies of are closed
             self._obj.close()
             os.close(self._wake)
             raise CaptureError(f"cannot start the command under eBPF capture: {exc}") from exc
-        # after the command started (it never waits for it): a few ms pass before it watches
-        self._watchdog = Watchdog.start(self._obj, opts, (ring, life), self._boot, self._result.notes, self._proc.pid,
-                                        spec.on_monitor)
+        if self._watchdog is not None:
+            self._watchdog.send(f"root {self._proc.pid} {procfs.start_time(self._proc.pid)}")
         self._queue.put([self.decoder.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started)])
         self._lookout.start(self._ahead.add_root(self._proc.pid, cwd, os.geteuid(), os.getegid(), started))
         #: readable when the command exits: its exit record is in the ring by then (sched_process_exit

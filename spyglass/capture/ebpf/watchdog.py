@@ -21,8 +21,11 @@ socket pair whose other end only spyglass holds:
   ``monitor-lost`` from that file (``Store.repair``);
 * ``done`` from spyglass: exits at once (spyglass then detaches the program).
 
-It is spawned from a thread once the command has started (the command never
-waits for it; it watches a few milliseconds later), as a plain script with the
+It is spawned from a thread while spyglass sets the run up, and the command
+starts only once the watchdog process exists: an agent that kills spyglass at
+its first instruction still leaves a watchdog to notice (it learns the
+command's pid from a ``root`` line; without one it kills what the program
+follows).  It runs as a plain script with the
 interpreter alone (``python -I -S``: no site-packages, no package, no json or
 socket module; its configuration is passed as marshal), since it runs beside
 every run and takes CPU from it, and imports site-packages and the decoder only
@@ -137,8 +140,10 @@ def watch(cfg: dict[str, Any]) -> int:
                 word, _, arg = line.partition(b" ")
                 if word == b"done":
                     return 0
-                if word == b"root" and arg.isdigit():
-                    cfg["root"] = int(arg)
+                if word == b"root":  # the command, started once this watchdog existed: its pid and start
+                    pid, _, start = arg.partition(b" ")
+                    if pid.isdigit() and start.isdigit():
+                        cfg["root"], cfg["root_start"] = int(pid), int(start)
         root = int(cfg.get("root") or 0)
         if _monitor_alone_stopped(monitor, root, grace=time.monotonic() - last_alone > _GRACE_AFTER):
             last_alone = time.monotonic()
@@ -272,8 +277,9 @@ if __package__:  # inside spyglass (the script itself never imports the package)
             cls, obj: BpfObject, opts: dict[str, object], sizes: tuple[int, int], boot: int, notes: list[str],
             root: int, on_pid: Callable[[Sequence[int]], None] | None = None,
         ) -> Watchdog | None:
-            """The watchdog of a loaded, attached program following ``root`` (``options={"watchdog": False}``:
-            none); ``on_pid`` gets its pid once it is started (``LaunchSpec.on_monitor``)."""
+            """The watchdog of a loaded, attached program following ``root`` (0: the command is not started
+            yet; spyglass sends ``root PID START`` once it is) (``options={"watchdog": False}``: none);
+            ``on_pid`` gets its pid once it is started (``LaunchSpec.on_monitor``)."""
             if opts.get("watchdog") is False:
                 return None
             ring, life = sizes
@@ -282,7 +288,7 @@ if __package__:  # inside spyglass (the script itself never imports the package)
                 "links": obj.link_fds(), "tracked": maps[0],
                 "rings": [[maps[1], life], [maps[2], ring], [maps[3], 256 << 10]],
                 "boot": boot, "note": opts.get("monitor_note"), "keep": opts.get("on_monitor_lost") == "keep",
-                "monitor_pgids": [os.getpgrp()], "root": root, "root_start": _PROCFS["start_time"](root),
+                "monitor_pgids": [os.getpgrp()], "root": root, "root_start": _PROCFS["start_time"](root) if root else 0,
             }  # fmt: skip
             try:
                 return cls(cfg, [*obj.link_fds(), *maps], on_pid)

@@ -48,6 +48,10 @@ from spyglass.capture.strace.parser import StraceParser
 from spyglass.errors import CaptureError
 from spyglass.events.schema import Event
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from spyglass.capture.watchdog import Watchdog
+
 #: What happens to processes still alive when the grace period after the root's exit is over
 DESCENDANTS = ("kill", "follow", "detach")
 _DETACH_SECCOMP = "left running with strace's seccomp filter: its traced system calls now fail with ENOSYS"
@@ -97,6 +101,9 @@ class StraceSession:
         self._dir = host.private_dir("spyglass-strace-")
         fifo = os.path.join(self._dir, _FIFO)
         wd_fd: int | None = None
+        self._watchdog: Watchdog | None = None
+        self._wd_fd: int | None = None  # the watchdog's read end of the FIFO, closed after it
+        self._wd_pid: int | None = None
         try:
             os.mkfifo(fifo, 0o600)
             self._rfd: int | None = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
@@ -110,6 +117,10 @@ class StraceSession:
             # evasion-kill-monitor)
             wd_fd = strace_watchdog.open_end(fifo, spec)
             host.remove_dir(self._dir, (_FIFO,))
+            # the watchdog before the command: an agent that kills spyglass at its first step must
+            # find one to notice (its spawn runs while strace is prepared; the command waits for it)
+            self._watchdog, self._wd_fd = strace_watchdog.start(wd_fd, 0, spec, self._result.notes)
+            wd_fd = None  # the watchdog's now (closed by start when it could not be started)
             os.set_blocking(self._rfd, True)
             host.grow_pipe(self._rfd, _FIFO_BYTES)  # small: unseen by the fast lane while it waits
             cmd = strace_command(
@@ -124,6 +135,8 @@ class StraceSession:
             host.adopt_orphans(True)
             self._adopting = True
             stdin, stdout, stderr = spec.stdio or (None, None, None)
+            if self._watchdog is not None:
+                self._watchdog.spawned()
             self._proc = subprocess.Popen(
                 cmd, cwd=cwd, env=spec.env, close_fds=True, stdin=stdin, stdout=stdout, stderr=stderr
             )
@@ -133,9 +146,8 @@ class StraceSession:
             self._stop_adopting()
             self._cleanup()
             raise CaptureError(f"cannot start strace: {exc}") from exc
-        self._wd_fd: int | None = None  # the watchdog's read end of the FIFO, until it is spawned
-        self._wd_pid: int | None = None
-        self._watchdog, self._wd_fd = strace_watchdog.start(wd_fd, self._proc.pid, spec, self._result.notes)
+        if self._watchdog is not None:
+            self._watchdog.send(f"root {self._proc.pid} {procfs.start_time(self._proc.pid)}")
         self._news_at = time.monotonic()
         threading.Thread(target=self._read, name="strace-reader", daemon=True).start()
         threading.Thread(target=self._watch, name="strace-watcher", daemon=True).start()

@@ -87,6 +87,26 @@ def traced_by(tracer: int) -> list[int]:
     return out
 
 
+def writer_of(fd: int) -> int:
+    """The strace holding a write end of the FIFO whose read end is ``fd`` (0: none found): the tracer
+    when spyglass died before it could send the command's pid (``root``)."""
+    me = os.fstat(fd)
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/comm", "rb") as f:
+                if not f.read().startswith(b"strace"):
+                    continue
+            for entry in os.listdir(f"/proc/{name}/fd"):
+                st = os.stat(f"/proc/{name}/fd/{entry}")
+                if (st.st_dev, st.st_ino) == (me.st_dev, me.st_ino):
+                    return int(name)
+        except OSError:
+            continue
+    return 0
+
+
 def watch(cfg: dict[str, Any]) -> int:
     sock, monitor = int(cfg["sock"]), int(cfg["monitor"])
     alive: Callable[[int], bool] = PROCFS["running"]
@@ -106,6 +126,10 @@ def watch(cfg: dict[str, Any]) -> int:
                 word, _, arg = line.partition(b" ")
                 if word == b"done":
                     return 0
+                if word == b"root":  # the command, started once this watchdog existed: its pid and start
+                    pid, _, start = arg.partition(b" ")
+                    if pid.isdigit() and start.isdigit():
+                        cfg["root"], cfg["root_start"] = int(pid), int(start)
                 if word == b"tracer" and arg.isdigit():  # strace, found by spyglass just now: its start too
                     cfg["tracer"], cfg["tracer_start"] = int(arg), PROCFS["start_time"](int(arg))
         elif not alive(monitor):
@@ -184,7 +208,7 @@ def lost(cfg: dict[str, Any]) -> None:
     root_start = int(cfg.get("root_start") or 0)
     if root and started(root) != root_start:
         root = 0  # gone, its pid perhaps another process's now: not ours to kill
-    tracer = int(cfg.get("tracer") or 0) or tracer_of(root)
+    tracer = int(cfg.get("tracer") or 0) or tracer_of(root) or (0 if root else writer_of(int(cfg["fifo"])))
     tracer_start = int(cfg.get("tracer_start") or 0) if cfg.get("tracer") else started(tracer)
 
     def strace_alive() -> bool:
@@ -254,7 +278,8 @@ def open_end(fifo: str, spec: LaunchSpec) -> int | None:
 
 
 def start(fd: int | None, root: int, spec: LaunchSpec, notes: list[str]) -> tuple[Watchdog | None, int | None]:
-    """spyglass's side: the watchdog of the run of ``root``, given ``fd``, its read end of the FIFO
+    """spyglass's side: the watchdog of the run of ``root`` (0: not started yet; spyglass sends
+    ``root PID START`` once it is), given ``fd``, its read end of the FIFO
     strace writes into (:func:`open_end`), which the caller closes after ``Watchdog.close``;
     ``options={"watchdog": False}``: none."""
     from spyglass.capture import procfs
@@ -267,7 +292,8 @@ def start(fd: int | None, root: int, spec: LaunchSpec, notes: list[str]) -> tupl
         notes.append("no watchdog (spyglass's own death would go unnoticed): no descriptor for the FIFO")
         return None, None
     try:
-        cfg = {"fifo": fd, "root": root, "root_start": procfs.start_time(root), "note": opts.get("monitor_note"),
+        cfg = {"fifo": fd, "root": root, "root_start": procfs.start_time(root) if root else 0,
+               "note": opts.get("monitor_note"),
                "keep": opts.get("on_monitor_lost") == "keep"}  # fmt: skip
         return Watchdog(cfg, [fd], spec.on_monitor, script=__file__), fd
     except OSError as exc:  # no descriptor or no socket pair
