@@ -87,19 +87,17 @@ class Watchdog:
         yield Event(type="sys.sensitive", ts=time.time_ns(), pid=root, detail=detail)
 
     def __init__(self, cfg: dict[str, Any], fds: list[int],
-                 on_pid: Callable[[Sequence[int]], None] | None = None,
-                 hook: Callable[[str], None] | None = None, script: str | None = None) -> None:
-        """Spawned from a thread: the reading of events never waits for it, and the command waits
-        only where the backend asks (:meth:`spawned`, the eBPF backend); until it runs, what spyglass
-        sends waits in the socket.
+                 on_pid: Callable[[Sequence[int]], None] | None = None, script: str | None = None) -> None:
+        """Spawned here, before the command starts: an agent that kills spyglass at its first step
+        still finds a watchdog to notice.  Until it runs, what spyglass sends waits in the socket;
+        spyglass gone by then, it finds the socket closed.  Spawned from the calling thread: a
+        spawn thread cost 5-10 ms more, waiting for the interpreter's lock while the main thread
+        set the run up (``bench_startup.py``, strace "capture start" 17.8 ms against 8.5).
         ``script``: the file run (``self.script`` by default), given ``cfg`` with ``sock``,
-        ``monitor`` and ``package_root`` added.
-        ``hook`` (tests only: tests/capture/ebpf/test_watchdog_close.py) is called by that thread
-        with ``"spawn"`` before it looks whether the run is over, and with ``"start"`` when it
-        found the run going on, just before the watchdog is started."""
+        ``monitor`` and ``package_root`` added."""
         import _socket  # the pair as _socket makes it: the socket module's enums cost 1-2 ms of a start
         import marshal
-        import threading
+        import subprocess
 
         mine, theirs = _socket.socketpair()  # AF_UNIX, SOCK_STREAM, not inheritable (as socket.socketpair)
         self._sock: _socket.socket | None = mine
@@ -112,53 +110,23 @@ class Watchdog:
         script = os.path.realpath(script or self.script)
         cfg = {**cfg, "sock": theirs.fileno(), "monitor": os.getpid(),
                "package_root": os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(script))))}  # fmt: skip
-
-        #: held while the watchdog is spawned, and by ``close``: once the run is over (its links and
-        #: maps about to be closed, their numbers free for other files) no watchdog is started
-        self._spawning = threading.Lock()
-        self._closed = False
-
-        def spawn() -> None:
-            if hook is not None:
-                hook("spawn")
-            with self._spawning:
-                if self._closed:
-                    theirs.close()
-                    return
-                if hook is not None:
-                    hook("start")
-                start()
-
-        def start() -> None:
-            import subprocess
-
-            try:
-                self.proc = subprocess.Popen(
-                    # -I -S: no site-packages, no environment, no user paths: the interpreter alone;
-                    # the configuration as marshal (a builtin module, the same interpreter reads it)
-                    [sys.executable, "-I", "-S", script, marshal.dumps(cfg).hex()],
-                    pass_fds=[theirs.fileno(), *fds], start_new_session=True,
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                )  # fmt: skip
-            except OSError as exc:
-                self.error = f"no watchdog (spyglass's own death would go unnoticed): {exc}"
-            finally:
-                theirs.close()
-            if self.proc is not None and on_pid is not None:
-                on_pid([self.proc.pid])
-
-        self._spawn = threading.Thread(target=spawn, name="watchdog-spawn", daemon=True)
-        self._spawn.start()
-
-    def spawned(self) -> None:
-        """Wait until the watchdog process exists (or could not be started): a command started after
-        this cannot kill spyglass before there is a watchdog to notice.  What spyglass sends it waits
-        in the socket until it reads; spyglass gone by then, it finds the socket closed."""
-        self._spawn.join()
+        try:
+            self.proc = subprocess.Popen(
+                # -I -S: no site-packages, no environment, no user paths: the interpreter alone;
+                # the configuration as marshal (a builtin module, the same interpreter reads it)
+                [sys.executable, "-I", "-S", script, marshal.dumps(cfg).hex()],
+                pass_fds=[theirs.fileno(), *fds], start_new_session=True,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+        except OSError as exc:
+            self.error = f"no watchdog (spyglass's own death would go unnoticed): {exc}"
+        finally:
+            theirs.close()
+        if self.proc is not None and on_pid is not None:
+            on_pid([self.proc.pid])
 
     @property
     def pid(self) -> int | None:
-        self._spawn.join(timeout=5)
         return self.proc.pid if self.proc is not None else None
 
     def send(self, line: str) -> None:
@@ -192,8 +160,6 @@ class Watchdog:
     def close(self) -> None:
         """The run is over: the watchdog exits as soon as it reads this, letting go of the program
         (not waited for: a watchdog still starting must not delay the end of a short run)."""
-        with self._spawning:  # a spawn under way ends first (milliseconds); one not begun never begins
-            self._closed = True
         sock, self._sock = self._sock, None
         if sock is None:
             return
@@ -203,11 +169,7 @@ class Watchdog:
         except OSError:
             pass
         sock.close()
-        import threading
+        if self.proc is not None:
+            import threading
 
-        def reap() -> None:
-            self._spawn.join()
-            if self.proc is not None:
-                self.proc.wait()
-
-        threading.Thread(target=reap, name="watchdog-reaper", daemon=True).start()
+            threading.Thread(target=self.proc.wait, name="watchdog-reaper", daemon=True).start()

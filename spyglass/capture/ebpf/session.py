@@ -157,8 +157,7 @@ class EbpfSession:
         try:
             self._drop_dirs = maps.configure(self._obj, opts, protected, self._result.notes)
             # the watchdog before the command: an agent that kills spyglass at its first instruction
-            # must find one to notice (it kills what the program follows, the root still unknown to
-            # it).  Its spawn runs while the rest is set up, and the command starts once it exists
+            # must find one to notice (it kills what the program follows, the root still unknown to it)
             self._watchdog = Watchdog.start(self._obj, opts, (ring, life), self._boot, self._result.notes, 0,
                                             spec.on_monitor)
             life_r, alert_r = Ring(self._obj.map_fd("life"), life), Ring(self._obj.map_fd("alert"), _ALERT_RING)
@@ -176,8 +175,6 @@ class EbpfSession:
             # the kernel follows the next process this thread forks from its first instruction
             # (on_fork); nothing runs in the child before exec, so Popen can use vfork
             me = threading.get_native_id()
-            if self._watchdog is not None:
-                self._watchdog.spawned()
             maps.enroll(self._obj, self._drop_dirs, me)
             try:
                 self._proc = subprocess.Popen(

@@ -21,8 +21,7 @@ socket pair whose other end only spyglass holds:
   ``monitor-lost`` from that file (``Store.repair``);
 * ``done`` from spyglass: exits at once (spyglass then detaches the program).
 
-It is spawned from a thread while spyglass sets the run up, and the command
-starts only once the watchdog process exists: an agent that kills spyglass at
+It is spawned before the command starts, so an agent that kills spyglass at
 its first instruction still leaves a watchdog to notice (it learns the
 command's pid from a ``root`` line; without one it kills what the program
 follows).  It runs as a plain script with the

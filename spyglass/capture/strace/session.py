@@ -118,7 +118,7 @@ class StraceSession:
             wd_fd = strace_watchdog.open_end(fifo, spec)
             host.remove_dir(self._dir, (_FIFO,))
             # the watchdog before the command: an agent that kills spyglass at its first step must
-            # find one to notice (its spawn runs while strace is prepared; the command waits for it)
+            # find one to notice
             self._watchdog, self._wd_fd = strace_watchdog.start(wd_fd, 0, spec, self._result.notes)
             wd_fd = None  # the watchdog's now (closed by start when it could not be started)
             os.set_blocking(self._rfd, True)
@@ -135,8 +135,6 @@ class StraceSession:
             host.adopt_orphans(True)
             self._adopting = True
             stdin, stdout, stderr = spec.stdio or (None, None, None)
-            if self._watchdog is not None:
-                self._watchdog.spawned()
             self._proc = subprocess.Popen(
                 cmd, cwd=cwd, env=spec.env, close_fds=True, stdin=stdin, stdout=stdout, stderr=stderr
             )
@@ -433,8 +431,8 @@ class StraceSession:
                 pass
 
     def _close_watchdog(self) -> None:
-        """``done`` to the watchdog (it exits), then our copy of its FIFO end is closed: no spawn
-        can begin after ``close``, so that number is free."""
+        """``done`` to the watchdog (it exits), then our copy of its FIFO end is closed (the
+        watchdog, spawned before the command, holds its own)."""
         wd, self._watchdog = getattr(self, "_watchdog", None), None
         if wd is not None:
             wd.close()
