@@ -110,10 +110,10 @@ class _TypeCompiler:
             expr = self._expr(i, em)
             guard = f"_act[{i}] and " if self.matchers[i].step > 0 else ""
             body.append(f"    if {guard}{expr}:\n        hits = hits + ({i},)")
-        body = [em.gated(line) for line in body]  # (before locals_init: a gate is a local)
+        tests = em.gated("\n".join(body))  # the whole body at once (before locals_init: a gate is a local)
         fname = f"_match_{self.name}{suffix}"
         head = [f"def {fname}(ev, fx):", "    fx.ev = ev", "    hits = _E", *em.locals_init()]
-        src = "\n".join([*head, *body, "    return hits", ""])
+        src = "\n".join([*head, *([tests] if body else []), "    return hits", ""])
         return self._compile(fname, src), src
 
     def prefilter(self, pure: frozenset[str], fixed: dict[str, str] | None = None,
@@ -122,10 +122,10 @@ class _TypeCompiler:
         (and the ``fixed`` values of other fields)."""
         em = Emitter(self.etype, self.lists, self.macros, self.home, self.shared, pure=pure, fixed=fixed)
         exprs = [self._expr(i, em) for i in self.idxs]
-        exprs = [em.gated(e) for e in exprs]  # (once all are written: a gate covers every test)
+        verdicts = em.gated("".join(f"{e}, " for e in exprs))  # once all are written: a gate covers every test
         fname = f"_pre_{self.name}{'_clean' if fixed else ''}"
         src = "\n".join([f"def {fname}(ev, fx):", "    fx.ev = ev", *em.locals_init(),
-                         "    return (" + "".join(f"{e}, " for e in exprs) + ")", ""])
+                         "    return (" + verdicts + ")", ""])
         fn: Callable[[Event, FieldContext], tuple[bool | None, ...]] = self._compile(fname, src)
         return fn
 

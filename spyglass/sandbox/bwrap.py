@@ -171,19 +171,19 @@ def plan_mounts(
     for d in pinned:
         p = _real(d)
         cover = next((x for x in reversed(m) if _under(p, x.dest)), None)
-        if cover is not None and cover.kind == BIND and _visible_in(m, p):
+        if cover is not None and cover.kind == BIND and visible_in(m, p):
             m.append(Mount(BIND, p, p, optional=True, role="pinned"))
     for r in readonly:
         p = resolve(r)
         m.append(Mount(RO_BIND, p, p, optional=True, role="readonly"))
     for r in protected:
         p = _real(r)
-        if _visible_in(m, p):
+        if visible_in(m, p):
             m.append(Mount(RO_BIND, p, p, optional=True, role="protected"))
     # parents first: a hidden tree inside another (the run's work dir inside a store kept in the
     # workspace) is then already out of sight, and no mount lands on a path a tmpfs just covered
     for p in sorted({resolve(h) for h in hidden}, key=lambda x: (x.count("/"), x)):
-        if not _visible_in(m, p):
+        if not visible_in(m, p):
             continue  # already out of sight (under a private /tmp or a hidden tree)
         if os.path.isdir(p):
             m.append(Mount(HIDE_DIR, p, role="hidden"))
@@ -196,7 +196,7 @@ def plan_mounts(
     return m
 
 
-def _visible_in(mounts: Sequence[Mount], path: str) -> bool:
+def visible_in(mounts: Sequence[Mount], path: str) -> bool:
     """Whether the host's ``path`` shows through at the same place under ``mounts``."""
     for m in reversed(mounts):
         if _under(path, m.dest):

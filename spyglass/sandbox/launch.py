@@ -37,13 +37,13 @@ def expose_program(sb: PreparedSandbox, argv: Sequence[str], env: Mapping[str, s
     added: list[str] = []
     at = next((i for i, m in enumerate(sb.mounts) if m.role in ("relay", "workspace")), len(sb.mounts))
     for path in layout.program_roots(list(argv), env, cwd, sb.real_home):
-        if not os.path.exists(path) or bw._visible_in(sb.mounts, path):
+        if not os.path.exists(path) or bw.visible_in(sb.mounts, path):
             continue
         sb.mounts.insert(at, bw.Mount(bw.RO_BIND, path, path, optional=True, role="program"))
         at += 1
         added.append(path)
     for src, dest in layout.program_aliases(list(argv), env, cwd, sb.real_home):
-        if bw._visible_in(sb.mounts, dest):
+        if bw.visible_in(sb.mounts, dest):
             continue  # the host's link shows through (and what it names, or the tree bound above)
         sb.mounts.insert(at, bw.Mount(bw.RO_BIND, dest, src, optional=True, role="program"))
         at += 1
