@@ -5,7 +5,7 @@ Each backend has its own watchdog script (``capture/ebpf/watchdog.py``,
 recorded tree and in a session of its own, that acts when spyglass itself dies
 mid-run.  This class spawns the script (``python -I -S``, the configuration as
 marshal, one end of a socket pair whose other end only spyglass holds), sends it
-lines (``root N``, ``tracer N``, ``done``), reads what it says (``stopped``),
+lines (``root PID START``, ``tracer N``, ``done``), reads what it says (``stopped``),
 resumes it when the run stopped it (``monitor-stopped:``) and notices its death
 (``monitor-helper-lost:``).
 """

@@ -207,9 +207,9 @@ def _default_layout(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def test_the_agent_killing_spyglass_at_its_first_step_finds_a_watchdog(tmp_path: Path, capture_backend: str) -> None:
-    """No window at the start: the watchdog exists before the command starts (eBPF: the command waits
-    for its spawn; strace: the command runs only once strace has attached).  With the eBPF watchdog
-    spawned after the command, this test failed in 3 runs of 3: the agent was left running."""
+    """No window at the start: the watchdog is spawned before the command starts.  With the eBPF
+    watchdog spawned after the command, this test failed in 3 runs of 3: the agent was left running
+    (under strace it failed once, under load)."""
     ws, env = _default_layout(tmp_path)
     store = default_store_path(env)
     res = subprocess.run(
@@ -228,7 +228,13 @@ def test_the_agent_killing_spyglass_at_its_first_step_finds_a_watchdog(tmp_path:
         assert meta.status == "monitor-lost", meta.status
         lost = meta.extra["monitor_lost"]
         assert pid in lost["killed"], lost
-        assert [(x["detail"], x["process.pid"]) for x in lost["signals"]] == [("SIGKILL", pid)], lost
+        signals = [(x["detail"], x["process.pid"]) for x in lost["signals"]]
+        if capture_backend == "strace" and not signals:
+            # spyglass can read strace's line of the kill from the FIFO before it dies: the line is then
+            # lost with it, and the watchdog's note cannot name the sender (seen when this test was repeated)
+            assert lost["detail"].startswith(f"monitor-lost: spyglass (pid {lost['monitor_pid']}) died"), lost
+        else:
+            assert signals == [("SIGKILL", pid)], lost
     finally:
         try:
             os.kill(pid, signal.SIGKILL)

@@ -38,9 +38,8 @@ def _wait_for(path: Path) -> None:
 
 
 def _watchdog_of(pid: int) -> bool:
-    """A child of ``pid`` runs the eBPF watchdog.  It is spawned a few ms after the command starts (it
-    never delays the command), so a kill before then finds no watchdog to notice it; a clean-clone
-    CI run under load killed spyglass in that window once and waited for a note that never came."""
+    """A child of ``pid`` runs the eBPF watchdog (spawned before the command starts: a kill at the
+    agent's first step is tests/capture/test_monitor_death.py's; this test's subject starts later)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue

@@ -119,6 +119,18 @@ def _monitor_alone_stopped(monitor: int, root: int, grace: bool = True) -> bool:
         time.sleep(_CONFIRM)
 
 
+def _command_of(monitor: int) -> int:
+    """The command before spyglass named it (``root``): spyglass's child that is not this watchdog
+    (both are forked by its main thread); 0: none yet.  Until the command exists, spyglass found
+    stopped is no act of the run (a Ctrl-Z while it sets up): it is left alone."""
+    try:
+        with open(f"/proc/{monitor}/task/{monitor}/children", "rb") as f:
+            children = [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        return 0
+    return next((c for c in children if c != os.getpid()), 0)
+
+
 def watch(cfg: dict[str, Any]) -> int:
     sock = int(cfg["sock"])  # the socket's descriptor, read and written as is (no socket module)
     monitor = int(cfg["monitor"])
@@ -143,8 +155,8 @@ def watch(cfg: dict[str, Any]) -> int:
                     pid, _, start = arg.partition(b" ")
                     if pid.isdigit() and start.isdigit():
                         cfg["root"], cfg["root_start"] = int(pid), int(start)
-        root = int(cfg.get("root") or 0)
-        if _monitor_alone_stopped(monitor, root, grace=time.monotonic() - last_alone > _GRACE_AFTER):
+        root = int(cfg.get("root") or 0) or _command_of(monitor)
+        if root and _monitor_alone_stopped(monitor, root, grace=time.monotonic() - last_alone > _GRACE_AFTER):
             last_alone = time.monotonic()
             # (the agent stopped too is job control, a Ctrl-Z at the terminal: left alone)
             import signal
@@ -178,7 +190,8 @@ def _write_note(cfg: dict[str, Any], note: dict[str, Any]) -> None:
 def lost(cfg: dict[str, Any]) -> None:
     """spyglass died during the run: drain, kill the tree, leave the note."""
     monitor = int(cfg["monitor"])
-    _write_note(cfg, {"detail": f"monitor-lost: spyglass (pid {monitor}) died during the run", "ts": time.time_ns(),
+    died = time.time_ns()  # (before the imports below: tens of ms)
+    _write_note(cfg, {"detail": f"monitor-lost: spyglass (pid {monitor}) died during the run", "ts": died,
                       "monitor_pid": monitor, "final": False})  # at once; completed below
     import signal
 
@@ -194,7 +207,6 @@ def lost(cfg: dict[str, Any]) -> None:
     from spyglass.capture.ebpf.ring import Ring
 
     root, keep = int(cfg.get("root") or 0), bool(cfg.get("keep"))
-    died = time.time_ns()
     dec = RecordDecoder(int(cfg["boot"]))
     rings = [Ring(int(fd), int(size)) for fd, size in cfg["rings"]]
 

@@ -89,8 +89,10 @@ def traced_by(tracer: int) -> list[int]:
 
 def writer_of(fd: int) -> int:
     """The strace holding a write end of the FIFO whose read end is ``fd`` (0: none found): the tracer
-    when spyglass died before it could send the command's pid (``root``)."""
+    when spyglass died before it could send the command's pid (``root``).  One that traces processes
+    first: with ``-DD`` the command, not yet exec'd, is a strace holding the FIFO too."""
     me = os.fstat(fd)
+    found = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == os.getpid():
             continue
@@ -98,13 +100,18 @@ def writer_of(fd: int) -> int:
             with open(f"/proc/{name}/comm", "rb") as f:
                 if not f.read().startswith(b"strace"):
                     continue
-            for entry in os.listdir(f"/proc/{name}/fd"):
-                st = os.stat(f"/proc/{name}/fd/{entry}")
-                if (st.st_dev, st.st_ino) == (me.st_dev, me.st_ino):
-                    return int(name)
+            entries = os.listdir(f"/proc/{name}/fd")
         except OSError:
             continue
-    return 0
+        for entry in entries:
+            try:
+                st = os.stat(f"/proc/{name}/fd/{entry}")
+            except OSError:  # closed meanwhile
+                continue
+            if (st.st_dev, st.st_ino) == (me.st_dev, me.st_ino):
+                found.append(int(name))
+                break
+    return next((pid for pid in found if traced_by(pid)), found[0] if found else 0)
 
 
 def watch(cfg: dict[str, Any]) -> int:

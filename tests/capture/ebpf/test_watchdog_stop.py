@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -145,3 +146,97 @@ def test_no_grace_again_soon_after_spyglass_was_found_stopped_alone(
     monkeypatch.setattr(watchdog, "_stop_pending", lambda pid: looks.append(pid) or real_pending(pid))
     assert watchdog._monitor_alone_stopped(monitor.pid, agent.pid, grace=False)
     assert len(looks) <= 1
+
+
+#: a stand-in for spyglass with the command as its child (forked by its main thread, as spyglass's is)
+WITH_COMMAND = (
+    "import subprocess, time; p = subprocess.Popen(['sleep', '60']); print(p.pid, flush=True); time.sleep(60)"
+)
+
+
+def _watch(monitor: int) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """The real watchdog script watching ``monitor``, not told the command yet (no ``root`` line)."""
+    import marshal
+
+    mine, theirs = socket.socketpair()
+    cfg = {"sock": theirs.fileno(), "monitor": monitor, "root": 0}
+    proc = subprocess.Popen([sys.executable, "-I", "-S", watchdog.__file__, marshal.dumps(cfg).hex()],
+                            pass_fds=[theirs.fileno()], start_new_session=True)  # fmt: skip
+    theirs.close()
+    mine.settimeout(30)
+    return proc, mine
+
+
+def _end(proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
+    sock.sendall(b"done\n")
+    assert proc.wait(timeout=60) == 0
+    sock.close()
+
+
+def _left_alone(monitor: int, sock: socket.socket) -> bool:
+    """Still stopped, and nothing said, well after the watchdog's look and its confirmation."""
+    sock.settimeout(1.5)
+    try:
+        said = sock.recv(100)
+    except TimeoutError:
+        said = b""
+    return procfs.state(monitor) == b"T" and said == b""
+
+
+def test_command_of_is_spyglass_s_child_other_than_the_watchdog() -> None:
+    spy = subprocess.Popen([sys.executable, "-c", WITH_COMMAND], stdout=subprocess.PIPE)
+    try:
+        assert spy.stdout is not None
+        child = int(spy.stdout.readline())
+        assert watchdog._command_of(spy.pid) == child
+    finally:
+        spy.kill()
+        spy.wait()
+
+
+def test_benign_twin_a_ctrl_z_before_the_command_exists_is_left_alone(monitor: subprocess.Popen[bytes]) -> None:
+    """The watchdog runs before the command starts: spyglass stopped then (a Ctrl-Z while it sets the
+    run up) is no act of the run, which does not exist yet.  Resumed, it was reported as a critical
+    monitor-stopped in a run where nothing had happened."""
+    assert watchdog._command_of(monitor.pid) == 0
+    proc, sock = _watch(monitor.pid)
+    try:
+        assert _left_alone(monitor.pid, sock)
+    finally:
+        _end(proc, sock)
+
+
+def test_the_command_stopping_spyglass_before_it_is_named_is_resumed() -> None:
+    """The attack the twin above must not open: the command stops spyglass before spyglass could send
+    its pid.  The watchdog finds the command as spyglass's child, running: spyglass is resumed."""
+    spy = subprocess.Popen([sys.executable, "-c", WITH_COMMAND], stdout=subprocess.PIPE)
+    try:
+        assert spy.stdout is not None
+        child = int(spy.stdout.readline())
+        proc, sock = _watch(spy.pid)
+        try:
+            os.kill(spy.pid, signal.SIGSTOP)
+            assert sock.recv(100).startswith(b"stopped ")
+            assert procfs.state(spy.pid) != b"T"
+        finally:
+            _end(proc, sock)
+        # the twin: both stopped (a Ctrl-Z once the command runs) is job control, left alone
+        proc, sock = _watch(spy.pid)
+        try:
+            _stopped_pid(child)
+            os.kill(spy.pid, signal.SIGSTOP)
+            assert _left_alone(spy.pid, sock)
+        finally:
+            _end(proc, sock)
+    finally:
+        for pid in (child, spy.pid):
+            os.kill(pid, signal.SIGKILL)
+        spy.wait()
+
+
+def _stopped_pid(pid: int) -> None:
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 30
+    while procfs.state(pid) != b"T":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)

@@ -45,7 +45,7 @@ def test_spyglass_dead_before_it_named_the_command_the_watchdog_finds_strace_by_
                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while not traced_by(tracer.pid) and time.monotonic() < deadline:  # attached: the sleep is traced
+        while not _sleeping(tracer.pid) and time.monotonic() < deadline:  # the sleep runs, traced
             time.sleep(0.05)
         (sleeper,) = traced_by(tracer.pid)
         assert writer_of(rfd) == tracer.pid
@@ -61,6 +61,19 @@ def test_spyglass_dead_before_it_named_the_command_the_watchdog_finds_strace_by_
             tracer.kill()
             tracer.wait()
         os.close(rfd)
+
+
+def _sleeping(tracer: int) -> bool:
+    """strace traces the command, exec'd (strace's own probes at its start are traced children too,
+    before it opens its output: under load a test that waited for any tracee found no FIFO open)."""
+    for pid in traced_by(tracer):
+        try:
+            with open(f"/proc/{pid}/comm", "rb") as f:
+                if f.read().strip() == b"sleep":
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def test_benign_twin_no_strace_on_the_fifo_finds_nothing(tmp_path: Path) -> None:
