@@ -188,43 +188,26 @@ def _write_note(cfg: dict[str, Any], note: dict[str, Any]) -> None:
 
 
 def lost(cfg: dict[str, Any]) -> None:
-    """spyglass died during the run: drain, kill the tree, leave the note."""
+    """spyglass died during the run: kill the tree (a first time before the decoder is loaded), drain
+    the rings, kill again until none is left, leave the note."""
     monitor = int(cfg["monitor"])
-    died = time.time_ns()  # (before the imports below: tens of ms)
+    died = time.time_ns()
     _write_note(cfg, {"detail": f"monitor-lost: spyglass (pid {monitor}) died during the run", "ts": died,
                       "monitor_pid": monitor, "final": False})  # at once; completed below
     import signal
 
-    if sys.flags.no_site:  # started with -S: site-packages (msgspec) now
-        import site
-
-        site.main()
     sys.path.insert(0, str(cfg["package_root"]))
-    import msgspec
-
-    from spyglass.capture.ebpf.decoder import RecordDecoder
+    # ctypes and the package alone (no site-packages): the first kill comes before the decoder's
+    # imports, which take tens of ms (what the tree does meanwhile waits in the rings, drained below)
     from spyglass.capture.ebpf.libbpf import LibbpfError, map_keys
-    from spyglass.capture.ebpf.ring import Ring
 
     root, keep = int(cfg.get("root") or 0), bool(cfg.get("keep"))
-    dec = RecordDecoder(int(cfg["boot"]))
-    rings = [Ring(int(fd), int(size)) for fd, size in cfg["rings"]]
 
     def tracked() -> list[int]:
         try:
             return [int.from_bytes(k, "little") for k in map_keys(int(cfg["tracked"]), 4)]
         except LibbpfError:
             return []
-
-    dec.seen.update(tracked())  # signals inside the tree stay inside it
-    if root:
-        dec.seen.add(root)
-    events: list[Event] = []
-
-    def drain() -> None:
-        for r in rings:
-            for data in r.read():
-                events.extend(dec.feed(data))
 
     started: Callable[[int], int] = _PROCFS["start_time"]
     root_start = int(cfg.get("root_start") or 0)
@@ -235,21 +218,49 @@ def lost(cfg: dict[str, Any]) -> None:
         mine = root if root and started(root) == root_start else 0
         return [p for p in dict.fromkeys([mine, *tracked()]) if p and _alive(p)]
 
-    alive_at_death = members()
     killed: list[int] = []
-    end = time.monotonic() + _KILL_FOR
-    while True:
-        drain()
-        alive = members()
-        if keep or not alive or time.monotonic() >= end:
-            break
-        for pid in alive:
+
+    def kill(pids: list[int]) -> None:
+        for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 continue
             if pid not in killed:
                 killed.append(pid)
+
+    at_death = tracked()
+    alive_at_death = members()
+    if not keep:
+        kill(alive_at_death)
+    if sys.flags.no_site:  # started with -S: site-packages (msgspec) now
+        import site
+
+        site.main()
+    import msgspec
+
+    from spyglass.capture.ebpf.decoder import RecordDecoder
+    from spyglass.capture.ebpf.ring import Ring
+
+    dec = RecordDecoder(int(cfg["boot"]))
+    rings = [Ring(int(fd), int(size)) for fd, size in cfg["rings"]]
+    dec.seen.update(at_death)  # signals inside the tree stay inside it
+    if root:
+        dec.seen.add(root)
+    events: list[Event] = []
+
+    def drain() -> None:
+        for r in rings:
+            for data in r.read():
+                events.extend(dec.feed(data))
+
+    end = time.monotonic() + _KILL_FOR
+    while True:
+        drain()
+        alive = members()
+        if keep or not alive or time.monotonic() >= end:
+            break
+        kill(alive)
         time.sleep(0.02)
     drain()
     groups = {-int(g) for g in cfg.get("monitor_pgids", [])}
