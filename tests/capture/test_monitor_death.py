@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,6 +167,19 @@ time.sleep(1.5)
 """
 
 
+def _names_the_kill(lost: dict[str, Any], pid: int, backend: str) -> None:
+    """The watchdog's note names the SIGKILL and its sender: always under eBPF (the kernel's record of
+    the call waits in the ring); under strace only when the watchdog read strace's line of the call.
+    strace can write the first part of a line (the call, before its result) and spyglass can read it
+    before the kill takes it: the rest, `) = 0`, names no one.  A clean-clone CI run saw that once in
+    this test, and repeated first-step kills saw it several times (docs/threat-model.md)."""
+    signals = [(x["detail"], x["process.pid"]) for x in lost["signals"]]
+    if backend == "strace" and not signals:
+        assert lost["detail"].startswith(f"monitor-lost: spyglass (pid {lost['monitor_pid']}) died"), lost
+        return
+    assert signals == [("SIGKILL", pid)] and f"from pid {pid}" in lost["detail"], lost
+
+
 def test_the_agent_killing_spyglass_is_named_in_the_note_and_dies(tmp_path: Path, capture_backend: str) -> None:
     store = tmp_path / "store"
     res = subprocess.run(
@@ -184,8 +198,8 @@ def test_the_agent_killing_spyglass_is_named_in_the_note_and_dies(tmp_path: Path
         meta = RunReader(s, s.resolve("latest")).meta
         assert meta.status == "monitor-lost"
         lost = meta.extra["monitor_lost"]
-        assert [(x["detail"], x["process.pid"]) for x in lost["signals"]] == [("SIGKILL", pid)], lost
-        assert pid in lost["killed"] and f"from pid {pid}" in lost["detail"], lost
+        assert pid in lost["killed"], lost
+        _names_the_kill(lost, pid, capture_backend)
     finally:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -228,13 +242,7 @@ def test_the_agent_killing_spyglass_at_its_first_step_finds_a_watchdog(tmp_path:
         assert meta.status == "monitor-lost", meta.status
         lost = meta.extra["monitor_lost"]
         assert pid in lost["killed"], lost
-        signals = [(x["detail"], x["process.pid"]) for x in lost["signals"]]
-        if capture_backend == "strace" and not signals:
-            # spyglass can read strace's line of the kill from the FIFO before it dies: the line is then
-            # lost with it, and the watchdog's note cannot name the sender (seen when this test was repeated)
-            assert lost["detail"].startswith(f"monitor-lost: spyglass (pid {lost['monitor_pid']}) died"), lost
-        else:
-            assert signals == [("SIGKILL", pid)], lost
+        _names_the_kill(lost, pid, capture_backend)
     finally:
         try:
             os.kill(pid, signal.SIGKILL)
