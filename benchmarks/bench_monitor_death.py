@@ -35,16 +35,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from spyglass.capture.procfs import running as _alive  # noqa: E402
+
 AGENT = "kill -KILL $PPID; echo $$ > agent.pid; while :; do date +%s%N >> ts; done"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
 
 
 def one(code: Path, backend: str) -> tuple[float | None, float | None, str]:

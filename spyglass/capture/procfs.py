@@ -54,6 +54,16 @@ def running(pid: int) -> bool:
     return any(state(f"{pid}/task/{tid}") not in (b"Z", b"X", b"") for tid in tids if tid != str(pid))
 
 
+def children(pid: int, tid: int | None = None) -> list[int]:
+    """The children forked by thread ``tid`` of ``pid`` (its main thread by default), from
+    ``/proc/PID/task/TID/children``; empty when it is gone."""
+    try:
+        with open(f"/proc/{pid}/task/{tid or pid}/children", "rb") as f:
+            return [int(k) for k in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def descendants(root: int, limit: int = 65536) -> list[int]:
     """The live descendants of ``root``, parents before their children, from
     ``/proc/PID/task/TID/children``; empty where it has none or the kernel lacks those files.
@@ -67,12 +77,7 @@ def descendants(root: int, limit: int = 65536) -> list[int]:
         except OSError:
             continue
         for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children", encoding="utf-8") as f:
-                    kids = [int(k) for k in f.read().split()]
-            except (OSError, ValueError):
-                continue
-            for kid in kids:
+            for kid in children(pid, int(tid)):
                 if kid not in seen:
                     seen.add(kid)
                     out.append(kid)

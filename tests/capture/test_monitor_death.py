@@ -180,6 +180,26 @@ def _names_the_kill(lost: dict[str, Any], pid: int, backend: str) -> None:
     assert signals == [("SIGKILL", pid)] and f"from pid {pid}" in lost["detail"], lost
 
 
+def _killed_with_a_note(store: Path, pid: int, backend: str) -> None:
+    """The agent ``pid``, which killed spyglass, was killed by the watchdog, whose final note names the
+    kill; the run reads ``monitor-lost``."""
+    try:
+        assert _until(lambda: not _alive(pid)), "the agent was left running after it killed spyglass"
+        assert _until(lambda: _final_note(store)), f"no note from the watchdog in {store}"
+        s = Store(store)
+        s.repair()
+        meta = RunReader(s, s.resolve("latest")).meta
+        assert meta.status == "monitor-lost", meta.status
+        lost = meta.extra["monitor_lost"]
+        assert pid in lost["killed"], lost
+        _names_the_kill(lost, pid, backend)
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def test_the_agent_killing_spyglass_is_named_in_the_note_and_dies(tmp_path: Path, capture_backend: str) -> None:
     store = tmp_path / "store"
     res = subprocess.run(
@@ -189,22 +209,7 @@ def test_the_agent_killing_spyglass_is_named_in_the_note_and_dies(tmp_path: Path
         start_new_session=True,
     )  # fmt: skip
     assert res.returncode == -9
-    pid = int((tmp_path / "agent.pid").read_text())
-    try:
-        assert _until(lambda: not _alive(pid)), "the agent was left running after it killed spyglass"
-        assert _until(lambda: _final_note(store)), "no note from the watchdog"
-        s = Store(store)
-        s.repair()
-        meta = RunReader(s, s.resolve("latest")).meta
-        assert meta.status == "monitor-lost"
-        lost = meta.extra["monitor_lost"]
-        assert pid in lost["killed"], lost
-        _names_the_kill(lost, pid, capture_backend)
-    finally:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    _killed_with_a_note(store, int((tmp_path / "agent.pid").read_text()), capture_backend)
 
 
 #: the agent kills spyglass at its first step (a shell builtin, no interpreter to start first), then
@@ -232,22 +237,7 @@ def test_the_agent_killing_spyglass_at_its_first_step_finds_a_watchdog(tmp_path:
         start_new_session=True,
     )  # fmt: skip
     assert res.returncode == -9
-    pid = int((ws / "agent.pid").read_text())
-    try:
-        assert _until(lambda: not _alive(pid)), "the agent was left running after it killed spyglass"
-        assert _until(lambda: _final_note(store)), f"no note from the watchdog in {store}"
-        s = Store(store)
-        s.repair()
-        meta = RunReader(s, s.resolve("latest")).meta
-        assert meta.status == "monitor-lost", meta.status
-        lost = meta.extra["monitor_lost"]
-        assert pid in lost["killed"], lost
-        _names_the_kill(lost, pid, capture_backend)
-    finally:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    _killed_with_a_note(store, int((ws / "agent.pid").read_text()), capture_backend)
 
 
 def test_benign_twin_an_agent_done_at_its_first_step_leaves_a_complete_run(tmp_path: Path,

@@ -78,6 +78,7 @@ _PROCFS = _procfs()
 _state: Callable[[int], bytes] = _PROCFS["state"]
 _alive: Callable[[int], bool] = _PROCFS["running"]
 _stop_pending: Callable[[int], bool] = _PROCFS["stop_pending"]
+_children: Callable[[int], list[int]] = _PROCFS["children"]
 
 
 def _job_stopped(root: int) -> bool:
@@ -89,12 +90,7 @@ def _job_stopped(root: int) -> bool:
         return True
     if state != b"D" or not _stop_pending(root):
         return False
-    try:
-        with open(f"/proc/{root}/task/{root}/children", "rb") as f:
-            children = f.read().split()
-    except OSError:
-        return False
-    return any(_state(int(child)) == b"T" for child in children)
+    return any(_state(child) == b"T" for child in _children(root))
 
 
 def _monitor_alone_stopped(monitor: int, root: int, grace: bool = True) -> bool:
@@ -123,12 +119,7 @@ def _command_of(monitor: int) -> int:
     """The command before spyglass named it (``root``): spyglass's child that is not this watchdog
     (both are forked by its main thread); 0: none yet.  Until the command exists, spyglass found
     stopped is no act of the run (a Ctrl-Z while it sets up): it is left alone."""
-    try:
-        with open(f"/proc/{monitor}/task/{monitor}/children", "rb") as f:
-            children = [int(c) for c in f.read().split()]
-    except (OSError, ValueError):
-        return 0
-    return next((c for c in children if c != os.getpid()), 0)
+    return next((c for c in _children(monitor) if c != os.getpid()), 0)
 
 
 def watch(cfg: dict[str, Any]) -> int:
