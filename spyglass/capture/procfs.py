@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import os
 import stat as _stat
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def state(pid: int | str) -> bytes:
@@ -62,6 +67,45 @@ def children(pid: int, tid: int | None = None) -> list[int]:
             return [int(k) for k in f.read().split()]
     except (OSError, ValueError):
         return []
+
+
+def stopped_alone(
+    monitor: int, root: int, job_stopped: Callable[[int], bool], *, grace: bool, confirm: float, stopping_max: float,
+    state_of: Callable[[int], bytes] = state, pending: Callable[[int], bool] = stop_pending,
+) -> bool:
+    """A watchdog's judgement: spyglass (``monitor``) stopped while the run's ``root`` is not
+    stopped by job control (``job_stopped``: each backend says what that looks like), and still
+    so ``confirm`` seconds later.  A stop sent to a whole process group reaches its members one
+    by one (each stops when next scheduled), so one look can find spyglass stopped before the
+    root is.  A root with a stop still pending (not scheduled yet, on a busy machine) is given up
+    to ``stopping_max`` seconds to take it, and only while it can run (``R`` or ``S``): a root kept
+    from running (a vfork parent waits in ``D``, its stop pending for as long as its child likes)
+    must not hold spyglass stopped.  No such grace without ``grace`` (the caller's: soon after
+    spyglass was last found stopped alone, a root never scheduled could otherwise hold it stopped
+    a second at a time, again and again).  ``state_of`` and ``pending`` read /proc."""
+    deadline = time.monotonic() + stopping_max
+    look = 0
+    while True:
+        if state_of(monitor) not in (b"T", b"t") or job_stopped(root):
+            return False
+        if look and not (
+            grace and pending(root) and state_of(root) in (b"R", b"S") and time.monotonic() < deadline
+        ):
+            return True
+        look += 1
+        time.sleep(confirm)
+
+
+def resume(monitor: int, sock: int) -> None:
+    """A watchdog's act on spyglass found stopped alone: ``SIGCONT``, and ``stopped <ns>`` on the
+    socket ``sock`` (spyglass records ``monitor-stopped:``)."""
+    import _signal  # type: ignore[import-not-found]  # signal's C module (the watchdogs load no enums)
+
+    try:
+        os.kill(monitor, _signal.SIGCONT)
+        os.write(sock, f"stopped {time.time_ns()}\n".encode())  # a short line: written whole
+    except OSError:
+        pass
 
 
 def descendants(root: int, limit: int = 65536) -> list[int]:

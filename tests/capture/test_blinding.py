@@ -186,6 +186,19 @@ def test_stopped_monitor_is_resumed_and_reported(tmp_path: Path, capture_backend
     assert any((e.detail or "").startswith("monitor-stopped:") for e in reader.events())
 
 
+def test_spyglass_stopped_by_the_agent_is_resumed_by_its_watchdog(tmp_path: Path, capture_backend: str) -> None:
+    """The agent stops spyglass itself (not strace) and works on: the watchdog finds it stopped
+    alone and resumes it.  Under strace nothing else would: spyglass, stopped, judges nothing (a
+    kill rule's verdict waits) while strace writes on until the FIFO is full, and then the run
+    hangs for good; this run used to end only at the test's timeout."""
+    res, reader, _ = _run(tmp_path, capture_backend, "sigstop-spyglass")
+    assert res.returncode == 0, res.stderr
+    assert reader.meta.status == "complete", res.stderr
+    assert "evasion-kill-monitor" in _rules(reader), res.stderr
+    stopped = [e for e in reader.events() if (e.detail or "").startswith("monitor-stopped: spyglass (pid")]
+    assert stopped and "resumed by its watchdog" in (stopped[0].detail or ""), res.stderr
+
+
 def test_benign_twin_a_ctrl_z_of_the_whole_job_is_not_an_attack(
     tmp_path: Path, capture_backend: str, start_until_ready: Any
 ) -> None:

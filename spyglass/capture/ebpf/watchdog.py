@@ -79,6 +79,7 @@ _state: Callable[[int], bytes] = _PROCFS["state"]
 _alive: Callable[[int], bool] = _PROCFS["running"]
 _stop_pending: Callable[[int], bool] = _PROCFS["stop_pending"]
 _children: Callable[[int], list[int]] = _PROCFS["children"]
+_stopped_alone: Callable[..., bool] = _PROCFS["stopped_alone"]
 
 
 def _job_stopped(root: int) -> bool:
@@ -94,25 +95,11 @@ def _job_stopped(root: int) -> bool:
 
 
 def _monitor_alone_stopped(monitor: int, root: int, grace: bool = True) -> bool:
-    """spyglass stopped while the agent is not, and still so a moment later: a stop sent to a
-    whole process group reaches its members one by one (each stops when next scheduled), so
-    one look can find spyglass stopped before the agent is.  An agent with a stop still pending
-    (not scheduled yet, on a busy machine) is given up to ``_STOPPING_MAX`` to take it, and only
-    while it can run (``R`` or ``S``): a root kept from running (a vfork parent waits in ``D``,
-    its stop pending for as long as its child likes) must not hold spyglass stopped.  No grace
-    (``grace`` false) within ``_GRACE_AFTER`` of the last time spyglass was found stopped alone:
-    a root never scheduled could otherwise hold it stopped a second at a time, again and again."""
-    deadline = time.monotonic() + _STOPPING_MAX
-    look = 0
-    while True:
-        if _state(monitor) not in (b"T", b"t") or (root and _job_stopped(root)):
-            return False
-        if look and not (
-            grace and root and _stop_pending(root) and _state(root) in (b"R", b"S") and time.monotonic() < deadline
-        ):
-            return True
-        look += 1
-        time.sleep(_CONFIRM)
+    """spyglass stopped while the agent is not, and still so a moment later (``procfs.stopped_alone``:
+    a root with a stop pending gets up to ``_STOPPING_MAX`` to take it, while it can run; none
+    without ``grace``, within ``_GRACE_AFTER`` of the last time spyglass was found stopped alone)."""
+    return _stopped_alone(monitor, root, _job_stopped, grace=grace, confirm=_CONFIRM, stopping_max=_STOPPING_MAX,
+                          state_of=_state, pending=_stop_pending)  # fmt: skip
 
 
 def _command_of(monitor: int) -> int:
@@ -149,14 +136,7 @@ def watch(cfg: dict[str, Any]) -> int:
         root = int(cfg.get("root") or 0) or _command_of(monitor)
         if root and _monitor_alone_stopped(monitor, root, grace=time.monotonic() - last_alone > _GRACE_AFTER):
             last_alone = time.monotonic()
-            # (the agent stopped too is job control, a Ctrl-Z at the terminal: left alone)
-            import signal
-
-            try:
-                os.kill(monitor, signal.SIGCONT)
-                os.write(sock, f"stopped {time.time_ns()}\n".encode())  # a short line: written whole
-            except OSError:
-                pass
+            _PROCFS["resume"](monitor, sock)  # (the agent stopped too is job control: left alone)
         elif not _alive(monitor):
             break
     lost(cfg)

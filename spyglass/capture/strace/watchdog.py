@@ -54,10 +54,18 @@ _KILL_FOR = 10.0  # seconds spent killing the tree (new children die as they app
 _AFTER = 2.0  # seconds strace is given to exit once its tree is gone (its last lines are read meanwhile)
 _KEEP_LINES = 500  # strace lines after spyglass's death kept in the note
 _SIGNALS = (b"kill(", b"tkill(", b"tgkill(", b"pidfd_send_signal(")
+_CONFIRM = 0.15  # seconds between the looks of _monitor_alone_stopped
+_STOPPING_MAX = 1.0  # seconds a root with a stop pending may take to stop
+_GRACE_AFTER = 30.0  # seconds after spyglass was last found stopped alone with no such grace
 
 
 def _procfs() -> dict[str, Any]:
-    """spyglass/capture/procfs.py, loaded by its path (this file runs without the package)."""
+    """spyglass/capture/procfs.py: imported as usual inside spyglass, loaded by its path when this
+    file runs as the watchdog's plain script (no package import)."""
+    if __package__:
+        from spyglass.capture import procfs
+
+        return vars(procfs)
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "procfs.py")
     with open(path, "rb") as f:
         source = f.read()
@@ -114,10 +122,54 @@ def writer_of(fd: int) -> int:
     return next((pid for pid in found if traced_by(pid)), found[0] if found else 0)
 
 
+def waits_on_fifo(tracer: int, fifo: int) -> bool:
+    """strace waits in a call on the FIFO whose read end is ``fifo`` (a write: it writes nothing
+    else there): the FIFO is full, spyglass reads nothing, and every process of the run that makes
+    a traced call waits for strace in a ptrace stop (``t``) that is no job control."""
+    try:
+        with open(f"/proc/{tracer}/syscall", "rb") as f:
+            fields = f.read().split()  # "running", or the call's number and its arguments
+        if len(fields) < 2 or not fields[0].isdigit():
+            return False
+        held = os.stat(f"/proc/{tracer}/fd/{int(fields[1], 16)}")
+        mine = os.fstat(fifo)
+    except (OSError, ValueError):
+        return False
+    return (held.st_dev, held.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _job_stopped(root: int, tracer: int, fifo: int) -> bool:
+    """The run's root stopped with spyglass by job control.  A Ctrl-Z reaches spyglass's process
+    group, not strace's (``-DD``: a group of its own), so strace runs on and holds the traced root
+    in a group stop (``t``; ``T`` once untraced).  A traced root waits in ``t`` for other reasons
+    too: strace stopped itself (never by a Ctrl-Z), or strace blocked writing into the FIFO that
+    the stopped spyglass does not read; then it is no job control."""
+    state: Callable[[int], bytes] = PROCFS["state"]
+    got = state(root)
+    if got == b"T":
+        return True
+    if got != b"t" or not tracer:
+        return False
+    return state(tracer) not in (b"T", b"t", b"") and not waits_on_fifo(tracer, fifo)
+
+
+def _monitor_alone_stopped(cfg: dict[str, Any], root: int, grace: bool = True) -> bool:
+    """spyglass stopped while the run's root is not stopped by job control (``procfs.stopped_alone``,
+    as the eBPF watchdog decides it, with ``_job_stopped`` above)."""
+    fifo = int(cfg["fifo"])
+
+    def job(pid: int) -> bool:  # (looked at only once spyglass is found stopped)
+        return _job_stopped(pid, int(cfg.get("tracer") or 0) or tracer_of(pid), fifo)
+
+    stopped_alone: Callable[..., bool] = PROCFS["stopped_alone"]
+    return stopped_alone(int(cfg["monitor"]), root, job, grace=grace, confirm=_CONFIRM, stopping_max=_STOPPING_MAX)
+
+
 def watch(cfg: dict[str, Any]) -> int:
     sock, monitor = int(cfg["sock"]), int(cfg["monitor"])
     alive: Callable[[int], bool] = PROCFS["running"]
     buf = b""
+    last_alone = -_GRACE_AFTER - 1.0  # when spyglass was last found stopped alone
     while True:
         ready, _, _ = select.select([sock], [], [], _TICK)
         if ready:
@@ -139,7 +191,13 @@ def watch(cfg: dict[str, Any]) -> int:
                         cfg["root"], cfg["root_start"] = int(pid), int(start)
                 if word == b"tracer" and arg.isdigit():  # strace, found by spyglass just now: its start too
                     cfg["tracer"], cfg["tracer_start"] = int(arg), PROCFS["start_time"](int(arg))
-        elif not alive(monitor):
+        root = int(cfg.get("root") or 0)  # (none yet: spyglass stopped is no act of a run not started)
+        if root and _monitor_alone_stopped(cfg, root, grace=time.monotonic() - last_alone > _GRACE_AFTER):
+            # stopped, spyglass reads nothing: the run goes on unjudged (a kill rule's verdict waits)
+            # until strace finds the FIFO full
+            last_alone = time.monotonic()
+            PROCFS["resume"](monitor, sock)
+        elif not ready and not alive(monitor):
             break
     lost(cfg)
     return 0
@@ -269,7 +327,7 @@ def lost(cfg: dict[str, Any]) -> None:
           "final": True})  # fmt: skip
 
 
-PROCFS: dict[str, Any] = {}  # procfs.py's names, once the script runs
+PROCFS: dict[str, Any] = dict(_procfs())  # procfs.py's names
 
 
 def open_end(fifo: str, spec: LaunchSpec) -> int | None:
@@ -316,7 +374,6 @@ def main() -> int:
 
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # a Ctrl-C to spyglass's group is not for us
     _signal.signal(_signal.SIGHUP, _signal.SIG_IGN)
-    PROCFS.update(_procfs())
     cfg: dict[str, Any] = marshal.loads(bytes.fromhex(sys.argv[1]))
     return watch(cfg)
 

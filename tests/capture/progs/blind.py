@@ -51,6 +51,11 @@ def main() -> None:
     elif mode == "sigstop":
         os.kill(t, signal.SIGSTOP)
         os.close(os.open("/dev/null", os.O_RDONLY))  # blocks until the tracer runs again
+    elif mode == "sigstop-spyglass":  # spyglass itself, its parent (under strace the tracer is strace)
+        os.kill(os.getppid(), signal.SIGSTOP)
+        for _ in range(20):  # goes on working while spyglass judges nothing
+            time.sleep(0.05)
+            os.close(os.open("/dev/null", os.O_RDONLY))
     elif mode == "kill9":
         os.kill(t, signal.SIGKILL)
         linger()

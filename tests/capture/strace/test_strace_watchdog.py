@@ -1,19 +1,36 @@
 """The strace watchdog after spyglass died: the signals sent to spyglass found in strace's lines, and
 strace found by its FIFO when spyglass died before naming the command (the live attacks are
-tests/capture/test_monitor_death.py)."""
+tests/capture/test_monitor_death.py); and its judgement of a stopped spyglass under a real strace."""
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
+import signal
 import subprocess
+import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from spyglass.capture.strace.watchdog import PROCFS, _procfs, _signals, lost, traced_by, writer_of
+from spyglass.capture.strace.watchdog import (
+    PROCFS,
+    _job_stopped,
+    _monitor_alone_stopped,
+    _procfs,
+    _signals,
+    lost,
+    traced_by,
+    tracer_of,
+    waits_on_fifo,
+    writer_of,
+)
 
 
 def test_signals_to_spyglass_are_found_whatever_the_pid_padding() -> None:
@@ -93,3 +110,122 @@ def test_benign_twin_no_strace_on_the_fifo_finds_nothing(tmp_path: Path) -> None
         writer.kill()
         writer.wait()
         os.close(rfd)
+
+
+#: a traced root that keeps making traced calls (openat), a few a second
+BUSY = "import os, time\nwhile True:\n    os.close(os.open('/dev/null', os.O_RDONLY))\n    time.sleep(0.01)\n"
+
+
+class _Traced:
+    """A real strace (``-DD``, as spyglass runs it) writing into a FIFO whose read end the test holds,
+    tracing a busy root; ``drain`` keeps the FIFO read as a running spyglass does."""
+
+    def __init__(self, tmp_path: Path, drain: bool) -> None:
+        fifo = tmp_path / "strace.fifo"
+        os.mkfifo(fifo, 0o600)
+        self.rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        self.root = subprocess.Popen(
+            ["strace", "-f", "-DD", "--seccomp-bpf", "-e", "trace=openat", "-o", str(fifo), sys.executable, "-c", BUSY],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        self._stop = threading.Event()
+        self._busy = threading.Event()  # the root's loop runs (strace's start-up stops are over)
+        self._reader = threading.Thread(target=self._drain, daemon=True) if drain else None
+        if self._reader is not None:
+            self._reader.start()
+            _until(self._busy.is_set)
+        self.tracer = _until(lambda: tracer_of(self.root.pid) or None)
+
+    def _drain(self) -> None:
+        seen = b""
+        while not self._stop.is_set():
+            select.select([self.rfd], [], [], 0.05)
+            try:
+                seen = (seen + os.read(self.rfd, 1 << 16))[-4096:]
+            except BlockingIOError:
+                pass
+            if seen.count(b'"/dev/null"') >= 2:
+                self._busy.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        for pid in (self.root.pid, self.tracer):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.root.wait()
+        if self._reader is not None:
+            self._reader.join()
+        os.close(self.rfd)
+
+
+def _until(check: Any, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (got := check()):
+        assert time.monotonic() < deadline, "not within a minute"
+        time.sleep(0.02)
+    return got
+
+
+@pytest.fixture
+def traced(tmp_path: Path) -> Iterator[_Traced]:
+    if shutil.which("strace") is None:
+        pytest.skip("strace not installed")
+    t = _Traced(tmp_path, drain=True)
+    yield t
+    t.close()
+
+
+def test_a_root_waiting_for_strace_on_the_full_fifo_is_no_job_control(tmp_path: Path) -> None:
+    """spyglass stopped reads nothing: strace fills the FIFO and waits to write, and the root waits
+    for strace in a ptrace stop (``t``), as a root in a Ctrl-Z's group stop does.  Taken for job
+    control, an agent that stopped spyglass and went on until the FIFO was full would keep it
+    stopped for good."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace not installed")
+    t = _Traced(tmp_path, drain=False)
+    try:
+        _until(lambda: waits_on_fifo(t.tracer, t.rfd))
+        _until(lambda: PROCFS["state"](t.root.pid) == b"t")
+        assert not _job_stopped(t.root.pid, t.tracer, t.rfd)
+    finally:
+        t.close()
+
+
+def test_benign_twin_a_group_stop_of_the_traced_root_is_job_control(traced: _Traced) -> None:
+    """A Ctrl-Z stops spyglass's group (the root), not strace's: strace holds the root in a group
+    stop while it runs on and the FIFO is read."""
+    os.kill(traced.root.pid, signal.SIGSTOP)
+    _until(lambda: PROCFS["state"](traced.root.pid) == b"t")
+    time.sleep(0.3)  # strace has long written the stop's line
+    assert not waits_on_fifo(traced.tracer, traced.rfd)
+    assert _job_stopped(traced.root.pid, traced.tracer, traced.rfd)
+
+
+def test_a_root_held_by_a_stopped_strace_is_no_job_control(traced: _Traced) -> None:
+    """A Ctrl-Z never reaches strace's group: strace stopped (by the run) holds the root in ``t``."""
+    os.kill(traced.tracer, signal.SIGSTOP)
+    _until(lambda: PROCFS["state"](traced.tracer) == b"T")
+    _until(lambda: PROCFS["state"](traced.root.pid) == b"t")  # at its next traced call
+    assert not _job_stopped(traced.root.pid, traced.tracer, traced.rfd)
+    os.kill(traced.tracer, signal.SIGCONT)
+
+
+def test_spyglass_stopped_alone_is_found_and_with_its_group_it_is_not(traced: _Traced) -> None:
+    """The watchdog's judgement on a stand-in for spyglass, stopped: the traced root running is an
+    attack; the root in its group stop (the twin) is job control."""
+    monitor = subprocess.Popen(["sleep", "60"])
+    try:
+        os.kill(monitor.pid, signal.SIGSTOP)
+        _until(lambda: PROCFS["state"](monitor.pid) == b"T")
+        cfg = {"monitor": monitor.pid, "fifo": traced.rfd, "tracer": traced.tracer}
+        # (a look can find the root in the moment strace takes one of its calls: the watchdog looks again)
+        _until(lambda: _monitor_alone_stopped(cfg, traced.root.pid))
+        os.kill(traced.root.pid, signal.SIGSTOP)
+        _until(lambda: PROCFS["state"](traced.root.pid) == b"t")
+        time.sleep(0.3)
+        assert not _monitor_alone_stopped(cfg, traced.root.pid)
+    finally:
+        monitor.kill()
+        monitor.wait()
