@@ -199,6 +199,19 @@ def test_spyglass_stopped_by_the_agent_is_resumed_by_its_watchdog(tmp_path: Path
     assert stopped and "resumed by its watchdog" in (stopped[0].detail or ""), res.stderr
 
 
+@pytest.mark.backends("strace")
+def test_spyglass_and_strace_stopped_by_the_agent_are_both_resumed(tmp_path: Path, capture_backend: str) -> None:
+    """Stopped, spyglass cannot resume strace, and strace stopped holds the agent in a ptrace stop
+    that looks like a Ctrl-Z's group stop; but a Ctrl-Z never reaches strace (a group of its own):
+    the watchdog resumes spyglass, which resumes strace."""
+    res, reader, _ = _run(tmp_path, capture_backend, "sigstop-both")
+    assert res.returncode == 0, res.stderr
+    details = [e.detail or "" for e in reader.events()]
+    assert any(d.startswith("monitor-stopped: spyglass (pid") for d in details), res.stderr
+    assert any(d.startswith("monitor-stopped: the tracer") for d in details), res.stderr
+    assert "evasion-kill-monitor" in _rules(reader)
+
+
 def test_benign_twin_a_ctrl_z_of_the_whole_job_is_not_an_attack(
     tmp_path: Path, capture_backend: str, start_until_ready: Any
 ) -> None:

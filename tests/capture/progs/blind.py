@@ -56,6 +56,10 @@ def main() -> None:
         for _ in range(20):  # goes on working while spyglass judges nothing
             time.sleep(0.05)
             os.close(os.open("/dev/null", os.O_RDONLY))
+    elif mode == "sigstop-both":  # spyglass, then strace (each of them the one that could resume the other)
+        os.kill(os.getppid(), signal.SIGSTOP)
+        os.kill(t, signal.SIGSTOP)
+        os.close(os.open("/dev/null", os.O_RDONLY))  # blocks until strace runs again
     elif mode == "kill9":
         os.kill(t, signal.SIGKILL)
         linger()
