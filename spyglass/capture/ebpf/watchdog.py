@@ -159,20 +159,37 @@ def _write_note(cfg: dict[str, Any], note: dict[str, Any]) -> None:
 
 
 def lost(cfg: dict[str, Any]) -> None:
-    """spyglass died during the run: kill the tree (a first time before the decoder is loaded), drain
-    the rings, kill again until none is left, leave the note."""
+    """spyglass died during the run: kill the command at once, then the tree (a first time before
+    the decoder is loaded), drain the rings, kill again until none is left, leave the note."""
     monitor = int(cfg["monitor"])
     died = time.time_ns()
-    _write_note(cfg, {"detail": f"monitor-lost: spyglass (pid {monitor}) died during the run", "ts": died,
-                      "monitor_pid": monitor, "final": False})  # at once; completed below
-    import signal
-
-    sys.path.insert(0, str(cfg["package_root"]))
-    # ctypes and the package alone (no site-packages): the first kill comes before the decoder's
-    # imports, which take tens of ms (what the tree does meanwhile waits in the rings, drained below)
-    from spyglass.capture.ebpf.libbpf import LibbpfError, map_keys
+    import _signal  # type: ignore[import-not-found]  # signal's C module (no enums)
 
     root, keep = int(cfg.get("root") or 0), bool(cfg.get("keep"))
+    started: Callable[[int], int] = _PROCFS["start_time"]
+    root_start = int(cfg.get("root_start") or 0)
+    killed: list[int] = []
+
+    def kill(pids: list[int]) -> None:
+        for pid in pids:
+            try:
+                os.kill(pid, _signal.SIGKILL)
+            except OSError:
+                continue
+            if pid not in killed:
+                killed.append(pid)
+
+    # the command first, by its pid and start time: before any import or file written (the rest of
+    # the tree once the program's table can be read, below)
+    root_alive = bool(root) and started(root) == root_start and _alive(root)
+    if root_alive and not keep:
+        kill([root])
+    _write_note(cfg, {"detail": f"monitor-lost: spyglass (pid {monitor}) died during the run", "ts": died,
+                      "monitor_pid": monitor, "final": False})  # at once; completed below
+    sys.path.insert(0, str(cfg["package_root"]))
+    # ctypes and the package alone (no site-packages): the first kill of the rest comes before the
+    # decoder's imports, which take tens of ms (what the tree does meanwhile waits in the rings)
+    from spyglass.capture.ebpf.libbpf import LibbpfError, map_keys
 
     def tracked() -> list[int]:
         try:
@@ -180,28 +197,14 @@ def lost(cfg: dict[str, Any]) -> None:
         except LibbpfError:
             return []
 
-    started: Callable[[int], int] = _PROCFS["start_time"]
-    root_start = int(cfg.get("root_start") or 0)
-
     def members() -> list[int]:
         # the root by its pid and start time (looked at each time: gone, its pid may be another
         # process's by now, one the program does not follow); the rest as the program follows them
         mine = root if root and started(root) == root_start else 0
         return [p for p in dict.fromkeys([mine, *tracked()]) if p and _alive(p)]
 
-    killed: list[int] = []
-
-    def kill(pids: list[int]) -> None:
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                continue
-            if pid not in killed:
-                killed.append(pid)
-
     at_death = tracked()
-    alive_at_death = members()
+    alive_at_death = list(dict.fromkeys([*([root] if root_alive else []), *members()]))
     if not keep:
         kill(alive_at_death)
     if sys.flags.no_site:  # started with -S: site-packages (msgspec) now
@@ -291,7 +294,7 @@ if __package__:  # inside spyglass (the script itself never imports the package)
 
 
 def main() -> int:
-    import _signal  # type: ignore[import-not-found]  # signal's C module: signal.py adds enums (a third of the start)
+    import _signal  # signal's C module: signal.py adds enums (a third of the start)
     import marshal
 
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # a Ctrl-C to spyglass's group is not for us
