@@ -127,12 +127,16 @@ def test_renaming_the_run_directory_aside_is_detected(setup: Any) -> None:
 
 
 def test_a_symlink_put_in_place_of_the_run_directory_is_detected(setup: Any) -> None:
-    # the swap in one process, as an attacker would do it: between a `mv` and an `ln -s` of their own the
-    # writer's check (every 0.1 s) may find the directory gone and make it again before the link exists
-    swap = "import os, sys; d = sys.argv[1]; os.rename(d, d + '.aside'); os.symlink(d + '.aside', d)"
+    # the swap in one call, as an attacker would do it: renameat2(RENAME_EXCHANGE) trades the run directory
+    # for a symlink to it, so no check of the writer's can fall between a `mv` and an `ln -s` (a clean-clone
+    # CI run once found the directory gone between the two and made it again, and the agent's `ln -s` failed)
+    swap = ("import ctypes, os, sys; d = sys.argv[1]; a = d + '.aside'; os.symlink(a, a); "
+            "libc = ctypes.CDLL(None, use_errno=True); "
+            "assert libc.renameat2(-100, a.encode(), -100, d.encode(), 2) == 0, os.strerror(ctypes.get_errno())")
     script = f'd=$(ls -d {setup.store}/runs/*); {setup.python} -c "{swap}" "$d"; echo more > m.txt'
     res = setup.run(script)
     assert "was replaced during the run" in res.stderr, res.stderr
     run = json.loads(setup.spyglass("show", "--store", str(setup.store), "--format", "json").stdout)["run"]
     assert run["status"] == "evidence-incomplete"
     assert not (setup.store / "runs" / run["id"]).is_symlink()
+    assert any(a["rule_id"] == "witness-tamper" for a in setup.alerts())  # the exchange itself, on the store
