@@ -78,6 +78,15 @@ def _spy(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, check=False)
 
 
+def _run_agent(cwd: Path, store: Path, backend: str, script: str) -> subprocess.CompletedProcess[bytes]:
+    """``spyglass run`` of a Python agent ``script`` in ``cwd``, in a session of its own, output dropped."""
+    return subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--backend", backend, "--store", str(store), "--", PY, "-c", script],
+        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
+        start_new_session=True,
+    )  # fmt: skip
+
+
 def _cleanup(tag: str) -> None:
     for pid in _named(tag):
         try:
@@ -202,12 +211,7 @@ def _killed_with_a_note(store: Path, pid: int, backend: str) -> None:
 
 def test_the_agent_killing_spyglass_is_named_in_the_note_and_dies(tmp_path: Path, capture_backend: str) -> None:
     store = tmp_path / "store"
-    res = subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
-         PY, "-c", KILL_PARENT],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
-        start_new_session=True,
-    )  # fmt: skip
+    res = _run_agent(tmp_path, store, capture_backend, KILL_PARENT)
     assert res.returncode == -9
     _killed_with_a_note(store, int((tmp_path / "agent.pid").read_text()), capture_backend)
 
@@ -265,12 +269,7 @@ def test_benign_twin_an_agent_done_at_its_first_step_leaves_a_complete_run(tmp_p
 
 def test_killing_the_watchdog_is_critical_and_noted(tmp_path: Path, capture_backend: str) -> None:
     store = tmp_path / "store"
-    subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
-         PY, "-c", KILL_WATCHDOG],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
-        start_new_session=True,
-    )  # fmt: skip
+    _run_agent(tmp_path, store, capture_backend, KILL_WATCHDOG)
     s = Store(store)
     reader = RunReader(s, s.resolve("latest"))
     assert "evasion-kill-monitor" in {a.rule_id for a in reader.alerts()}
@@ -323,12 +322,7 @@ def test_the_agent_stopping_the_watchdog_before_killing_spyglass_is_resumed_and_
     """A stopped watchdog would sleep through spyglass's death: spyglass resumes it (as it resumes
     spyglass), so the kill that follows still ends the tree and leaves the note."""
     store = tmp_path / "store"
-    res = subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
-         PY, "-c", STOP_WATCHDOG_THEN_KILL],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
-        start_new_session=True,
-    )  # fmt: skip
+    res = _run_agent(tmp_path, store, capture_backend, STOP_WATCHDOG_THEN_KILL)
     assert res.returncode == -9
     pid = int((tmp_path / "agent.pid").read_text())
     try:
@@ -359,11 +353,7 @@ def test_benign_twin_a_process_of_the_run_stopped_by_the_run_stays_stopped(tmp_p
               "stat = open(f'/proc/{child.pid}/stat').read()\n"
               "open('child.state', 'w').write(stat[stat.rfind(')') + 2])\n"
               "child.kill(); child.wait()\n")
-    res = subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "--backend", capture_backend, "--store", str(store), "--",
-         PY, "-c", script],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False,
-    )  # fmt: skip
+    res = _run_agent(tmp_path, store, capture_backend, script)
     assert res.returncode == 0
     assert (tmp_path / "child.state").read_text() in ("T", "t")  # (t: a stop under strace, its tracer)
     s = Store(store)
