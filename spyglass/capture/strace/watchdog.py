@@ -143,14 +143,16 @@ def _job_stopped(root: int, tracer: int, fifo: int) -> bool:
     group, not strace's (``-DD``: a group of its own), so strace runs on and holds the traced root
     in a group stop (``t``; ``T`` once untraced).  A traced root waits in ``t`` for other reasons
     too: strace stopped itself (never by a Ctrl-Z), or strace blocked writing into the FIFO that
-    the stopped spyglass does not read; then it is no job control."""
+    the stopped spyglass does not read; then it is no job control, unless the root has a stop
+    pending (a Ctrl-Z that came while spyglass was more than the FIFO behind: the root takes it
+    once strace lets it go)."""
     state: Callable[[int], bytes] = PROCFS["state"]
     got = state(root)
     if got == b"T":
         return True
-    if got != b"t" or not tracer:
+    if got != b"t" or not tracer or state(tracer) in (b"T", b"t", b""):
         return False
-    return state(tracer) not in (b"T", b"t", b"") and not waits_on_fifo(tracer, fifo)
+    return not waits_on_fifo(tracer, fifo) or bool(PROCFS["stop_pending"](root))
 
 
 def _monitor_alone_stopped(cfg: dict[str, Any], root: int, grace: bool = True) -> bool:

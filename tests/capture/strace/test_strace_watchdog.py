@@ -189,6 +189,12 @@ def test_a_root_waiting_for_strace_on_the_full_fifo_is_no_job_control(tmp_path: 
         _until(lambda: waits_on_fifo(t.tracer, t.rfd))
         _until(lambda: PROCFS["state"](t.root.pid) == b"t")
         assert not _job_stopped(t.root.pid, t.tracer, t.rfd)
+        # the twin: a Ctrl-Z now (spyglass was that far behind when it came) reaches the root as a
+        # stop it cannot take while strace holds it: pending, and job control
+        os.kill(t.root.pid, signal.SIGTSTP)
+        _until(lambda: PROCFS["stop_pending"](t.root.pid))
+        assert waits_on_fifo(t.tracer, t.rfd) and PROCFS["state"](t.root.pid) == b"t"
+        assert _job_stopped(t.root.pid, t.tracer, t.rfd)
     finally:
         t.close()
 
